@@ -1,0 +1,149 @@
+//! Errors: [`ApiError`], what a request gets back as a `metav1.Status`, and [`Error`], what
+//! starting or stopping the server can fail with.
+
+use serde_json::{Value, json};
+
+/// An API error, answered as a Kubernetes `Status` object with the real `reason` and `code`.
+///
+/// Every failing request ends in one of these; no request panics the server.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// HTTP status code, also `Status.code`.
+    pub code: u16,
+    /// `Status.reason`, e.g. `NotFound`, `AlreadyExists`, `Conflict`, `Invalid`.
+    pub reason: String,
+    /// Human-readable `Status.message`.
+    pub message: String,
+    /// `Status.details`, when the real server sends them (name, group, kind, causes).
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    /// A new error with no details.
+    pub fn new(code: u16, reason: impl Into<String>, message: impl Into<String>) -> Self {
+        ApiError { code, reason: reason.into(), message: message.into(), details: None }
+    }
+
+    /// Adds `Status.details`.
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// 400 BadRequest.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 404 NotFound for `resource.group "name"`, worded as the real server words it.
+    pub fn not_found(group_resource: &str, name: &str) -> Self {
+        Self::new(404, "NotFound", format!("{group_resource} \"{name}\" not found"))
+            .with_details(json!({ "name": name, "kind": kind_of(group_resource), "group": group_of(group_resource) }))
+    }
+
+    /// 409 AlreadyExists.
+    pub fn already_exists(group_resource: &str, name: &str) -> Self {
+        Self::new(409, "AlreadyExists", format!("{group_resource} \"{name}\" already exists"))
+            .with_details(json!({ "name": name, "kind": kind_of(group_resource), "group": group_of(group_resource) }))
+    }
+
+    /// 409 Conflict on a stale resourceVersion.
+    pub fn conflict(group_resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {group_resource} \"{name}\": {why}"),
+        )
+        .with_details(json!({ "name": name, "kind": kind_of(group_resource), "group": group_of(group_resource) }))
+    }
+
+    /// 422 Invalid, with one cause per `(field, message)`.
+    pub fn invalid(kind: &str, group: &str, name: &str, causes: &[(String, String)]) -> Self {
+        let summary = causes
+            .iter()
+            .map(|(field, msg)| format!("{field}: {msg}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let causes: Vec<Value> = causes
+            .iter()
+            .map(|(field, msg)| json!({ "reason": "FieldValueInvalid", "message": msg, "field": field }))
+            .collect();
+        Self::new(422, "Invalid", format!("{kind}.{group} \"{name}\" is invalid: {summary}"))
+            .with_details(json!({ "name": name, "group": group, "kind": kind, "causes": causes }))
+    }
+
+    /// 410 Expired / Gone, as for a too old resourceVersion.
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// 405 MethodNotAllowed.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    /// 415 UnsupportedMediaType.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {content_type}"))
+    }
+
+    /// 500 InternalError.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// The `metav1.Status` object for this error.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
+    }
+}
+
+fn kind_of(group_resource: &str) -> &str {
+    group_resource.split('.').next().unwrap_or(group_resource)
+}
+
+fn group_of(group_resource: &str) -> &str {
+    group_resource.split_once('.').map(|(_, g)| g).unwrap_or("")
+}
+
+/// Errors starting, stopping or restarting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Binding or serving the listener failed.
+    #[error("listener on {addr}: {source}")]
+    Listen {
+        /// The address that could not be bound.
+        addr: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Generating the CA or the serving certificate failed.
+    #[error("generating certificates: {0}")]
+    Certificate(String),
+    /// Building the TLS configuration failed.
+    #[error("TLS configuration: {0}")]
+    Tls(String),
+    /// Writing the kubeconfig file failed.
+    #[error("writing kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The file that could not be written.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}

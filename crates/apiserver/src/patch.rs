@@ -1,0 +1,1 @@
+//! patch (in progress).

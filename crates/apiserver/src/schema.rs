@@ -1,0 +1,1 @@
+//! schema (in progress).

@@ -1,0 +1,114 @@
+//! Events: what a [`Source`](crate::source::Source) tells predicates and handlers about an object.
+//!
+//! Objects are shared behind an [`Arc`]: the cache holds each object once and every predicate,
+//! handler and controller reads that same allocation. Nothing is deep-copied per handler.
+//!
+//! `K` is any Kubernetes object: a k8s-openapi type, a `#[derive(CustomResource)]` type, a
+//! [`kube_core::DynamicObject`] or a [`kube_core::PartialObjectMetadata`].
+
+use std::sync::Arc;
+
+/// An object was created (or, with `is_in_initial_list`, found by the informer's initial list).
+#[derive(Debug)]
+pub struct CreateEvent<K> {
+    /// The object.
+    pub object: Arc<K>,
+    /// True when the event comes from the informer's initial list (or the replay a handler gets
+    /// when it is added to a running informer) rather than from a watch.
+    pub is_in_initial_list: bool,
+}
+
+/// An object changed (or, on resync, is replayed with `old` and `new` the same object).
+#[derive(Debug)]
+pub struct UpdateEvent<K> {
+    /// The object before the change.
+    pub old: Arc<K>,
+    /// The object after the change.
+    pub new: Arc<K>,
+}
+
+/// An object was deleted.
+#[derive(Debug)]
+pub struct DeleteEvent<K> {
+    /// The last state of the object known to the informer.
+    pub object: Arc<K>,
+    /// True when the deletion was missed (e.g. during a watch gap) and found on relist: `object`
+    /// is then the last state the informer saw, which may be stale (client-go's
+    /// `DeletedFinalStateUnknown`).
+    pub delete_state_unknown: bool,
+}
+
+/// An event from outside the cluster (a [`Channel`](crate::source::Channel) or a custom source).
+#[derive(Debug)]
+pub struct GenericEvent<K> {
+    /// The object the event is about.
+    pub object: Arc<K>,
+}
+
+// Manual impls: deriving Clone would needlessly require `K: Clone`; cloning an event clones Arcs.
+impl<K> Clone for CreateEvent<K> {
+    fn clone(&self) -> Self {
+        CreateEvent { object: self.object.clone(), is_in_initial_list: self.is_in_initial_list }
+    }
+}
+impl<K> Clone for UpdateEvent<K> {
+    fn clone(&self) -> Self {
+        UpdateEvent { old: self.old.clone(), new: self.new.clone() }
+    }
+}
+impl<K> Clone for DeleteEvent<K> {
+    fn clone(&self) -> Self {
+        DeleteEvent { object: self.object.clone(), delete_state_unknown: self.delete_state_unknown }
+    }
+}
+impl<K> Clone for GenericEvent<K> {
+    fn clone(&self) -> Self {
+        GenericEvent { object: self.object.clone() }
+    }
+}
+
+/// Any of the four events, for code that handles them uniformly (logging, channels).
+#[derive(Debug)]
+pub enum Event<K> {
+    /// See [`CreateEvent`].
+    Create(CreateEvent<K>),
+    /// See [`UpdateEvent`].
+    Update(UpdateEvent<K>),
+    /// See [`DeleteEvent`].
+    Delete(DeleteEvent<K>),
+    /// See [`GenericEvent`].
+    Generic(GenericEvent<K>),
+}
+
+impl<K> Clone for Event<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Event::Create(e) => Event::Create(e.clone()),
+            Event::Update(e) => Event::Update(e.clone()),
+            Event::Delete(e) => Event::Delete(e.clone()),
+            Event::Generic(e) => Event::Generic(e.clone()),
+        }
+    }
+}
+
+impl<K> Event<K> {
+    /// The object the event is about (the new state for updates).
+    pub fn object(&self) -> &Arc<K> {
+        match self {
+            Event::Create(e) => &e.object,
+            Event::Update(e) => &e.new,
+            Event::Delete(e) => &e.object,
+            Event::Generic(e) => &e.object,
+        }
+    }
+
+    /// `"create"`, `"update"`, `"delete"` or `"generic"`, for logs and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::Create(_) => "create",
+            Event::Update(_) => "update",
+            Event::Delete(_) => "delete",
+            Event::Generic(_) => "generic",
+        }
+    }
+}

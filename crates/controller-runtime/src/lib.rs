@@ -1,0 +1,28 @@
+//! # controller-runtime
+//!
+//! Kubernetes' controller-runtime, in Rust. Programs built on it watch Kubernetes objects and
+//! reconcile the world towards them.
+//!
+//! Events flow through one pipeline:
+//!
+//! ```text
+//! API server --list/watch--> informer (cache) --> Source (Kind | Informer | Channel | Func)
+//!   --> predicates --> EventHandler --> rate-limited workqueue --> workers --> Reconciler
+//! ```
+//!
+//! Each stage is a module named after the stage, where a user of the Go controller-runtime would
+//! look for it: [`event`], [`predicate`], [`handler`], [`workqueue`], [`source`], [`reconcile`] and
+//! [`controller`].
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod controller;
+pub mod event;
+pub mod handler;
+pub mod metrics;
+pub mod predicate;
+pub mod reconcile;
+pub mod source;
+pub mod workqueue;
+
+pub use reconcile::Request;

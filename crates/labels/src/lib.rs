@@ -1,0 +1,1 @@
+//! Kubernetes label and field selectors (in progress).
