@@ -1,7 +1,43 @@
 //! Reconcile: the [`Request`] a controller hands its workers, the [`Reconciler`] trait and the
-//! result types.
+//! result types ([`Action`], [`ReconcileError`], [`TerminalError`]).
+//!
+//! A reconciler is called with the key of one object and drives the world towards the state that
+//! object asks for. Its result tells the controller what to do with the key next:
+//!
+//! | reconciler returns | the controller |
+//! | --- | --- |
+//! | `Ok(Action::done())` | forgets the key's backoff; the key comes back only with a new event |
+//! | `Ok(Action::requeue_after(d))`, `d > 0` | forgets the backoff, adds the key again after `d` |
+//! | `Ok(Action::requeue())` | adds the key again after its rate-limited backoff |
+//! | `Err(e)` | adds the key again after its rate-limited backoff (5 ms, 10 ms, 20 ms, ...) |
+//! | `Err(e)` with `e` a [`TerminalError`] | records the error and does **not** retry |
+//!
+//! ```
+//! use std::time::Duration;
+//! use controller_runtime::reconcile::{self, Action, Reconciler, ReconcileError, TerminalError};
+//! use controller_runtime::Request;
+//!
+//! let reconciler = reconcile::from_fn(|req: Request| async move {
+//!     if req.name.is_empty() {
+//!         // Retrying cannot fix a bad request: say so.
+//!         return Err(TerminalError::msg("empty name").into());
+//!     }
+//!     Ok::<_, ReconcileError>(Action::requeue_after(Duration::from_secs(60)))
+//! });
+//! # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! let action = rt.block_on(reconciler.reconcile(Request::new("default", "cm"))).unwrap();
+//! assert_eq!(action.requeue_after_duration(), Some(Duration::from_secs(60)));
+//! let err = rt.block_on(reconciler.reconcile(Request::new("default", ""))).unwrap_err();
+//! assert!(err.is_terminal());
+//! ```
 
+use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 /// The key of one object to reconcile: its namespace (`None` for cluster-scoped objects) and
 /// name. It is the default item type of every workqueue.
@@ -19,12 +55,18 @@ pub struct Request {
 impl Request {
     /// A request for a namespaced object.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Request { namespace: Some(namespace.into()), name: name.into() }
+        Request {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
     }
 
     /// A request for a cluster-scoped object.
     pub fn cluster_scoped(name: impl Into<String>) -> Self {
-        Request { namespace: None, name: name.into() }
+        Request {
+            namespace: None,
+            name: name.into(),
+        }
     }
 }
 
@@ -35,5 +77,295 @@ impl fmt::Display for Request {
             Some(ns) if !ns.is_empty() => write!(f, "{ns}/{}", self.name),
             _ => f.write_str(&self.name),
         }
+    }
+}
+
+/// What a successful reconcile asks the controller to do next (controller-runtime's `Result`).
+///
+/// ```
+/// use std::time::Duration;
+/// use controller_runtime::reconcile::Action;
+///
+/// assert!(!Action::done().is_requeue());
+/// assert!(Action::requeue().is_requeue());
+/// assert_eq!(Action::requeue_after(Duration::from_secs(5)).requeue_after_duration(),
+///            Some(Duration::from_secs(5)));
+/// // A zero delay means "no delayed requeue", as in controller-runtime.
+/// assert_eq!(Action::requeue_after(Duration::ZERO), Action::done());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Action {
+    requeue: bool,
+    requeue_after: Duration,
+}
+
+impl Action {
+    /// Nothing more to do: the key's backoff is forgotten and it returns only with a new event.
+    pub fn done() -> Self {
+        Action::default()
+    }
+
+    /// Reconcile the key again after its rate-limited backoff (the same delay an error gets,
+    /// without counting as an error).
+    pub fn requeue() -> Self {
+        Action {
+            requeue: true,
+            requeue_after: Duration::ZERO,
+        }
+    }
+
+    /// Reconcile the key again after `delay` (the backoff is forgotten first). A zero delay is
+    /// [`Action::done`].
+    pub fn requeue_after(delay: Duration) -> Self {
+        Action {
+            requeue: false,
+            requeue_after: delay,
+        }
+    }
+
+    /// Whether this asks for a rate-limited requeue ([`Action::requeue`]).
+    pub fn is_requeue(&self) -> bool {
+        self.requeue
+    }
+
+    /// The delay of a delayed requeue, if one was asked for (never zero).
+    pub fn requeue_after_duration(&self) -> Option<Duration> {
+        (!self.requeue_after.is_zero()).then_some(self.requeue_after)
+    }
+}
+
+type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// An error that tells the controller not to retry: the reconcile failed in a way that trying
+/// again cannot fix (controller-runtime's `reconcile.TerminalError`).
+///
+/// The controller counts it in `controller_runtime_terminal_reconcile_errors_total` and does not
+/// requeue the key. It is found anywhere in an error's source chain, so wrapping it in another
+/// error keeps it terminal.
+#[derive(Debug)]
+pub struct TerminalError(BoxError);
+
+impl TerminalError {
+    /// Marks `err` as terminal.
+    pub fn new(err: impl Into<BoxError>) -> Self {
+        TerminalError(err.into())
+    }
+
+    /// A terminal error with a message.
+    pub fn msg(message: impl fmt::Display) -> Self {
+        TerminalError(message.to_string().into())
+    }
+}
+
+impl fmt::Display for TerminalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The cause is the source (see `source()`), so it is not repeated here.
+        f.write_str("terminal error")
+    }
+}
+
+impl StdError for TerminalError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&*self.0)
+    }
+}
+
+/// The error a [`Reconciler`] returns: any error (`?` converts every `std::error::Error`), retried
+/// with backoff unless it is, or wraps, a [`TerminalError`].
+///
+/// Like `anyhow::Error`, it deliberately does not implement `std::error::Error` itself, so that
+/// the blanket `From` conversion works; [`ReconcileError::source_error`] gives the wrapped error.
+pub struct ReconcileError {
+    inner: BoxError,
+    terminal: bool,
+}
+
+impl ReconcileError {
+    /// Wraps an error; it is terminal if it is (or wraps) a [`TerminalError`].
+    pub fn new(err: impl Into<BoxError>) -> Self {
+        let inner = err.into();
+        let terminal = chain_has_terminal(&*inner);
+        ReconcileError { inner, terminal }
+    }
+
+    /// An error with only a message (retried).
+    pub fn msg(message: impl fmt::Display) -> Self {
+        ReconcileError::new(message.to_string())
+    }
+
+    /// Marks `err` terminal: the controller will not retry.
+    pub fn terminal(err: impl Into<BoxError>) -> Self {
+        ReconcileError {
+            inner: Box::new(TerminalError::new(err)),
+            terminal: true,
+        }
+    }
+
+    /// Whether the controller must not retry this error.
+    pub fn is_terminal(&self) -> bool {
+        self.terminal
+    }
+
+    /// The wrapped error.
+    pub fn source_error(&self) -> &(dyn StdError + Send + Sync + 'static) {
+        &*self.inner
+    }
+}
+
+fn chain_has_terminal(err: &(dyn StdError + 'static)) -> bool {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if e.is::<TerminalError>() {
+            return true;
+        }
+        cur = e.source();
+    }
+    false
+}
+
+impl<E: StdError + Send + Sync + 'static> From<E> for ReconcileError {
+    fn from(err: E) -> Self {
+        ReconcileError::new(err)
+    }
+}
+
+impl fmt::Display for ReconcileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.inner, f)?;
+        // Show the chain, so one log line says everything ("a: b: c").
+        let mut cur = self.inner.source();
+        while let Some(e) = cur {
+            write!(f, ": {e}")?;
+            cur = e.source();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ReconcileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileError")
+            .field("inner", &self.inner)
+            .field("terminal", &self.terminal)
+            .finish()
+    }
+}
+
+/// What a reconcile returns.
+pub type ReconcileResult = Result<Action, ReconcileError>;
+
+/// Drives the world towards the state one object asks for.
+///
+/// The method returns a boxed future so that the trait stays object-safe (controllers hold
+/// `Arc<dyn Reconciler<T>>`); implement it with `Box::pin(async move { ... })`, or use
+/// [`from_fn`] for a closure. The controller guarantees that one key is never reconciled by two
+/// workers at once. Cancellation: when the controller stops, running reconciles are awaited;
+/// a future that is dropped (a timed-out reconcile) must leave nothing half done that a later
+/// reconcile cannot repair.
+///
+/// ```
+/// use controller_runtime::reconcile::{Action, ReconcileResult, Reconciler};
+/// use controller_runtime::Request;
+/// use futures::future::BoxFuture;
+///
+/// struct Logger;
+/// impl Reconciler for Logger {
+///     fn reconcile(&self, req: Request) -> BoxFuture<'_, ReconcileResult> {
+///         Box::pin(async move {
+///             println!("reconciling {req}");
+///             Ok(Action::done())
+///         })
+///     }
+/// }
+/// ```
+pub trait Reconciler<T = Request>: Send + Sync {
+    /// Reconciles the object `req` names.
+    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult>;
+}
+
+impl<T, R: Reconciler<T> + ?Sized> Reconciler<T> for Arc<R> {
+    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult> {
+        (**self).reconcile(req)
+    }
+}
+
+impl<T, R: Reconciler<T> + ?Sized> Reconciler<T> for Box<R> {
+    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult> {
+        (**self).reconcile(req)
+    }
+}
+
+/// A [`Reconciler`] made from an async closure; see [`from_fn`].
+pub struct FnReconciler<F>(F);
+
+/// Makes a [`Reconciler`] from a closure returning a future (`|req| async move { ... }`).
+///
+/// The error type may be anything that converts into [`ReconcileError`].
+pub fn from_fn<T, F, Fut, E>(f: F) -> FnReconciler<F>
+where
+    F: Fn(T) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: Into<ReconcileError>,
+{
+    FnReconciler(f)
+}
+
+impl<T, F, Fut, E> Reconciler<T> for FnReconciler<F>
+where
+    F: Fn(T) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: Into<ReconcileError>,
+{
+    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult> {
+        let fut = (self.0)(req);
+        Box::pin(async move { fut.await.map_err(Into::into) })
+    }
+}
+
+impl<F> fmt::Debug for FnReconciler<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FnReconciler")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Wrapper(TerminalError);
+    impl fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("wrapper")
+        }
+    }
+    impl StdError for Wrapper {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn terminal_is_found_in_the_chain() {
+        assert!(ReconcileError::from(TerminalError::msg("x")).is_terminal());
+        assert!(ReconcileError::from(Wrapper(TerminalError::msg("x"))).is_terminal());
+        assert!(ReconcileError::terminal("boom").is_terminal());
+        let io = std::io::Error::other("disk");
+        assert!(!ReconcileError::from(io).is_terminal());
+        assert!(!ReconcileError::msg("plain").is_terminal());
+    }
+
+    #[test]
+    fn display_shows_the_chain() {
+        let e = ReconcileError::from(Wrapper(TerminalError::msg("root cause")));
+        assert_eq!(e.to_string(), "wrapper: terminal error: root cause");
+        assert_eq!(Request::new("ns", "a").to_string(), "ns/a");
+        assert_eq!(Request::cluster_scoped("n").to_string(), "n");
+    }
+
+    #[test]
+    fn actions() {
+        assert_eq!(Action::done().requeue_after_duration(), None);
+        assert!(!Action::requeue_after(Duration::from_millis(1)).is_requeue());
     }
 }

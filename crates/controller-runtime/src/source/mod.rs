@@ -1,1 +1,151 @@
-//! Sources of events (in progress).
+//! Sources: where a controller's events come from.
+//!
+//! Two traits split the job:
+//!
+//! - [`Source<K, T>`] produces events about objects of type `K`. It is started with an
+//!   [`EventDispatcher`]: the watch's handler, the controller's queue and the watch's predicates
+//!   bundled together. For every event the source calls the dispatcher, which asks the predicates
+//!   and, if all agree, calls the handler, which puts items on the queue. A source that must fill a
+//!   cache first (a *syncing source*, such as the Kind source) also implements
+//!   [`Source::wait_for_sync`]; the default says "synced" at once.
+//! - [`Watch<T>`] is what a controller holds and starts: a source with its handler and
+//!   predicates already bound ([`EventWatch`], made by [`watch`]), so that one controller can
+//!   hold watches on many object types. A source that needs no handler, such as [`Func`],
+//!   implements `Watch` directly.
+//!
+//! | source | events |
+//! | --- | --- |
+//! | [`Channel`] | [`GenericEvent`](crate::event::GenericEvent)s your code sends (webhooks, timers, other systems) |
+//! | [`Func`] | none: a closure given the queue adds items itself |
+//! | `Kind`, `Informer` (with the cache) | creates, updates and deletes from an informer |
+//!
+//! ```
+//! use std::sync::Arc;
+//! use controller_runtime::event::GenericEvent;
+//! use controller_runtime::handler::EnqueueRequestForObject;
+//! use controller_runtime::source::{self, Watch};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! // Events from outside the cluster: send GenericEvents, get reconciles.
+//! let (tx, channel) = source::channel::<ConfigMap>(16);
+//! let watch = source::watch(channel, EnqueueRequestForObject, vec![]);
+//! // controller.add_watch(watch) ... then tx.send(GenericEvent { object }).await
+//! # drop((tx, watch));
+//! ```
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::Request;
+use crate::workqueue::{Queue, QueueItem};
+
+mod channel;
+mod dispatch;
+mod func;
+mod watch;
+
+pub use channel::{Channel, DEFAULT_BUFFER_SIZE, channel};
+pub use dispatch::EventDispatcher;
+pub use func::Func;
+pub use watch::{EventWatch, watch};
+
+/// A boxed error from a source or a user closure.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a source could not start or sync.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The source failed to start.
+    #[error("source {source_name} failed to start")]
+    Start {
+        /// The source (its [`Watch::describe`] text).
+        source_name: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+    /// The source started but could not sync its cache.
+    #[error("source {source_name} failed to sync")]
+    Sync {
+        /// The source.
+        source_name: String,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+    /// Waiting for the source to sync was cancelled (the controller is stopping).
+    #[error("stopped before source {source_name} synced")]
+    Cancelled {
+        /// The source.
+        source_name: String,
+    },
+}
+
+/// Produces events about objects of type `K` for one watch (controller-runtime's `Source` with
+/// its handler, queue and predicates given at start).
+///
+/// `start` must not block: it spawns what it needs (tied to `ctx`) and returns. A source may
+/// be started several times, with different dispatchers (several watches, several
+/// controllers); each start is a separate destination.
+pub trait Source<K, T: QueueItem = Request>: Send + Sync {
+    /// Starts delivering events to `dispatcher` until `ctx` is cancelled.
+    fn start(
+        &self,
+        ctx: CancellationToken,
+        dispatcher: EventDispatcher<K, T>,
+    ) -> BoxFuture<'_, Result<(), Error>>;
+
+    /// Waits until the source has delivered its initial state (a syncing source: the informer
+    /// synced and the handler registration saw the initial list). The controller bounds the
+    /// wait by its `cache_sync_timeout`. The default returns at once: not a syncing source.
+    fn wait_for_sync(&self, _ctx: CancellationToken) -> BoxFuture<'_, Result<(), Error>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    /// A short description for logs and errors, e.g. `kind source: ConfigMap`.
+    fn describe(&self) -> String;
+}
+
+impl<K, T: QueueItem, S: Source<K, T> + ?Sized> Source<K, T> for Arc<S> {
+    fn start(
+        &self,
+        ctx: CancellationToken,
+        dispatcher: EventDispatcher<K, T>,
+    ) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).start(ctx, dispatcher)
+    }
+    fn wait_for_sync(&self, ctx: CancellationToken) -> BoxFuture<'_, Result<(), Error>> {
+        (**self).wait_for_sync(ctx)
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}
+
+/// What a controller starts: a source bound to its handler and predicates (or a source that
+/// needs none). Object-safe, and independent of the object type, so one controller holds
+/// watches on many types.
+pub trait Watch<T: QueueItem = Request>: Send + Sync {
+    /// Starts the source, feeding `queue`, until `ctx` is cancelled. Returns once started.
+    fn start(
+        &self,
+        ctx: CancellationToken,
+        queue: Arc<dyn Queue<T>>,
+    ) -> BoxFuture<'_, Result<(), Error>>;
+
+    /// Waits until the source synced; at once for sources that do not sync.
+    fn wait_for_sync(&self, ctx: CancellationToken) -> BoxFuture<'_, Result<(), Error>>;
+
+    /// A short description for logs and errors.
+    fn describe(&self) -> String;
+}
+
+/// The last path segment of a type name (`ConfigMap` for `k8s_openapi::...::ConfigMap`), for
+/// descriptions.
+pub(crate) fn short_type_name<K>() -> &'static str {
+    let full = std::any::type_name::<K>();
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
+}
