@@ -18,6 +18,18 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+mod delay;
+mod metrics;
+mod queue;
+mod rate_limiter;
+
+pub use metrics::WorkqueueMetrics;
+pub use queue::{QueueConfig, Workqueue};
+pub use rate_limiter::{
+    BucketRateLimiter, DEFAULT_BASE_DELAY, DEFAULT_MAX_DELAY, ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter, RateLimiter, default_controller_rate_limiter,
+};
+
 /// The bound every workqueue item meets. [`crate::Request`] is the usual item.
 pub trait QueueItem: Clone + Eq + Hash + Send + Sync + 'static {}
 impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueItem for T {}

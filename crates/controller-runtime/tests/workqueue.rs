@@ -1,0 +1,475 @@
+//! Behaviour of the workqueues: client-go's dirty/processing rules under concurrency, delays on a
+//! paused clock, rate limiting, shutdown, the priority queue's order, metrics, and a model-based
+//! property test.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use controller_runtime::workqueue::{
+    ItemExponentialFailureRateLimiter, Queue, QueueConfig, RateLimiter, Workqueue, WorkqueueMetrics,
+};
+use parking_lot::Mutex;
+use proptest::prelude::*;
+use tokio::time::Instant;
+
+fn plain<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>() -> Arc<Workqueue<T>> {
+    Workqueue::new(QueueConfig::default())
+}
+
+fn exponential<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>() -> QueueConfig<T> {
+    QueueConfig {
+        rate_limiter: Arc::new(ItemExponentialFailureRateLimiter::default()),
+        ..QueueConfig::default()
+    }
+}
+
+/// Every queue kind, as the controller sees it.
+fn all_queues<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(
+    cfg: impl Fn() -> QueueConfig<T>,
+) -> Vec<(&'static str, Arc<dyn Queue<T>>)> {
+    vec![("plain", Workqueue::new(cfg()) as Arc<dyn Queue<T>>)]
+}
+
+/// 8 workers, 10,000 adds over 100 keys: a key is never processed by two workers at once, and
+/// the last add of every key is seen by a processing that started after it.
+async fn no_concurrent_processing(queue: Arc<dyn Queue<u32>>) {
+    const KEYS: u32 = 100;
+    const ADDS: u32 = 10_000;
+    // generation of each key: bumped before every add; `seen` is what a worker read when it
+    // started processing the key.
+    let generation: Arc<Mutex<HashMap<u32, u64>>> = Arc::default();
+    let seen: Arc<Mutex<HashMap<u32, u64>>> = Arc::default();
+    let in_flight: Arc<Mutex<HashSet<u32>>> = Arc::default();
+    let processed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+
+    let mut workers = Vec::new();
+    for w in 0..8u32 {
+        let (queue, generation, seen, in_flight, processed) = (
+            queue.clone(),
+            generation.clone(),
+            seen.clone(),
+            in_flight.clone(),
+            processed.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            while let Some(key) = queue.get().await {
+                assert!(
+                    in_flight.lock().insert(key),
+                    "key {key} processed by two workers at once"
+                );
+                let g = generation.lock().get(&key).copied().unwrap_or(0);
+                seen.lock().insert(key, g);
+                if (key + w) % 3 == 0 {
+                    tokio::task::yield_now().await;
+                }
+                assert!(in_flight.lock().remove(&key));
+                processed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                queue.done(&key);
+            }
+        }));
+    }
+
+    for i in 0..ADDS {
+        let key = (i * 7919) % KEYS;
+        *generation.lock().entry(key).or_default() += 1;
+        queue.add(key);
+        if i % 64 == 0 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    // wait (bounded) until every key's last add was picked up, then stop the workers
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let caught_up = {
+            let generation = generation.lock();
+            let seen = seen.lock();
+            generation.iter().all(|(k, g)| seen.get(k) == Some(g))
+        };
+        if caught_up && queue.is_empty() && in_flight.lock().is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "workers never caught up"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    queue.shut_down_with_drain().await;
+    for w in workers {
+        w.await.unwrap();
+    }
+    let n = processed.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        n >= u64::from(KEYS) && n <= u64::from(ADDS),
+        "processed {n}"
+    );
+    assert_eq!(generation.lock().len(), KEYS as usize);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_workers_never_share_a_key() {
+    for (_, q) in all_queues(QueueConfig::default) {
+        no_concurrent_processing(q).await;
+    }
+}
+
+#[tokio::test]
+async fn add_while_processing_is_delivered_once_more_after_done() {
+    for (kind, q) in all_queues(QueueConfig::default) {
+        q.add("a");
+        q.add("a");
+        assert_eq!(q.len(), 1, "{kind}");
+        let a = q.get().await.unwrap();
+        assert_eq!(a, "a");
+        q.add("a");
+        q.add("a");
+        q.add("b");
+        // "a" is processing: only "b" is ready
+        assert_eq!(q.len(), 1, "{kind}");
+        assert_eq!(q.get().await, Some("b"), "{kind}");
+        assert!(q.is_empty(), "{kind}");
+        q.done(&"a");
+        assert_eq!(q.len(), 1, "{kind}");
+        assert_eq!(q.get().await, Some("a"), "{kind}");
+        q.done(&"a");
+        q.done(&"b");
+        // exactly once more: nothing is left
+        assert!(q.is_empty(), "{kind}");
+        // a done without a get changes nothing
+        q.done(&"zzz");
+        assert!(q.is_empty(), "{kind}");
+    }
+}
+
+#[tokio::test]
+async fn fifo_order() {
+    for (kind, q) in all_queues(QueueConfig::default) {
+        for i in 0..10 {
+            q.add(i);
+        }
+        for i in 0..10 {
+            assert_eq!(q.get().await, Some(i), "{kind}");
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn add_after_keeps_the_earliest_time() {
+    for (kind, q) in all_queues(QueueConfig::default) {
+        let start = Instant::now();
+        q.add_after("x", Duration::from_secs(10));
+        q.add_after("x", Duration::from_secs(5));
+        q.add_after("x", Duration::from_secs(20));
+        assert!(q.is_empty(), "{kind}");
+        tokio::time::advance(Duration::from_millis(4_999)).await;
+        assert!(q.is_empty(), "{kind}");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(q.len(), 1, "{kind}");
+        assert_eq!(q.get().await, Some("x"));
+        assert_eq!(start.elapsed(), Duration::from_secs(5), "{kind}");
+        q.done(&"x");
+        // the later times were dropped, not kept as further adds
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert!(q.is_empty(), "{kind}");
+        // a zero delay is an immediate add
+        q.add_after("y", Duration::ZERO);
+        assert_eq!(q.len(), 1, "{kind}");
+        assert_eq!(q.get().await, Some("y"));
+        q.done(&"y");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn get_sleeps_until_the_earliest_delayed_item() {
+    for (kind, q) in all_queues(QueueConfig::default) {
+        let start = Instant::now();
+        let getter = {
+            let q = q.clone();
+            tokio::spawn(async move { (q.get().await, Instant::now()) })
+        };
+        tokio::task::yield_now().await;
+        q.add_after("late", Duration::from_secs(60));
+        tokio::task::yield_now().await;
+        // an earlier item added while the getter sleeps shortens its sleep
+        q.add_after("soon", Duration::from_secs(2));
+        let (item, at) = getter.await.unwrap();
+        assert_eq!(item, Some("soon"), "{kind}");
+        assert_eq!(at - start, Duration::from_secs(2), "{kind}");
+        assert_eq!(q.get().await, Some("late"), "{kind}");
+        assert_eq!(start.elapsed(), Duration::from_secs(60), "{kind}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn rate_limited_adds_back_off_exponentially() {
+    for (kind, q) in all_queues(exponential::<&str>) {
+        let mut expected = Duration::from_millis(5);
+        for n in 0..6u32 {
+            assert_eq!(q.num_requeues(&"k"), n, "{kind}");
+            let start = Instant::now();
+            q.add_rate_limited("k");
+            assert_eq!(q.get().await, Some("k"), "{kind}");
+            assert_eq!(start.elapsed(), expected, "{kind}");
+            q.done(&"k");
+            expected *= 2;
+        }
+        q.forget(&"k");
+        assert_eq!(q.num_requeues(&"k"), 0, "{kind}");
+        let start = Instant::now();
+        q.add_rate_limited("k");
+        assert_eq!(q.get().await, Some("k"), "{kind}");
+        assert_eq!(start.elapsed(), Duration::from_millis(5), "{kind}");
+    }
+    let limiter = ItemExponentialFailureRateLimiter::<u8>::default();
+    let delays: Vec<Duration> = (0..30).map(|_| limiter.when(&1)).collect();
+    assert_eq!(&delays[..3], &[5, 10, 20].map(Duration::from_millis));
+    assert_eq!(delays[17], Duration::from_millis(5 << 17));
+    assert_eq!(delays[18], Duration::from_secs(1000));
+    assert_eq!(delays[29], Duration::from_secs(1000));
+}
+
+#[tokio::test]
+async fn shutdown_hands_out_what_is_left_then_none() {
+    for (kind, q) in all_queues(QueueConfig::default) {
+        q.add(1);
+        q.add(2);
+        q.add_after(3, Duration::from_secs(3600));
+        q.shut_down();
+        assert!(q.is_shutting_down(), "{kind}");
+        q.add(4);
+        q.add_after(5, Duration::ZERO);
+        q.add_rate_limited(6);
+        assert_eq!(q.get().await, Some(1), "{kind}");
+        assert_eq!(q.get().await, Some(2), "{kind}");
+        assert_eq!(q.get().await, None, "{kind}");
+        assert_eq!(q.get().await, None, "{kind}");
+    }
+}
+
+#[tokio::test]
+async fn shutdown_wakes_blocked_getters() {
+    for (kind, q) in all_queues(QueueConfig::<u8>::default) {
+        let getters: Vec<_> = (0..3)
+            .map(|_| {
+                let q = q.clone();
+                tokio::spawn(async move { q.get().await })
+            })
+            .collect();
+        tokio::task::yield_now().await;
+        q.shut_down();
+        for g in getters {
+            assert_eq!(g.await.unwrap(), None, "{kind}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn shut_down_with_drain_waits_for_processing_items() {
+    for (kind, q) in all_queues(QueueConfig::default) {
+        q.add("a");
+        q.add("b");
+        let a = q.get().await.unwrap();
+        let drain = {
+            let q = q.clone();
+            tokio::spawn(async move { q.shut_down_with_drain().await })
+        };
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !drain.is_finished(),
+            "{kind}: drain returned while {a} is processing"
+        );
+        assert!(q.is_shutting_down(), "{kind}");
+        // what is left is still handed out during the drain
+        let b = q.get().await.unwrap();
+        q.done(&a);
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !drain.is_finished(),
+            "{kind}: drain returned while {b} is processing"
+        );
+        q.done(&b);
+        tokio::time::timeout(Duration::from_secs(5), drain)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(q.get().await, None, "{kind}");
+        // with nothing processing, the drain returns at once
+        q.shut_down_with_drain().await;
+    }
+}
+
+#[tokio::test]
+async fn metrics_are_reported_under_the_queue_name() {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = WorkqueueMetrics::register(&mut registry);
+    let q = Workqueue::<&str>::new(QueueConfig {
+        name: "pods".into(),
+        metrics: Some(metrics.clone()),
+        ..QueueConfig::default()
+    });
+    let other = Workqueue::<&str>::new(QueueConfig {
+        name: "nodes".into(),
+        metrics: Some(metrics),
+        ..QueueConfig::default()
+    });
+    q.add("a");
+    q.add("a");
+    q.add("b");
+    q.add("c");
+    other.add("z");
+    let a = q.get().await.unwrap();
+    q.add_after("d", Duration::from_secs(3600));
+    let text = render(&registry);
+    let has = |line: &str| text.lines().any(|l| l == line);
+    assert!(
+        has(r#"workqueue_adds_total{name="pods",controller="pods"} 3"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_depth{name="pods",controller="pods",priority=""} 2"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_adds_total{name="nodes",controller="nodes"} 1"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_depth{name="nodes",controller="nodes",priority=""} 1"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_retries_total{name="pods",controller="pods"} 1"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_queue_duration_seconds_count{name="pods",controller="pods"} 1"#),
+        "{text}"
+    );
+    assert!(
+        has(
+            r#"workqueue_queue_duration_seconds_bucket{le="1e-8",name="pods",controller="pods"} 0"#
+        ) || text.contains("workqueue_queue_duration_seconds_bucket{le=\"1e-8\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("workqueue_unfinished_work_seconds{name=\"pods\",controller=\"pods\"}"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "workqueue_longest_running_processor_seconds{name=\"pods\",controller=\"pods\"}"
+        ),
+        "{text}"
+    );
+    std::thread::sleep(Duration::from_millis(20));
+    let longest = gauge_value(
+        &render(&registry),
+        "workqueue_longest_running_processor_seconds",
+        "pods",
+    );
+    assert!(longest >= 0.02, "longest running processor {longest}");
+    q.done(&a);
+    let text = render(&registry);
+    assert!(
+        text.contains(r#"workqueue_work_duration_seconds_count{name="pods",controller="pods"} 1"#),
+        "{text}"
+    );
+    assert_eq!(
+        gauge_value(&text, "workqueue_unfinished_work_seconds", "pods"),
+        0.0
+    );
+    assert_eq!(
+        gauge_value(&text, "workqueue_longest_running_processor_seconds", "pods"),
+        0.0
+    );
+}
+
+fn render(registry: &prometheus_client::registry::Registry) -> String {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    text
+}
+
+fn gauge_value(text: &str, metric: &str, name: &str) -> f64 {
+    let prefix = format!("{metric}{{name=\"{name}\",controller=\"{name}\"}} ");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("{metric} in {text}"));
+    line[prefix.len()..].parse().unwrap()
+}
+
+/// A model of client-go's rules: a FIFO, a dirty set, a processing set.
+#[derive(Default, Debug)]
+struct Model {
+    queue: VecDeque<u8>,
+    dirty: HashSet<u8>,
+    processing: HashSet<u8>,
+    shut_down: bool,
+}
+
+impl Model {
+    fn add(&mut self, k: u8) {
+        if self.shut_down || !self.dirty.insert(k) {
+            return;
+        }
+        if !self.processing.contains(&k) {
+            self.queue.push_back(k);
+        }
+    }
+    fn get(&mut self) -> Option<u8> {
+        let k = self.queue.pop_front()?;
+        self.dirty.remove(&k);
+        self.processing.insert(k);
+        Some(k)
+    }
+    fn done(&mut self, k: u8) {
+        if self.processing.remove(&k) && self.dirty.contains(&k) {
+            self.queue.push_back(k);
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(u8),
+    Get,
+    Done(u8),
+    ShutDown,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u8..8).prop_map(Op::Add),
+        4 => Just(Op::Get),
+        3 => (0u8..8).prop_map(Op::Done),
+        1 => Just(Op::ShutDown),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn plain_queue_follows_the_model(ops in proptest::collection::vec(op(), 1..80)) {
+        let q = plain::<u8>();
+        let mut model = Model::default();
+        for op in ops {
+            match op {
+                Op::Add(k) => { q.add(k); model.add(k); }
+                Op::Get => prop_assert_eq!(q.try_get(), model.get()),
+                Op::Done(k) => { q.done(&k); model.done(k); }
+                Op::ShutDown => { q.shut_down(); model.shut_down = true; }
+            }
+            prop_assert_eq!(q.len(), model.queue.len());
+            prop_assert_eq!(q.num_processing(), model.processing.len());
+            prop_assert_eq!(q.is_shutting_down(), model.shut_down);
+        }
+    }
+}
