@@ -1,0 +1,325 @@
+//! Informer tests against a scripted [`ListWatch`]; the tests against the embedded API server
+//! live in the crate's integration tests.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_client::api::{ListParams, WatchParams};
+use kube_client::core::{ObjectList, WatchEvent};
+use kube_core::{ObjectMeta, Status};
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+
+type Events = mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, kube_client::Error>>;
+
+/// Serves scripted list responses; each watch call gets a fresh channel the test feeds.
+#[derive(Clone, Default)]
+struct Fake {
+    lists: Arc<Mutex<VecDeque<Result<ObjectList<ConfigMap>, kube_client::Error>>>>,
+    watches: Arc<Mutex<Vec<(String, Events)>>>,
+    watch_opened: Arc<tokio::sync::Notify>,
+}
+
+impl ListWatch<ConfigMap> for Fake {
+    fn list(
+        &self,
+        _: ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<ConfigMap>, kube_client::Error>> {
+        let next = self.lists.lock().pop_front();
+        Box::pin(async move { next.unwrap_or_else(|| Err(gone())) })
+    }
+    fn watch(
+        &self,
+        _: WatchParams,
+        rv: String,
+    ) -> BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.watches.lock().push((rv, tx));
+        self.watch_opened.notify_one();
+        Box::pin(async move { Ok(tokio_stream_from(rx)) })
+    }
+}
+
+fn tokio_stream_from(
+    mut rx: mpsc::UnboundedReceiver<Result<WatchEvent<ConfigMap>, kube_client::Error>>,
+) -> WatchStream<ConfigMap> {
+    futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
+}
+
+fn gone() -> kube_client::Error {
+    kube_client::Error::Api(
+        Status::failure("too old resource version", "Expired")
+            .with_code(410)
+            .boxed(),
+    )
+}
+
+fn cm(name: &str, rv: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            resource_version: Some(rv.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+fn list(items: Vec<ConfigMap>, rv: &str) -> ObjectList<ConfigMap> {
+    let mut l: ObjectList<ConfigMap> = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMapList", "metadata": {"resourceVersion": rv}, "items": []
+    }))
+    .unwrap();
+    l.items = items;
+    l
+}
+
+/// Records every call as a line, e.g. `add a 1 initial`.
+#[derive(Default)]
+struct Recorder(Mutex<Vec<String>>);
+
+impl Recorder {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
+fn name_rv(o: &ConfigMap) -> String {
+    format!(
+        "{} {}",
+        o.metadata.name.as_deref().unwrap(),
+        o.metadata.resource_version.as_deref().unwrap()
+    )
+}
+
+impl ResourceEventHandler<ConfigMap> for Recorder {
+    fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
+        self.0.lock().push(format!(
+            "add {}{}",
+            name_rv(obj),
+            if initial { " initial" } else { "" }
+        ));
+    }
+    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+        self.0
+            .lock()
+            .push(format!("update {} -> {}", name_rv(old), name_rv(new)));
+    }
+    fn on_delete(&self, obj: &Arc<ConfigMap>, unknown: bool) {
+        self.0.lock().push(format!(
+            "delete {}{}",
+            name_rv(obj),
+            if unknown { " unknown" } else { "" }
+        ));
+    }
+}
+
+struct Running {
+    fake: Fake,
+    informer: Informer<ConfigMap>,
+    recorder: Arc<Recorder>,
+    ctx: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    async fn start(fake: Fake, config: InformerConfig<ConfigMap>) -> Running {
+        let informer = Informer::new(fake.clone(), config);
+        let recorder = Arc::new(Recorder::default());
+        informer.add_event_handler(recorder.clone());
+        let ctx = CancellationToken::new();
+        let task = tokio::spawn({
+            let (informer, ctx) = (informer.clone(), ctx.clone());
+            async move { informer.run(ctx).await }
+        });
+        fake.watch_opened.notified().await;
+        Running {
+            fake,
+            informer,
+            recorder,
+            ctx,
+            task,
+        }
+    }
+
+    /// Sends an event on the newest watch and lets the informer process it.
+    async fn send(&self, event: Result<WatchEvent<ConfigMap>, kube_client::Error>) {
+        self.fake.watches.lock().last().unwrap().1.send(event).ok();
+        settle().await;
+    }
+
+    fn watch_rvs(&self) -> Vec<String> {
+        self.fake
+            .watches
+            .lock()
+            .iter()
+            .map(|(rv, _)| rv.clone())
+            .collect()
+    }
+
+    async fn stop(self) {
+        self.ctx.cancel();
+        self.task.await.unwrap();
+    }
+}
+
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn list_then_watch_delivers_every_change_in_order() {
+    let fake = Fake::default();
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "1"), cm("b", "2")], "5")));
+    let r = Running::start(fake, InformerConfig::default()).await;
+    assert!(r.informer.has_synced());
+    assert_eq!(r.watch_rvs(), ["5"]);
+    assert_eq!(r.recorder.take(), ["add a 1 initial", "add b 2 initial"]);
+
+    r.send(Ok(WatchEvent::Added(cm("c", "6")))).await;
+    r.send(Ok(WatchEvent::Modified(cm("a", "7")))).await;
+    r.send(Ok(WatchEvent::Deleted(cm("b", "8")))).await;
+    assert_eq!(
+        r.recorder.take(),
+        ["add c 6", "update a 1 -> a 7", "delete b 8"]
+    );
+    assert_eq!(r.informer.store().len(), 2);
+
+    // The server closes the watch: the informer watches again from the last resourceVersion.
+    r.fake.watches.lock().last_mut().unwrap().1 = mpsc::unbounded_channel().0;
+    settle().await;
+    assert_eq!(r.watch_rvs(), ["5", "8"]);
+    r.send(Ok(WatchEvent::Bookmark(
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"resourceVersion": "12"}
+        }))
+        .unwrap(),
+    )))
+    .await;
+    r.fake.watches.lock().last_mut().unwrap().1 = mpsc::unbounded_channel().0;
+    settle().await;
+    assert_eq!(
+        r.watch_rvs(),
+        ["5", "8", "12"],
+        "a bookmark advances the resume point"
+    );
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn gone_relists_and_reports_vanished_objects_as_unknown_deletes() {
+    let fake = Fake::default();
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "1"), cm("b", "2")], "5")));
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "9"), cm("c", "10")], "11")));
+    let r = Running::start(fake, InformerConfig::default()).await;
+    r.recorder.take();
+    r.send(Ok(WatchEvent::Error(
+        Status::failure("too old", "Expired").with_code(410).boxed(),
+    )))
+    .await;
+    assert_eq!(
+        r.recorder.take(),
+        ["update a 1 -> a 9", "add c 10", "delete b 2 unknown"]
+    );
+    assert_eq!(r.watch_rvs(), ["5", "11"]);
+    // A 410 as a stream error (not an ERROR event) relists too.
+    r.fake.lists.lock().push_back(Ok(list(vec![], "20")));
+    r.send(Err(gone())).await;
+    let mut deleted = r.recorder.take();
+    deleted.sort();
+    assert_eq!(deleted, ["delete a 9 unknown", "delete c 10 unknown"]);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn late_handler_gets_the_content_as_initial_creates_then_changes() {
+    let fake = Fake::default();
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "1")], "5")));
+    let r = Running::start(fake, InformerConfig::default()).await;
+    let late = Arc::new(Recorder::default());
+    let reg = r.informer.add_event_handler(late.clone());
+    assert!(reg.has_synced());
+    r.send(Ok(WatchEvent::Added(cm("b", "6")))).await;
+    assert_eq!(late.take(), ["add a 1 initial", "add b 6"]);
+    r.informer.remove_event_handler(&reg);
+    r.send(Ok(WatchEvent::Added(cm("c", "7")))).await;
+    assert!(late.take().is_empty());
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn transform_runs_before_storing_and_resync_replays_updates() {
+    let fake = Fake::default();
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "1")], "5")));
+    let config = InformerConfig {
+        transform: Some(Arc::new(|mut o: ConfigMap| {
+            o.metadata.labels = Some([("seen".to_string(), "yes".to_string())].into());
+            o
+        })),
+        resync_period: Some(Duration::from_secs(3600)),
+        ..Default::default()
+    };
+    let r = Running::start(fake, config).await;
+    let stored = r
+        .informer
+        .store()
+        .get(&ObjectKey::namespaced("ns", "a"))
+        .unwrap();
+    assert_eq!(stored.metadata.labels.as_ref().unwrap()["seen"], "yes");
+    r.recorder.take();
+    // Jitter keeps the resync within [0.9, 1.1) of the period.
+    tokio::time::advance(Duration::from_secs(3239)).await;
+    settle().await;
+    assert!(r.recorder.take().is_empty());
+    tokio::time::advance(Duration::from_secs(2 * 360 + 1)).await;
+    settle().await;
+    assert_eq!(r.recorder.take(), ["update a 1 -> a 1"]);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_list_backs_off_and_wait_for_sync_completes_after_success() {
+    let fake = Fake::default();
+    let conn = || {
+        kube_client::Error::Api(
+            Status::failure("boom", "InternalError")
+                .with_code(500)
+                .boxed(),
+        )
+    };
+    fake.lists
+        .lock()
+        .extend([Err(conn()), Err(conn()), Ok(list(vec![], "3"))]);
+    let informer = Informer::new(fake.clone(), InformerConfig::default());
+    let ctx = CancellationToken::new();
+    let task = tokio::spawn({
+        let (i, c) = (informer.clone(), ctx.clone());
+        async move { i.run(c).await }
+    });
+    let start = tokio::time::Instant::now();
+    informer.wait_for_sync().await;
+    // 800 ms after the first failure, 1.6 s after the second.
+    assert_eq!(start.elapsed(), Duration::from_millis(2400));
+    ctx.cancel();
+    task.await.unwrap();
+}

@@ -1,0 +1,406 @@
+//! The informer's store: every object held once, behind an [`Arc`], with a namespace index and
+//! user field indexes.
+//!
+//! Readers get `Arc<K>`s: a get or a list never deep-copies an object. Index lookups return the
+//! objects whose index function produced the value, in one namespace or across all of them.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::Arc;
+
+use kube_core::Resource;
+use parking_lot::RwLock;
+
+/// The key of an object in a store: namespace (`None` when cluster-scoped) and name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    /// Namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of `obj`.
+    pub fn of<K: Resource>(obj: &K) -> Self {
+        let meta = obj.meta();
+        ObjectKey {
+            namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
+
+    /// A key for a namespaced object.
+    pub fn namespaced(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
+    }
+
+    /// A key for a cluster-scoped object.
+    pub fn cluster(name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: None,
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{ns}/{}", self.name),
+            None => f.write_str(&self.name),
+        }
+    }
+}
+
+impl From<ObjectKey> for crate::Request {
+    fn from(key: ObjectKey) -> Self {
+        crate::Request {
+            namespace: key.namespace,
+            name: key.name,
+        }
+    }
+}
+
+/// A function that extracts the values an object is indexed under (controller-runtime's
+/// `IndexerFunc`). Return an empty vector to leave the object out of the index.
+pub type IndexFn<K> = Arc<dyn Fn(&K) -> Vec<String> + Send + Sync>;
+
+/// The namespace every index entry is also filed under, so a lookup across all namespaces is one
+/// map access (controller-runtime's `__all_namespaces`).
+const ALL_NAMESPACES: &str = "\u{0}all";
+
+/// Index entries are `(namespace or ALL_NAMESPACES, value)`.
+type IndexKey = (Box<str>, Box<str>);
+
+struct Index<K> {
+    func: IndexFn<K>,
+    entries: HashMap<IndexKey, HashSet<ObjectKey>>,
+}
+
+struct Inner<K> {
+    objects: HashMap<ObjectKey, Arc<K>>,
+    by_namespace: HashMap<String, HashSet<ObjectKey>>,
+    indexes: HashMap<String, Index<K>>,
+}
+
+/// A thread-safe, indexed object store.
+pub struct Store<K> {
+    inner: RwLock<Inner<K>>,
+}
+
+impl<K> Default for Store<K> {
+    fn default() -> Self {
+        Store {
+            inner: RwLock::new(Inner {
+                objects: HashMap::new(),
+                by_namespace: HashMap::new(),
+                indexes: HashMap::new(),
+            }),
+        }
+    }
+}
+
+/// Errors of [`Store::add_index`].
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum IndexError {
+    /// An index of that name exists already.
+    #[error("an index named {0:?} exists already")]
+    Duplicate(String),
+}
+
+impl<K: Resource> Store<K> {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a field index and indexes the objects already stored.
+    pub fn add_index(&self, name: impl Into<String>, func: IndexFn<K>) -> Result<(), IndexError> {
+        let name = name.into();
+        let mut inner = self.inner.write();
+        if inner.indexes.contains_key(&name) {
+            return Err(IndexError::Duplicate(name));
+        }
+        let mut index = Index {
+            func,
+            entries: HashMap::new(),
+        };
+        for (key, obj) in &inner.objects {
+            index_insert(&mut index, key, obj);
+        }
+        inner.indexes.insert(name, index);
+        Ok(())
+    }
+
+    /// Whether an index of that name exists.
+    pub fn has_index(&self, name: &str) -> bool {
+        self.inner.read().indexes.contains_key(name)
+    }
+
+    /// Inserts or replaces an object; returns the object it replaced.
+    pub fn insert(&self, obj: Arc<K>) -> Option<Arc<K>> {
+        let key = ObjectKey::of(obj.as_ref());
+        let mut inner = self.inner.write();
+        inner.insert(key, obj)
+    }
+
+    /// Removes an object by key; returns it.
+    pub fn remove(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.inner.write().remove(key)
+    }
+
+    /// Replaces the whole content (a relist) and returns what was there before.
+    pub fn replace(&self, objects: impl IntoIterator<Item = Arc<K>>) -> HashMap<ObjectKey, Arc<K>> {
+        let mut inner = self.inner.write();
+        let old = std::mem::take(&mut inner.objects);
+        inner.by_namespace.clear();
+        for index in inner.indexes.values_mut() {
+            index.entries.clear();
+        }
+        for obj in objects {
+            let key = ObjectKey::of(obj.as_ref());
+            inner.insert(key, obj);
+        }
+        old
+    }
+
+    /// The object stored under `key`.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
+        self.inner.read().objects.get(key).cloned()
+    }
+
+    /// Every object, or every object of one namespace.
+    pub fn list(&self, namespace: Option<&str>) -> Vec<Arc<K>> {
+        let inner = self.inner.read();
+        match namespace {
+            None => inner.objects.values().cloned().collect(),
+            Some(ns) => inner
+                .by_namespace
+                .get(ns)
+                .map(|keys| {
+                    keys.iter()
+                        .filter_map(|k| inner.objects.get(k).cloned())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The objects whose index `index` holds `value`, in `namespace` or in all namespaces.
+    /// `None` when there is no such index.
+    pub fn by_index(
+        &self,
+        index: &str,
+        namespace: Option<&str>,
+        value: &str,
+    ) -> Option<Vec<Arc<K>>> {
+        let inner = self.inner.read();
+        let idx = inner.indexes.get(index)?;
+        let ns = namespace.unwrap_or(ALL_NAMESPACES);
+        let found = idx
+            .entries
+            .get(&(Box::from(ns), Box::from(value)))
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|k| inner.objects.get(k).cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(found)
+    }
+
+    /// The number of objects stored.
+    pub fn len(&self) -> usize {
+        self.inner.read().objects.len()
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The keys of every object.
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.inner.read().objects.keys().cloned().collect()
+    }
+}
+
+impl<K: Resource> Inner<K> {
+    fn insert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        let old = self.remove(&key);
+        if let Some(ns) = &key.namespace {
+            self.by_namespace
+                .entry(ns.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        for index in self.indexes.values_mut() {
+            index_insert(index, &key, &obj);
+        }
+        self.objects.insert(key, obj);
+        old
+    }
+
+    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+        let old = self.objects.remove(key)?;
+        if let Some(ns) = &key.namespace
+            && let Some(keys) = self.by_namespace.get_mut(ns)
+        {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.by_namespace.remove(ns);
+            }
+        }
+        for index in self.indexes.values_mut() {
+            for ik in index_keys(index, key, &old) {
+                if let Some(keys) = index.entries.get_mut(&ik) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        index.entries.remove(&ik);
+                    }
+                }
+            }
+        }
+        Some(old)
+    }
+}
+
+fn index_keys<K>(index: &Index<K>, key: &ObjectKey, obj: &K) -> Vec<IndexKey> {
+    let mut out = Vec::new();
+    for value in (index.func)(obj) {
+        let value: Box<str> = value.into();
+        if let Some(ns) = &key.namespace {
+            out.push((Box::from(ns.as_str()), value.clone()));
+        }
+        out.push((Box::from(ALL_NAMESPACES), value));
+    }
+    out
+}
+
+fn index_insert<K>(index: &mut Index<K>, key: &ObjectKey, obj: &K) {
+    for ik in index_keys(index, key, obj) {
+        index.entries.entry(ik).or_default().insert(key.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube_core::ObjectMeta;
+
+    fn cm(ns: &str, name: &str, owner: &str) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some(ns.into()),
+                name: Some(name.into()),
+                labels: Some([("owner".to_string(), owner.to_string())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    fn owner_index() -> IndexFn<ConfigMap> {
+        Arc::new(|cm: &ConfigMap| {
+            cm.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("owner").cloned())
+                .into_iter()
+                .collect()
+        })
+    }
+
+    fn names(objs: Vec<Arc<ConfigMap>>) -> Vec<String> {
+        let mut keys: Vec<String> = objs
+            .iter()
+            .map(|o| ObjectKey::of(o.as_ref()).to_string())
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn get_list_and_namespace_index() {
+        let store = Store::new();
+        store.insert(cm("a", "one", "x"));
+        store.insert(cm("a", "two", "y"));
+        store.insert(cm("b", "one", "x"));
+        assert_eq!(store.len(), 3);
+        assert!(store.get(&ObjectKey::namespaced("b", "one")).is_some());
+        assert!(store.get(&ObjectKey::namespaced("b", "two")).is_none());
+        assert_eq!(names(store.list(Some("a"))), ["a/one", "a/two"]);
+        assert_eq!(names(store.list(None)).len(), 3);
+        assert!(store.list(Some("c")).is_empty());
+    }
+
+    #[test]
+    fn reads_share_the_stored_allocation() {
+        let store = Store::new();
+        let obj = cm("a", "one", "x");
+        store.insert(obj.clone());
+        let read = store.get(&ObjectKey::namespaced("a", "one")).unwrap();
+        assert!(Arc::ptr_eq(&obj, &read));
+        assert!(Arc::ptr_eq(&obj, &store.list(None)[0]));
+    }
+
+    #[test]
+    fn field_index_follows_inserts_updates_and_removes() {
+        let store = Store::new();
+        store.insert(cm("a", "pre", "x"));
+        store.add_index("owner", owner_index()).unwrap();
+        assert_eq!(
+            store.add_index("owner", owner_index()),
+            Err(IndexError::Duplicate("owner".into()))
+        );
+        store.insert(cm("a", "one", "x"));
+        store.insert(cm("b", "one", "x"));
+        store.insert(cm("a", "two", "y"));
+        assert_eq!(
+            names(store.by_index("owner", None, "x").unwrap()),
+            ["a/one", "a/pre", "b/one"]
+        );
+        assert_eq!(
+            names(store.by_index("owner", Some("a"), "x").unwrap()),
+            ["a/one", "a/pre"]
+        );
+        // An update that changes the indexed value moves the object.
+        store.insert(cm("a", "one", "y"));
+        assert_eq!(
+            names(store.by_index("owner", Some("a"), "x").unwrap()),
+            ["a/pre"]
+        );
+        assert_eq!(
+            names(store.by_index("owner", Some("a"), "y").unwrap()),
+            ["a/one", "a/two"]
+        );
+        store.remove(&ObjectKey::namespaced("a", "two"));
+        assert_eq!(
+            names(store.by_index("owner", None, "y").unwrap()),
+            ["a/one"]
+        );
+        assert!(store.by_index("missing", None, "y").is_none());
+    }
+
+    #[test]
+    fn replace_returns_the_old_content_and_reindexes() {
+        let store = Store::new();
+        store.add_index("owner", owner_index()).unwrap();
+        store.insert(cm("a", "one", "x"));
+        store.insert(cm("a", "two", "x"));
+        let old = store.replace([cm("a", "two", "y"), cm("c", "three", "y")]);
+        assert_eq!(old.len(), 2);
+        assert!(store.get(&ObjectKey::namespaced("a", "one")).is_none());
+        assert!(store.by_index("owner", None, "x").unwrap().is_empty());
+        assert_eq!(
+            names(store.by_index("owner", None, "y").unwrap()),
+            ["a/two", "c/three"]
+        );
+        assert!(store.list(Some("a")).len() == 1);
+    }
+}
