@@ -1,1 +1,276 @@
-//! discovery (in progress).
+//! Discovery: `/version`, `/api`, `/apis`, `/apis/GROUP`, the resource lists of each group
+//! version, and the aggregated discovery form (`apidiscovery.k8s.io/v2`) kubectl 1.27+ and
+//! client-go ask for first.
+//!
+//! Everything is computed from [`crate::storage::Storage::served_resources`] per request, so a
+//! CRD's resource is discoverable as soon as the CRD is created.
+
+use serde_json::{Value, json};
+
+use crate::resource::ResourceInfo;
+
+/// The Kubernetes version this server presents itself as.
+pub const GIT_VERSION: &str = "v1.33.0";
+
+/// The verbs of a main resource.
+const RESOURCE_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+/// The verbs of the `status` and `scale` subresources.
+const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+
+/// The `/version` document.
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "emulationMajor": "1",
+        "emulationMinor": "33",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "32",
+        "gitVersion": GIT_VERSION,
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.24.0",
+        "compiler": "gc",
+        "platform": format!("{}/{}", std::env::consts::OS, go_arch()),
+    })
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+/// The `/api` document (`APIVersions`).
+pub fn api_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": server_address }],
+    })
+}
+
+/// The sort key of a Kubernetes version string: GA before beta before alpha, higher numbers
+/// first, anything else last (alphabetically).
+fn version_priority(v: &str) -> (u8, i64, i64, String) {
+    let parse = || -> Option<(u8, i64, i64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let major: i64 = digits.parse().ok()?;
+        let rest = &rest[digits.len()..];
+        if rest.is_empty() {
+            return Some((0, -major, 0));
+        }
+        let (level, minor) = if let Some(m) = rest.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = rest.strip_prefix("alpha") {
+            (2, m)
+        } else {
+            return None;
+        };
+        Some((level, -major, -minor.parse::<i64>().ok()?))
+    };
+    match parse() {
+        Some((level, major, minor)) => (level, major, minor, String::new()),
+        None => (3, 0, 0, v.to_string()),
+    }
+}
+
+/// The groups served (core excluded) with their versions, preferred first, in the order
+/// resources are served.
+fn groups(resources: &[ResourceInfo]) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for r in resources.iter().filter(|r| !r.group.is_empty()) {
+        match groups.iter_mut().find(|(g, _)| *g == r.group) {
+            Some((_, versions)) if !versions.contains(&r.version) => {
+                versions.push(r.version.clone())
+            }
+            Some(_) => {}
+            None => groups.push((r.group.clone(), vec![r.version.clone()])),
+        }
+    }
+    for (_, versions) in &mut groups {
+        versions.sort_by_key(|v| version_priority(v));
+    }
+    groups
+}
+
+fn group_json(group: &str, versions: &[String]) -> Value {
+    let gv = |v: &String| json!({ "groupVersion": format!("{group}/{v}"), "version": v });
+    json!({
+        "name": group,
+        "versions": versions.iter().map(gv).collect::<Vec<_>>(),
+        "preferredVersion": gv(&versions[0]),
+    })
+}
+
+/// The `/apis` document (`APIGroupList`).
+pub fn group_list(resources: &[ResourceInfo]) -> Value {
+    let groups: Vec<Value> = groups(resources)
+        .iter()
+        .map(|(g, v)| group_json(g, v))
+        .collect();
+    json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
+}
+
+/// The `/apis/GROUP` document (`APIGroup`), if the group is served.
+pub fn group(resources: &[ResourceInfo], name: &str) -> Option<Value> {
+    let groups = groups(resources);
+    let (g, versions) = groups.iter().find(|(g, _)| g == name)?;
+    let mut doc = group_json(g, versions);
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    Some(doc)
+}
+
+/// The `/api/v1` or `/apis/GROUP/VERSION` document (`APIResourceList`), if served.
+pub fn resource_list(resources: &[ResourceInfo], group: &str, version: &str) -> Option<Value> {
+    let served: Vec<&ResourceInfo> = resources
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+        .collect();
+    if served.is_empty() {
+        return None;
+    }
+    let mut list = Vec::new();
+    for r in served {
+        let mut main = json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": RESOURCE_VERBS,
+        });
+        if !r.short_names.is_empty() {
+            main["shortNames"] = json!(r.short_names);
+        }
+        if !r.categories.is_empty() {
+            main["categories"] = json!(r.categories);
+        }
+        list.push(main);
+        if r.status_subresource {
+            list.push(json!({
+                "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced,
+                "kind": r.kind, "verbs": SUBRESOURCE_VERBS,
+            }));
+        }
+        if r.scale.is_some() {
+            list.push(json!({
+                "name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced,
+                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUBRESOURCE_VERBS,
+            }));
+        }
+    }
+    let group_version = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    Some(
+        json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list }),
+    )
+}
+
+/// The aggregated discovery version the `Accept` header asks for (`v2` or `v2beta1`), if any.
+pub fn wants_aggregated(accept: Option<&str>) -> Option<&'static str> {
+    for part in accept.unwrap_or("").split(',') {
+        let params: Vec<&str> = part.split(';').map(str::trim).collect();
+        if params.contains(&"g=apidiscovery.k8s.io") && params.contains(&"as=APIGroupDiscoveryList")
+        {
+            if params.contains(&"v=v2") {
+                return Some("v2");
+            }
+            if params.contains(&"v=v2beta1") {
+                return Some("v2beta1");
+            }
+        }
+    }
+    None
+}
+
+/// The `Content-Type` of an aggregated discovery answer.
+pub fn aggregated_content_type(version: &str) -> String {
+    format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList")
+}
+
+/// The aggregated discovery document (`APIGroupDiscoveryList`) of the core group (`/api`,
+/// `core == true`) or of every other group (`/apis`).
+pub fn aggregated(resources: &[ResourceInfo], core: bool, version: &str) -> Value {
+    let group_names: Vec<(String, Vec<String>)> = if core {
+        vec![(String::new(), vec!["v1".to_string()])]
+    } else {
+        groups(resources)
+    };
+    let items: Vec<Value> = group_names
+        .iter()
+        .map(|(group, versions)| {
+            let versions: Vec<Value> = versions
+                .iter()
+                .map(|v| {
+                    let res: Vec<Value> = resources
+                        .iter()
+                        .filter(|r| &r.group == group && &r.version == v)
+                        .map(aggregated_resource)
+                        .collect();
+                    json!({ "version": v, "resources": res, "freshness": "Current" })
+                })
+                .collect();
+            json!({ "metadata": { "name": group, "creationTimestamp": null }, "versions": versions })
+        })
+        .collect();
+    json!({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": format!("apidiscovery.k8s.io/{version}"),
+        "metadata": {},
+        "items": items,
+    })
+}
+
+fn aggregated_resource(r: &ResourceInfo) -> Value {
+    let kind = json!({ "group": r.group, "version": r.version, "kind": r.kind });
+    let mut subresources = Vec::new();
+    if r.status_subresource {
+        subresources.push(
+            json!({ "subresource": "status", "responseKind": kind, "verbs": SUBRESOURCE_VERBS }),
+        );
+    }
+    if r.scale.is_some() {
+        subresources.push(json!({
+            "subresource": "scale",
+            "responseKind": { "group": "autoscaling", "version": "v1", "kind": "Scale" },
+            "verbs": SUBRESOURCE_VERBS,
+        }));
+    }
+    let mut doc = json!({
+        "resource": r.plural,
+        "responseKind": kind,
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": RESOURCE_VERBS,
+    });
+    if !r.short_names.is_empty() {
+        doc["shortNames"] = json!(r.short_names);
+    }
+    if !r.categories.is_empty() {
+        doc["categories"] = json!(r.categories);
+    }
+    if !subresources.is_empty() {
+        doc["subresources"] = json!(subresources);
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests;

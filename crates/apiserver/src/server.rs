@@ -1,28 +1,289 @@
-//! The server: configuration, start, the TLS listener, bearer-token authentication, the
-//! kubeconfig it hands out, stop and restart (in progress).
+//! The server: configuration, start, the TLS listener (HTTP/2 and HTTP/1.1), the kubeconfig it
+//! hands out, stop, and stopping/restarting the listener on the same port for fault injection.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use base64::Engine;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use parking_lot::Mutex;
+use rand::Rng;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::{JoinHandle, JoinSet};
+use tokio_rustls::TlsAcceptor;
 
 use crate::error::Error;
+use crate::faults::Faults;
+use crate::http::{self, AppState};
+use crate::storage::{Storage, StorageConfig};
+use crate::tls::Certificates;
 
 /// Server configuration.
-#[derive(Clone, Debug, Default)]
-pub struct Config {}
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The address to listen on (default `127.0.0.1`).
+    pub addr: IpAddr,
+    /// The port; `0` (the default) picks a free one.
+    pub port: u16,
+    /// The bearer token clients must send; a random one when `None`.
+    pub token: Option<String>,
+    /// Tunables of the object store.
+    pub storage: StorageConfig,
+    /// Where to write the kubeconfig at start, if anywhere.
+    pub kubeconfig_path: Option<PathBuf>,
+    /// The largest request body accepted; larger ones get 413 (default 3 MiB, as the real
+    /// server).
+    pub max_body_bytes: usize,
+}
 
-/// A running embedded API server.
-pub struct Server {}
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: 0,
+            token: None,
+            storage: StorageConfig::default(),
+            kubeconfig_path: None,
+            max_body_bytes: 3 * 1024 * 1024,
+        }
+    }
+}
+
+struct Listening {
+    shutdown: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+/// A running embedded API server. Dropping it (or [`Server::stop`]) closes the listener and
+/// every connection.
+pub struct Server {
+    state: Arc<AppState>,
+    acceptor: TlsAcceptor,
+    addr: SocketAddr,
+    ca_pem: String,
+    listening: Mutex<Option<Listening>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+fn random_token() -> String {
+    let bytes: [u8; 24] = rand::rng().random();
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
+    let err = |source| Error::Listen {
+        addr: addr.to_string(),
+        source,
+    };
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    }
+    .map_err(err)?;
+    socket.set_reuseaddr(true).map_err(err)?;
+    socket.bind(addr).map_err(err)?;
+    socket.listen(1024).map_err(err)
+}
 
 impl Server {
-    /// Starts a server.
-    pub async fn start(_config: Config) -> Result<Server, Error> {
-        todo!()
+    /// Starts a server: generates its certificates, binds the port and serves in the
+    /// background on the current tokio runtime.
+    pub async fn start(config: Config) -> Result<Server, Error> {
+        let host = config.addr.to_string();
+        let certs = Certificates::generate(std::slice::from_ref(&host))?;
+        let acceptor = TlsAcceptor::from(certs.server_config()?);
+        let listener = bind(SocketAddr::new(config.addr, config.port))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| Error::Listen { addr: host, source })?;
+        let storage = Storage::new(config.storage.clone());
+        let state = Arc::new(AppState {
+            faults: Faults::new(storage.clone()),
+            storage,
+            token: config.token.clone().unwrap_or_else(random_token),
+            max_body_bytes: config.max_body_bytes,
+            server_address: addr.to_string(),
+        });
+        let server = Server {
+            state,
+            acceptor,
+            addr,
+            ca_pem: certs.ca_pem.clone(),
+            listening: Mutex::new(None),
+        };
+        server.serve(listener);
+        if let Some(path) = &config.kubeconfig_path {
+            server.write_kubeconfig(path)?;
+        }
+        Ok(server)
     }
 
-    /// A kubeconfig (YAML) for this server.
+    fn serve(&self, listener: TcpListener) {
+        let (shutdown, rx) = oneshot::channel();
+        let task = tokio::spawn(accept_loop(
+            listener,
+            self.acceptor.clone(),
+            self.state.clone(),
+            rx,
+        ));
+        *self.listening.lock() = Some(Listening { shutdown, task });
+    }
+
+    /// `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        match self.addr.ip() {
+            IpAddr::V6(ip) => format!("https://[{ip}]:{}", self.addr.port()),
+            IpAddr::V4(ip) => format!("https://{ip}:{}", self.addr.port()),
+        }
+    }
+
+    /// The port listened on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// The bearer token.
+    pub fn token(&self) -> &str {
+        &self.state.token
+    }
+
+    /// The CA certificate (PEM) clients must trust.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// A kubeconfig (YAML) with this server as cluster, the token as user, and a current
+    /// context using both (namespace `default`).
     pub fn kubeconfig(&self) -> String {
-        todo!()
+        let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes());
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: crt\n  cluster:\n    server: {url}\n    \
+             certificate-authority-data: {ca}\nusers:\n- name: crt-admin\n  user:\n    token: {token}\n\
+             contexts:\n- name: crt\n  context:\n    cluster: crt\n    user: crt-admin\n    namespace: default\n\
+             current-context: crt\npreferences: {{}}\n",
+            url = self.url(),
+            token = self.token(),
+        )
     }
 
-    /// Stops the server and frees its port.
+    /// Writes [`Server::kubeconfig`] to `path` (mode 0600 on Unix, as it holds the token).
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<(), Error> {
+        let err = |source| Error::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::write(path, self.kubeconfig()).map_err(err)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// The object store, for tests that look behind the HTTP layer.
+    pub fn storage(&self) -> &Storage {
+        &self.state.storage
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> Faults {
+        self.state.faults.clone()
+    }
+
+    /// Closes the listener and every connection; the data is kept, and
+    /// [`Server::restart_listener`] serves it again on the same port.
+    pub async fn stop_listener(&self) {
+        let listening = self.listening.lock().take();
+        if let Some(Listening { shutdown, task }) = listening {
+            let _ = shutdown.send(());
+            let _ = task.await;
+        }
+    }
+
+    /// Listens again on the same port after [`Server::stop_listener`]; nothing happens when
+    /// already listening.
+    pub async fn restart_listener(&self) -> Result<(), Error> {
+        if self.listening.lock().is_some() {
+            return Ok(());
+        }
+        let listener = bind(self.addr)?;
+        self.serve(listener);
+        Ok(())
+    }
+
+    /// Stops the server: the port is free and every connection closed when this returns.
     pub async fn stop(self) {
-        todo!()
+        self.stop_listener().await;
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(listening) = self.listening.lock().take() {
+            // Aborting the accept loop drops the listener and its set of connections, which
+            // aborts every connection task.
+            listening.task.abort();
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    state: Arc<AppState>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(serve_connection(stream, acceptor.clone(), state.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    connections.shutdown().await;
+}
+
+async fn serve_connection(stream: TcpStream, acceptor: TlsAcceptor, state: Arc<AppState>) {
+    let _ = stream.set_nodelay(true);
+    let tls = match acceptor.accept(stream).await {
+        Ok(tls) => tls,
+        Err(e) => {
+            tracing::debug!(error = %e, "TLS handshake failed");
+            return;
+        }
+    };
+    let service = service_fn(move |req| {
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(http::handle(state, req).await) }
+    });
+    if let Err(e) = auto::Builder::new(TokioExecutor::new())
+        .serve_connection(TokioIo::new(tls), service)
+        .await
+    {
+        tracing::debug!(error = %e, "connection ended with an error");
     }
 }

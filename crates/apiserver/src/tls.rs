@@ -1,1 +1,133 @@
-//! tls (in progress).
+//! TLS: a fresh self-signed certificate authority and a serving certificate for `127.0.0.1` and
+//! `localhost`, generated at every start (ECDSA P-256, with the `ring` provider), and the rustls
+//! server configuration that offers HTTP/2 and HTTP/1.1 by ALPN.
+//!
+//! The process-level default crypto provider is never used or installed: the provider is passed
+//! explicitly, so the server works next to code that installed another one (or none).
+
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
+use rustls::ServerConfig;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+use crate::error::Error;
+
+/// The certificates of one server: the CA clients trust and the serving certificate and key.
+#[derive(Clone)]
+pub struct Certificates {
+    /// The CA certificate, PEM; goes into the kubeconfig as `certificate-authority-data`.
+    pub ca_pem: String,
+    serving_der: CertificateDer<'static>,
+    ca_der: CertificateDer<'static>,
+    key_der: Vec<u8>,
+}
+
+impl std::fmt::Debug for Certificates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Certificates")
+            .field("ca_pem", &self.ca_pem)
+            .finish_non_exhaustive()
+    }
+}
+
+fn cert_err(e: rcgen::Error) -> Error {
+    Error::Certificate(e.to_string())
+}
+
+impl Certificates {
+    /// Generates a CA and a serving certificate valid for `127.0.0.1`, `::1`, `localhost` and the
+    /// extra `hosts` (names or IP addresses).
+    ///
+    /// ```
+    /// let certs = crt_apiserver::tls::Certificates::generate(&[]).unwrap();
+    /// assert!(certs.ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+    /// ```
+    pub fn generate(hosts: &[String]) -> Result<Certificates, Error> {
+        let ca_key = KeyPair::generate().map_err(cert_err)?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "crt-apiserver-ca");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).map_err(cert_err)?;
+
+        let mut names = vec![
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+            "localhost".to_string(),
+        ];
+        for host in hosts {
+            if !names.contains(host) {
+                names.push(host.clone());
+            }
+        }
+        let key = KeyPair::generate().map_err(cert_err)?;
+        let mut params = CertificateParams::new(names).map_err(cert_err)?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "crt-apiserver");
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        let serving = params.signed_by(&key, &ca).map_err(cert_err)?;
+
+        Ok(Certificates {
+            ca_pem: ca.pem(),
+            ca_der: ca.der().clone(),
+            serving_der: serving.der().clone(),
+            key_der: key.serialize_der(),
+        })
+    }
+
+    /// The CA certificate, DER.
+    pub fn ca_der(&self) -> &CertificateDer<'static> {
+        &self.ca_der
+    }
+
+    /// The rustls server configuration: the serving certificate chain, ALPN `h2` then
+    /// `http/1.1`, with the `ring` provider passed explicitly.
+    pub fn server_config(&self) -> Result<Arc<ServerConfig>, Error> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()));
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Tls(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(vec![self.serving_der.clone(), self.ca_der.clone()], key)
+            .map_err(|e| Error::Tls(e.to_string()))?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_a_server_config_with_alpn() {
+        let certs = Certificates::generate(&["example.test".into()]).unwrap();
+        let config = certs.server_config().unwrap();
+        assert_eq!(
+            config.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        assert!(certs.ca_pem.contains("BEGIN CERTIFICATE"));
+    }
+
+    #[test]
+    fn each_generation_is_a_new_ca() {
+        let a = Certificates::generate(&[]).unwrap();
+        let b = Certificates::generate(&[]).unwrap();
+        assert_ne!(a.ca_pem, b.ca_pem);
+    }
+}

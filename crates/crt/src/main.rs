@@ -1,1 +1,36 @@
-fn main() {}
+//! `crt`: the controller-runtime-rs command line.
+//!
+//! - `crt serve`: run the embedded Kubernetes API server in the foreground.
+//!
+//! Each subcommand lives in its own module under `cmd/`.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// controller-runtime-rs command line.
+#[derive(Debug, Parser)]
+#[command(name = "crt", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the embedded Kubernetes API server in the foreground until Ctrl-C or SIGTERM.
+    Serve(cmd::serve::Args),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve(args) => cmd::serve::run(args).await,
+    }
+}

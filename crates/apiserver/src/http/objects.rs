@@ -1,0 +1,201 @@
+//! Resource requests: the verb from the method, the path and `?watch`, dispatched to
+//! [`crate::storage::Storage`], the answer encoded as JSON, a Table or metadata.
+
+use std::time::Duration;
+
+use http::{Method, Request, Response, header};
+use serde_json::Value;
+
+use super::request::{Accept, Query, ResourcePath, accept, parse_object, parse_query, patch_type};
+use super::response::{Body, json, method_not_allowed, not_found, read_body};
+use super::{AppState, watch};
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+use crate::table::{self, IncludeObject};
+
+/// Serves a request on a resource path.
+pub async fn serve<B>(
+    state: &AppState,
+    req: Request<B>,
+    path: ResourcePath,
+) -> Result<Response<Body>, ApiError>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let storage = &state.storage;
+    let res = storage
+        .resolve(&path.group, &path.version, &path.plural)
+        .ok_or_else(not_found)?;
+    check_scope(&res, &path)?;
+    let query = parse_query(req.uri().query())?;
+    let header = |name: header::HeaderName| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
+    let accept = accept(header(header::ACCEPT).as_deref());
+    let content_type = header(header::CONTENT_TYPE);
+    let content_length = header(header::CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok());
+    let method = req.method().clone();
+    let ns = path.namespace.as_deref();
+    let name = path.name.as_deref();
+    let sub = path.subresource.as_deref();
+
+    let watching = path.legacy_watch || query.watch;
+    if method == Method::GET && watching && sub.is_none() {
+        let w = storage.watch(&res, ns, &query.watch_options(name))?;
+        let transform = transform_for(state, &res, accept, &query);
+        return Ok(watch::response(
+            w,
+            query.timeout_seconds.map(Duration::from_secs),
+            transform,
+        ));
+    }
+    if path.legacy_watch {
+        return Err(method_not_allowed());
+    }
+    let needs_body = matches!(
+        method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    let body = if needs_body {
+        read_body(req.into_body(), content_length, state.max_body_bytes).await?
+    } else {
+        Default::default()
+    };
+    let write = query.write_options();
+    let (code, answer) = match (&method, name) {
+        (&Method::GET | &Method::HEAD, Some(name)) => (200, storage.get(&res, ns, name, sub)?),
+        (&Method::GET | &Method::HEAD, None) => {
+            (200, storage.list(&res, ns, &query.list_options())?)
+        }
+        (&Method::POST, None) if ns.is_some() || !res.namespaced => {
+            let obj = parse_object(&body)?;
+            check_body_namespace(&res, ns, &obj)?;
+            (201, storage.create(&res, ns, obj, &write)?)
+        }
+        (&Method::PUT, Some(name)) => {
+            let obj = parse_object(&body)?;
+            check_body_name(name, &obj)?;
+            check_body_namespace(&res, ns, &obj)?;
+            (200, storage.update(&res, ns, name, sub, obj, &write)?)
+        }
+        (&Method::PATCH, Some(name)) => {
+            let patch = patch_type(content_type.as_deref())?;
+            if res.custom && patch == crate::storage::PatchType::Strategic {
+                return Err(ApiError::unsupported_media_type(
+                    content_type.as_deref().unwrap_or(""),
+                ));
+            }
+            (
+                200,
+                storage.patch(&res, ns, name, sub, patch, &body, &write)?,
+            )
+        }
+        (&Method::DELETE, Some(name)) if sub.is_none() => (
+            200,
+            storage.delete(&res, ns, name, &query.delete_options(&body)?)?,
+        ),
+        (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
+            let opts = query.delete_options(&body)?;
+            (
+                200,
+                storage.delete_collection(&res, ns, &query.list_options(), &opts)?,
+            )
+        }
+        _ => return Err(method_not_allowed()),
+    };
+    let answer = if method == Method::GET && sub.is_none() {
+        transform_for(state, &res, accept, &query)(answer)
+    } else {
+        answer
+    };
+    Ok(json(code, &answer))
+}
+
+/// 404 for a path whose scope does not fit the resource, or a subresource it does not serve.
+fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> {
+    if !res.namespaced && path.namespace.is_some() {
+        return Err(not_found());
+    }
+    if res.namespaced && path.namespace.is_none() && path.name.is_some() {
+        return Err(not_found());
+    }
+    match path.subresource.as_deref() {
+        None => Ok(()),
+        Some("status") if res.status_subresource => Ok(()),
+        Some("scale") if res.scale.is_some() => Ok(()),
+        Some("finalize") if res.group.is_empty() && res.plural == "namespaces" => Ok(()),
+        Some(_) => Err(not_found()),
+    }
+}
+
+fn check_body_namespace(res: &ResourceInfo, ns: Option<&str>, obj: &Value) -> Result<(), ApiError> {
+    let in_body = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
+    match (res.namespaced, ns, in_body) {
+        (true, Some(ns), Some(body_ns)) if ns != body_ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_body_name(name: &str, obj: &Value) -> Result<(), ApiError> {
+    match obj.pointer("/metadata/name").and_then(Value::as_str) {
+        Some(n) if n != name => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// How answers (and watch event objects) are turned into what `Accept` asks for.
+fn transform_for(
+    state: &AppState,
+    res: &ResourceInfo,
+    accept: Accept,
+    query: &Query,
+) -> watch::Transform {
+    match accept {
+        Accept::Json => Box::new(|v| v),
+        Accept::Metadata => Box::new(|v| table::to_metadata(&v)),
+        Accept::Table => {
+            let printer_columns = if res.custom {
+                crd_printer_columns(state, res)
+            } else {
+                None
+            };
+            let cols = table::columns_for(res, printer_columns.as_ref());
+            let include = IncludeObject::parse(query.include_object.as_deref());
+            Box::new(move |v| {
+                if v.get("kind") == Some(&Value::from("Status")) {
+                    v
+                } else {
+                    table::to_table(&cols, &v, include)
+                }
+            })
+        }
+    }
+}
+
+/// The `additionalPrinterColumns` of the CRD version serving `res`.
+fn crd_printer_columns(state: &AppState, res: &ResourceInfo) -> Option<Value> {
+    let crds = state
+        .storage
+        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")?;
+    let crd = state
+        .storage
+        .get(&crds, None, &format!("{}.{}", res.plural, res.group), None)
+        .ok()?;
+    crd.pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(res.version.as_str()))?
+        .get("additionalPrinterColumns")
+        .cloned()
+}

@@ -1,0 +1,115 @@
+//! The watch stream: newline-delimited `{"type": ..., "object": ...}` JSON, chunked, ending
+//! cleanly when storage ends the watch, after an ERROR event, or at `timeoutSeconds`.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Response, header};
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
+use serde_json::{Value, json};
+
+use super::response::Body;
+use crate::storage::{Watch, WatchEvent};
+
+/// Turns each event's object into the form the client asked for (JSON, Table, metadata).
+pub type Transform = Box<dyn Fn(Value) -> Value + Send + Sync>;
+
+/// One event as a line of the stream.
+pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
+    let (kind, object) = match event {
+        WatchEvent::Added(o) => ("ADDED", transform(o)),
+        WatchEvent::Modified(o) => ("MODIFIED", transform(o)),
+        WatchEvent::Deleted(o) => ("DELETED", transform(o)),
+        WatchEvent::Bookmark(o) => ("BOOKMARK", o),
+        WatchEvent::Error(o) => ("ERROR", o),
+    };
+    let mut line =
+        serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+/// The streaming response of a watch.
+pub fn response(watch: Watch, timeout: Option<Duration>, transform: Transform) -> Response<Body> {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let state = (watch.events, transform, false);
+    let stream = futures::stream::unfold(state, move |(mut events, transform, done)| async move {
+        if done {
+            return None;
+        }
+        let event = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, events.recv())
+                .await
+                .ok()
+                .flatten(),
+            None => events.recv().await,
+        }?;
+        let last = matches!(event, WatchEvent::Error(_));
+        let frame = Frame::data(encode(event, &transform));
+        Some((Ok::<_, Infallible>(frame), (events, transform, last)))
+    });
+    let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use tokio::sync::mpsc;
+
+    #[tokio::test]
+    async fn streams_events_until_the_watch_ends() {
+        let (tx, rx) = mpsc::channel(8);
+        tx.send(WatchEvent::Added(json!({"metadata": {"name": "a"}})))
+            .await
+            .unwrap();
+        tx.send(WatchEvent::Deleted(json!({"metadata": {"name": "a"}})))
+            .await
+            .unwrap();
+        drop(tx);
+        let resp = response(Watch { events: rx }, None, Box::new(|v| v));
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let lines: Vec<Value> = body
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["type"], "ADDED");
+        assert_eq!(lines[1]["type"], "DELETED");
+        assert_eq!(lines[1]["object"]["metadata"]["name"], "a");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn timeout_ends_the_stream() {
+        let (tx, rx) = mpsc::channel(8);
+        let resp = response(
+            Watch { events: rx },
+            Some(Duration::from_secs(5)),
+            Box::new(|v| v),
+        );
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert!(body.is_empty());
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn an_error_event_is_the_last() {
+        let (tx, rx) = mpsc::channel(8);
+        tx.send(WatchEvent::Error(json!({"kind": "Status", "code": 410})))
+            .await
+            .unwrap();
+        tx.send(WatchEvent::Added(json!({}))).await.unwrap();
+        let resp = response(Watch { events: rx }, None, Box::new(|v| v));
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(body.iter().filter(|b| **b == b'\n').count(), 1);
+        drop(tx);
+    }
+}

@@ -1,0 +1,260 @@
+//! Per-kind columns of built-in resources, the AGE rendering and the JSONPath subset used by
+//! CRD printer columns.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+type CellFn = fn(&Value) -> Value;
+
+fn get<'a>(obj: &'a Value, pointer: &str) -> Option<&'a Value> {
+    obj.pointer(pointer)
+}
+
+fn int(obj: &Value, pointer: &str) -> i64 {
+    get(obj, pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn string(obj: &Value, pointer: &str) -> Value {
+    json!(get(obj, pointer).and_then(Value::as_str).unwrap_or(""))
+}
+
+fn count(obj: &Value, pointer: &str) -> usize {
+    match get(obj, pointer) {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    }
+}
+
+fn ratio(a: i64, b: i64) -> Value {
+    json!(format!("{a}/{b}"))
+}
+
+fn or_none(v: Value) -> Value {
+    if v == json!("") { json!("<none>") } else { v }
+}
+
+/// The columns between NAME and AGE of a built-in resource.
+pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
+    match (group, plural) {
+        ("", "namespaces") => vec![("Status", |o| string(o, "/status/phase"))],
+        ("", "pods") => vec![
+            ("Ready", |o| {
+                let total = count(o, "/spec/containers") as i64;
+                let ready = get(o, "/status/containerStatuses")
+                    .and_then(Value::as_array)
+                    .map(|s| s.iter().filter(|c| c["ready"] == json!(true)).count() as i64)
+                    .unwrap_or(0);
+                ratio(ready, total)
+            }),
+            ("Status", |o| {
+                match get(o, "/status/reason").and_then(Value::as_str) {
+                    Some(reason) => json!(reason),
+                    None if o.pointer("/metadata/deletionTimestamp").is_some() => {
+                        json!("Terminating")
+                    }
+                    None => json!(
+                        get(o, "/status/phase")
+                            .and_then(Value::as_str)
+                            .unwrap_or("Pending")
+                    ),
+                }
+            }),
+            ("Restarts", |o| {
+                let restarts: i64 = get(o, "/status/containerStatuses")
+                    .and_then(Value::as_array)
+                    .map(|s| {
+                        s.iter()
+                            .map(|c| c["restartCount"].as_i64().unwrap_or(0))
+                            .sum()
+                    })
+                    .unwrap_or(0);
+                json!(restarts)
+            }),
+        ],
+        ("", "configmaps") => vec![("Data", |o| {
+            json!(count(o, "/data") + count(o, "/binaryData"))
+        })],
+        ("", "secrets") => vec![
+            ("Type", |o| string(o, "/type")),
+            ("Data", |o| json!(count(o, "/data"))),
+        ],
+        ("", "services") => vec![
+            ("Type", |o| {
+                json!(
+                    get(o, "/spec/type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("ClusterIP")
+                )
+            }),
+            ("Cluster-IP", |o| or_none(string(o, "/spec/clusterIP"))),
+            ("External-IP", |_| json!("<none>")),
+            ("Port(s)", |o| {
+                let ports: Vec<String> = get(o, "/spec/ports")
+                    .and_then(Value::as_array)
+                    .map(|ps| {
+                        ps.iter()
+                            .map(|p| {
+                                format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP"))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                or_none(json!(ports.join(",")))
+            }),
+        ],
+        ("", "serviceaccounts") => vec![("Secrets", |o| json!(count(o, "/secrets")))],
+        ("", "nodes") => vec![("Status", |o| {
+            let ready = get(o, "/status/conditions")
+                .and_then(Value::as_array)
+                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+                .map(|c| c["status"] == "True");
+            json!(if ready == Some(true) {
+                "Ready"
+            } else {
+                "NotReady"
+            })
+        })],
+        ("", "persistentvolumeclaims") => vec![
+            ("Status", |o| string(o, "/status/phase")),
+            ("Volume", |o| string(o, "/spec/volumeName")),
+        ],
+        ("apps", "deployments") => vec![
+            ("Ready", |o| {
+                ratio(int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))
+            }),
+            ("Up-to-date", |o| json!(int(o, "/status/updatedReplicas"))),
+            ("Available", |o| json!(int(o, "/status/availableReplicas"))),
+        ],
+        ("apps", "replicasets") => vec![
+            ("Desired", |o| json!(int(o, "/spec/replicas"))),
+            ("Current", |o| json!(int(o, "/status/replicas"))),
+            ("Ready", |o| json!(int(o, "/status/readyReplicas"))),
+        ],
+        ("apps", "statefulsets") => {
+            vec![("Ready", |o| {
+                ratio(int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))
+            })]
+        }
+        ("apps", "daemonsets") => vec![
+            ("Desired", |o| {
+                json!(int(o, "/status/desiredNumberScheduled"))
+            }),
+            ("Current", |o| {
+                json!(int(o, "/status/currentNumberScheduled"))
+            }),
+            ("Ready", |o| json!(int(o, "/status/numberReady"))),
+            ("Up-to-date", |o| {
+                json!(int(o, "/status/updatedNumberScheduled"))
+            }),
+            ("Available", |o| json!(int(o, "/status/numberAvailable"))),
+        ],
+        ("batch", "jobs") => vec![("Completions", |o| {
+            let want = get(o, "/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            ratio(int(o, "/status/succeeded"), want)
+        })],
+        ("batch", "cronjobs") => vec![
+            ("Schedule", |o| string(o, "/spec/schedule")),
+            ("Suspend", |o| {
+                json!(
+                    get(o, "/spec/suspend")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                        .to_string()
+                        .replace("false", "False")
+                        .replace("true", "True")
+                )
+            }),
+            ("Active", |o| json!(count(o, "/status/active"))),
+        ],
+        ("coordination.k8s.io", "leases") => {
+            vec![("Holder", |o| string(o, "/spec/holderIdentity"))]
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => vec![],
+        _ => vec![],
+    }
+}
+
+/// The AGE of a timestamp, rendered as kubectl renders durations (`42s`, `5m3s`, `7h`, `3d`).
+pub fn age(timestamp: Option<&Value>, now: DateTime<Utc>) -> String {
+    let Some(ts) = timestamp.and_then(Value::as_str) else {
+        return "<unknown>".into();
+    };
+    let Ok(t) = DateTime::parse_from_rfc3339(ts) else {
+        return "<invalid>".into();
+    };
+    let secs = (now - t.with_timezone(&Utc)).num_seconds().max(0);
+    let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
+    if secs < 120 {
+        format!("{secs}s")
+    } else if m < 10 {
+        if secs % 60 == 0 {
+            format!("{m}m")
+        } else {
+            format!("{m}m{}s", secs % 60)
+        }
+    } else if h < 3 {
+        format!("{m}m")
+    } else if h < 8 {
+        if m % 60 == 0 {
+            format!("{h}h")
+        } else {
+            format!("{h}h{}m", m % 60)
+        }
+    } else if h < 48 {
+        format!("{h}h")
+    } else if d < 8 {
+        if h % 24 == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{}h", h % 24)
+        }
+    } else if d < 365 * 2 {
+        format!("{d}d")
+    } else {
+        format!("{}y", d / 365)
+    }
+}
+
+/// Evaluates a simple JSONPath (`.a.b`, `.a[0].b`, `.a[?(@.k=="v")].b`, optionally wrapped in
+/// `{}`) against `obj`; `None` when nothing matches.
+pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
+    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let path = path.strip_prefix('$').unwrap_or(path);
+    let mut cur = obj;
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let key = &r[..end];
+            if !key.is_empty() {
+                cur = cur.get(key)?;
+            }
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            let inner = &r[..end];
+            rest = &r[end + 1..];
+            if let Some(filter) = inner.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
+                let (key, want) = filter.split_once("==")?;
+                let want = want.trim().trim_matches(|c| c == '"' || c == '\'');
+                cur = cur
+                    .as_array()?
+                    .iter()
+                    .find(|item| match item.get(key.trim()) {
+                        Some(Value::String(s)) => s == want,
+                        Some(other) => other.to_string() == want,
+                        None => false,
+                    })?;
+            } else {
+                let idx: usize = inner.trim().parse().ok()?;
+                cur = cur.as_array()?.get(idx)?;
+            }
+        } else {
+            return None;
+        }
+    }
+    Some(cur.clone())
+}

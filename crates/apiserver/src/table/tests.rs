@@ -1,0 +1,115 @@
+use super::*;
+
+fn info(group: &str, plural: &str, custom: bool) -> ResourceInfo {
+    ResourceInfo {
+        group: group.into(),
+        version: "v1".into(),
+        plural: plural.into(),
+        singular: String::new(),
+        kind: "K".into(),
+        list_kind: "KList".into(),
+        namespaced: true,
+        short_names: vec![],
+        categories: vec![],
+        status_subresource: false,
+        scale: None,
+        generation: true,
+        custom,
+    }
+}
+
+fn names(cols: &[Column]) -> Vec<String> {
+    column_definitions(cols)
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn builtin_columns() {
+    assert_eq!(
+        names(&columns_for(&info("", "pods", false), None)),
+        ["Name", "Ready", "Status", "Restarts", "Age"]
+    );
+    assert_eq!(
+        names(&columns_for(&info("apps", "deployments", false), None)),
+        ["Name", "Ready", "Up-to-date", "Available", "Age"]
+    );
+    assert_eq!(
+        names(&columns_for(&info("", "leases", false), None)),
+        ["Name", "Age"]
+    );
+}
+
+#[test]
+fn pod_rows() {
+    let cols = columns_for(&info("", "pods", false), None);
+    let pod = json!({
+        "metadata": {"name": "p", "creationTimestamp": "2020-01-01T00:00:00Z"},
+        "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
+        "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": 2}, {"ready": false, "restartCount": 1}]},
+    });
+    let t = to_table(
+        &cols,
+        &json!({"metadata": {"resourceVersion": "5"}, "items": [pod]}),
+        IncludeObject::Metadata,
+    );
+    assert_eq!(t["kind"], "Table");
+    assert_eq!(t["metadata"]["resourceVersion"], "5");
+    let cells = &t["rows"][0]["cells"];
+    assert_eq!(cells[0], "p");
+    assert_eq!(cells[1], "1/2");
+    assert_eq!(cells[2], "Running");
+    assert_eq!(cells[3], 3);
+    assert!(cells[4].as_str().unwrap().ends_with('y'));
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "p");
+}
+
+#[test]
+fn crd_printer_columns() {
+    let pc = json!([
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Ready", "type": "string", "jsonPath": ".status.conditions[?(@.type==\"Ready\")].status"},
+        {"name": "Size", "type": "integer", "jsonPath": ".spec.sizes[1]", "priority": 1},
+    ]);
+    let cols = columns_for(&info("example.com", "widgets", true), Some(&pc));
+    assert_eq!(names(&cols), ["Name", "Phase", "Ready", "Size"]);
+    let obj = json!({
+        "metadata": {"name": "w"},
+        "spec": {"sizes": [1, 7]},
+        "status": {"phase": "Up", "conditions": [{"type": "Other", "status": "False"}, {"type": "Ready", "status": "True"}]},
+    });
+    let t = to_table(&cols, &obj, IncludeObject::Object);
+    assert_eq!(t["rows"][0]["cells"], json!(["w", "Up", "True", 7]));
+    assert_eq!(t["rows"][0]["object"], obj);
+    assert_eq!(
+        names(&columns_for(&info("example.com", "widgets", true), None)),
+        ["Name", "Age"]
+    );
+}
+
+#[test]
+fn ages_render_like_kubectl() {
+    let now = DateTime::parse_from_rfc3339("2024-01-10T00:00:00Z")
+        .unwrap()
+        .with_timezone(&Utc);
+    let at = |s: &str| age(Some(&json!(s)), now);
+    assert_eq!(at("2024-01-09T23:59:18Z"), "42s");
+    assert_eq!(at("2024-01-09T23:55:00Z"), "5m");
+    assert_eq!(at("2024-01-09T23:54:57Z"), "5m3s");
+    assert_eq!(at("2024-01-09T20:00:00Z"), "4h");
+    assert_eq!(at("2024-01-07T00:00:00Z"), "3d");
+    assert_eq!(age(None, now), "<unknown>");
+}
+
+#[test]
+fn metadata_form() {
+    let list = json!({"kind": "ConfigMapList", "metadata": {"resourceVersion": "9"}, "items": [{"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}]});
+    let m = to_metadata(&list);
+    assert_eq!(m["kind"], "PartialObjectMetadataList");
+    assert_eq!(
+        m["items"][0],
+        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": {"name": "a"}})
+    );
+}
