@@ -18,7 +18,7 @@ type Check<E> = Box<dyn Fn(&E) -> bool + Send + Sync>;
 /// use k8s_openapi::api::core::v1::Pod;
 ///
 /// // Ignore deletes we only learned about on relist.
-/// let p = Funcs::<Pod>::new().delete(|e| !e.delete_state_unknown);
+/// let p = Funcs::<Pod>::new().on_delete(|e| !e.delete_state_unknown);
 /// let pod = Arc::new(Pod::default());
 /// assert!(!p.delete(&DeleteEvent { object: pod.clone(), delete_state_unknown: true }));
 /// assert!(p.create(&CreateEvent { object: pod, is_in_initial_list: false }));
@@ -48,25 +48,37 @@ impl<K> Funcs<K> {
     }
 
     /// Decides create events.
-    pub fn create(mut self, f: impl Fn(&CreateEvent<K>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn on_create(
+        mut self,
+        f: impl Fn(&CreateEvent<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.create = Some(Box::new(f));
         self
     }
 
     /// Decides update events.
-    pub fn update(mut self, f: impl Fn(&UpdateEvent<K>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn on_update(
+        mut self,
+        f: impl Fn(&UpdateEvent<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.update = Some(Box::new(f));
         self
     }
 
     /// Decides delete events.
-    pub fn delete(mut self, f: impl Fn(&DeleteEvent<K>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn on_delete(
+        mut self,
+        f: impl Fn(&DeleteEvent<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.delete = Some(Box::new(f));
         self
     }
 
     /// Decides generic events.
-    pub fn generic(mut self, f: impl Fn(&GenericEvent<K>) -> bool + Send + Sync + 'static) -> Self {
+    pub fn on_generic(
+        mut self,
+        f: impl Fn(&GenericEvent<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
         self.generic = Some(Box::new(f));
         self
     }

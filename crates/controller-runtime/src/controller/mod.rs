@@ -1,0 +1,367 @@
+//! Controllers: a workqueue, the watches that fill it and the workers that drain it into a
+//! [`Reconciler`].
+//!
+//! ```text
+//! watches (source -> predicates -> handler) --> queue --> N workers --> reconciler
+//!                                                 ^                        |
+//!                                                 +--- requeue / backoff --+
+//! ```
+//!
+//! [`Controller::start`] starts every watch, waits (at most `cache_sync_timeout`) until the
+//! syncing ones have delivered their initial state, then runs `max_concurrent_reconciles`
+//! workers until its token is cancelled. The result of each reconcile decides what happens to
+//! the key, as in controller-runtime (see [`crate::reconcile`]); a panicking reconcile is caught,
+//! logged, counted and retried with backoff. One key is never reconciled by two workers at once.
+//! Stopping is graceful: workers stop taking keys, running reconciles finish, the queue shuts
+//! down, and `start` returns.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use controller_runtime::controller::{Controller, ControllerOptions};
+//! use controller_runtime::event::GenericEvent;
+//! use controller_runtime::handler::EnqueueRequestForObject;
+//! use controller_runtime::reconcile::{self, Action, ReconcileError};
+//! use controller_runtime::{source, Request};
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let reconciler = reconcile::from_fn(|req: Request| async move {
+//!     println!("reconcile {req}");
+//!     Ok::<_, ReconcileError>(Action::done())
+//! });
+//! let controller = Controller::new("configmaps", reconciler, ControllerOptions::default()).unwrap();
+//! let (tx, channel) = source::channel::<ConfigMap>(16);
+//! controller.watch(channel, EnqueueRequestForObject, vec![]).await.unwrap();
+//!
+//! let ctx = CancellationToken::new();
+//! let running = tokio::spawn({ let (c, ctx) = (controller.clone(), ctx.clone()); async move { c.start(ctx).await } });
+//! let mut cm = ConfigMap::default();
+//! cm.metadata.namespace = Some("default".into());
+//! cm.metadata.name = Some("settings".into());
+//! tx.send(GenericEvent { object: Arc::new(cm) }).await.unwrap();
+//! // ... later:
+//! ctx.cancel();
+//! running.await.unwrap().unwrap();
+//! # });
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use tokio::sync::Mutex;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::Request;
+use crate::handler::EventHandler;
+use crate::metrics::{ControllerMetrics, ControllerSeries};
+use crate::predicate::BoxPredicate;
+use crate::reconcile::Reconciler;
+use crate::source::{self, Source, Watch};
+use crate::workqueue::{Queue, QueueConfig, QueueItem, Workqueue};
+
+mod options;
+mod worker;
+
+pub use options::ControllerOptions;
+pub use worker::{ReconcilePanic, ReconcileTimeout};
+
+/// Why a controller could not be built or started.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The controller has no name.
+    #[error("a controller needs a name")]
+    MissingName,
+    /// An option has a value the controller cannot run with.
+    #[error("controller {controller}: invalid options: {reason}")]
+    InvalidOptions {
+        /// The controller.
+        controller: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// `start` was called a second time.
+    #[error("controller {0} was started more than once")]
+    AlreadyStarted(String),
+    /// A watch's source failed to start or sync.
+    #[error("controller {controller}: {source}")]
+    Source {
+        /// The controller.
+        controller: String,
+        /// The source's error.
+        #[source]
+        source: source::Error,
+    },
+    /// A syncing source did not sync within `cache_sync_timeout`.
+    #[error(
+        "controller {controller}: timed out after {timeout:?} waiting for {source_name} to sync"
+    )]
+    SyncTimeout {
+        /// The controller.
+        controller: String,
+        /// The source that did not sync (its description).
+        source_name: String,
+        /// The `cache_sync_timeout` that passed.
+        timeout: Duration,
+    },
+}
+
+/// A controller: see the [module docs](self). Cheap to clone; clones are the same controller,
+/// so one clone can run [`start`](Self::start) while another adds watches.
+pub struct Controller<T: QueueItem = Request> {
+    inner: Arc<Inner<T>>,
+}
+
+impl<T: QueueItem> Clone for Controller<T> {
+    fn clone(&self) -> Self {
+        Controller {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+pub(crate) struct Inner<T: QueueItem> {
+    name: String,
+    reconciler: Arc<dyn Reconciler<T>>,
+    options: ControllerOptions<T>,
+    queue: Arc<dyn Queue<T>>,
+    metrics: ControllerSeries,
+    state: Mutex<State<T>>,
+}
+
+struct State<T: QueueItem> {
+    started: bool,
+    /// The token `start` was given, for watches added later.
+    ctx: Option<CancellationToken>,
+    /// Watches added before `start`.
+    pending: Vec<Arc<dyn Watch<T>>>,
+}
+
+impl<T: QueueItem> fmt::Debug for Controller<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.inner.name)
+            .field("options", &self.inner.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: QueueItem + fmt::Debug> Controller<T> {
+    /// A controller named `name` (unique per manager: it labels logs and metrics) calling
+    /// `reconciler`. Its queue is created here, so handlers and tests can reach it at once.
+    pub fn new(
+        name: impl Into<String>,
+        reconciler: impl Reconciler<T> + 'static,
+        options: ControllerOptions<T>,
+    ) -> Result<Self, Error> {
+        let name = name.into();
+        if name.is_empty() {
+            return Err(Error::MissingName);
+        }
+        options.validate().map_err(|reason| Error::InvalidOptions {
+            controller: name.clone(),
+            reason,
+        })?;
+        let queue = new_queue(&name, &options);
+        let metrics = match &options.metrics {
+            Some(m) => m.controller.for_controller(&name),
+            None => ControllerMetrics::unregistered().for_controller(&name),
+        };
+        Ok(Controller {
+            inner: Arc::new(Inner {
+                name,
+                reconciler: Arc::new(reconciler),
+                options,
+                queue,
+                metrics,
+                state: Mutex::new(State {
+                    started: false,
+                    ctx: None,
+                    pending: Vec::new(),
+                }),
+            }),
+        })
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The controller's options.
+    pub fn options(&self) -> &ControllerOptions<T> {
+        &self.inner.options
+    }
+
+    /// Whether the controller must run only on the elected leader.
+    pub fn need_leader_election(&self) -> bool {
+        self.inner.options.need_leader_election
+    }
+
+    /// The controller's workqueue.
+    pub fn queue(&self) -> &Arc<dyn Queue<T>> {
+        &self.inner.queue
+    }
+
+    /// Watches `source`: its events go through `predicates` (all must pass), then `handler`,
+    /// which fills the queue. Before [`start`](Self::start) the watch is kept until start; after,
+    /// the source is started at once (without waiting for it to sync).
+    pub async fn watch<K, S, H>(
+        &self,
+        source: S,
+        handler: H,
+        predicates: Vec<BoxPredicate<K>>,
+    ) -> Result<(), Error>
+    where
+        K: Send + Sync + 'static,
+        S: Source<K, T> + 'static,
+        H: EventHandler<K, T> + 'static,
+    {
+        self.add_watch(source::watch(source, handler, predicates))
+            .await
+    }
+
+    /// Adds a ready-made [`Watch`] (a bound source, or a [`Func`](crate::source::Func)); see
+    /// [`watch`](Self::watch).
+    pub async fn add_watch(&self, watch: impl Watch<T> + 'static) -> Result<(), Error> {
+        let mut state = self.inner.state.lock().await;
+        match (&state.ctx, state.started) {
+            (Some(ctx), true) => {
+                tracing::info!(controller = %self.inner.name, source = %watch.describe(), "Starting EventSource");
+                watch
+                    .start(ctx.clone(), self.inner.queue.clone())
+                    .await
+                    .map_err(|source| self.source_error(source))
+            }
+            _ => {
+                state.pending.push(Arc::new(watch));
+                Ok(())
+            }
+        }
+    }
+
+    fn source_error(&self, source: source::Error) -> Error {
+        Error::Source {
+            controller: self.inner.name.clone(),
+            source,
+        }
+    }
+
+    /// Runs the controller until `ctx` is cancelled: starts every watch, waits for the syncing
+    /// ones (at most `cache_sync_timeout`; the error names the source), then runs the workers.
+    /// On cancellation, workers stop taking keys, running reconciles finish, the queue shuts
+    /// down, and `start` returns `Ok(())`. A controller starts once.
+    pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
+        let inner = &self.inner;
+        let mut state = inner.state.lock().await;
+        if state.started {
+            return Err(Error::AlreadyStarted(inner.name.clone()));
+        }
+        state.started = true;
+        state.ctx = Some(ctx.clone());
+        let watches = std::mem::take(&mut state.pending);
+
+        match self.start_watches(&ctx, &watches).await {
+            Ok(true) => {}
+            Ok(false) => {
+                // Cancelled while starting: not an error.
+                inner.queue.shut_down();
+                return Ok(());
+            }
+            Err(e) => {
+                inner.queue.shut_down();
+                return Err(e);
+            }
+        }
+
+        let workers = inner.options.max_concurrent_reconciles;
+        tracing::info!(controller = %inner.name, worker_count = workers, "Starting workers");
+        inner.metrics.max_concurrent.set(workers as i64);
+        let stop = ctx.child_token();
+        let mut set = JoinSet::new();
+        for _ in 0..workers {
+            set.spawn(worker::run(inner.clone(), stop.clone()));
+        }
+        // Late watches may be added from here on.
+        drop(state);
+
+        let panic = tokio::select! {
+            _ = ctx.cancelled() => None,
+            // Only a panic (recover_panic off) ends a worker before cancellation.
+            Some(Err(e)) = set.join_next() => e.try_into_panic().ok(),
+        };
+        tracing::info!(controller = %inner.name, "Shutdown signal received, waiting for all workers to finish");
+        stop.cancel();
+        inner.queue.shut_down();
+        let mut panic = panic;
+        while let Some(res) = set.join_next().await {
+            if let Err(e) = res
+                && panic.is_none()
+            {
+                panic = e.try_into_panic().ok();
+            }
+        }
+        tracing::info!(controller = %inner.name, "All workers finished");
+        if let Some(payload) = panic {
+            std::panic::resume_unwind(payload);
+        }
+        Ok(())
+    }
+
+    /// Starts the watches and waits for them to sync. `Ok(false)` when `ctx` was cancelled
+    /// meanwhile.
+    async fn start_watches(
+        &self,
+        ctx: &CancellationToken,
+        watches: &[Arc<dyn Watch<T>>],
+    ) -> Result<bool, Error> {
+        let inner = &self.inner;
+        let timeout = inner.options.cache_sync_timeout;
+        let one = |w: &Arc<dyn Watch<T>>| {
+            let w = w.clone();
+            let queue = inner.queue.clone();
+            let ctx = ctx.clone();
+            async move {
+                let name = w.describe();
+                tracing::info!(controller = %inner.name, source = %name, "Starting EventSource");
+                let started = async {
+                    w.start(ctx.clone(), queue).await?;
+                    w.wait_for_sync(ctx.clone()).await
+                };
+                match tokio::time::timeout(timeout, started).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(self.source_error(e)),
+                    Err(_) => Err(Error::SyncTimeout {
+                        controller: inner.name.clone(),
+                        source_name: name,
+                        timeout,
+                    }),
+                }
+            }
+        };
+        let all = join_all(watches.iter().map(one));
+        tokio::select! {
+            results = all => {
+                results.into_iter().collect::<Result<Vec<()>, Error>>()?;
+                tracing::info!(controller = %inner.name, "Starting Controller");
+                Ok(true)
+            }
+            _ = ctx.cancelled() => Ok(false),
+        }
+    }
+}
+
+/// The controller's queue: the priority queue or the plain rate-limiting queue.
+fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Arc<dyn Queue<T>> {
+    let config = QueueConfig {
+        name: name.to_string(),
+        rate_limiter: options.rate_limiter.clone(),
+        metrics: options.metrics.as_ref().map(|m| m.workqueue.clone()),
+    };
+    // The priority queue is chosen here once the workqueue module offers it.
+    let _ = options.use_priority_queue;
+    Workqueue::new(config)
+}

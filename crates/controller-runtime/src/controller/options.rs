@@ -1,0 +1,107 @@
+//! [`ControllerOptions`]: how a controller runs.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::metrics::Metrics;
+use crate::workqueue::{QueueItem, RateLimiter, default_controller_rate_limiter};
+
+/// How a [`Controller`](super::Controller) runs. Every field has controller-runtime's default.
+///
+/// ```
+/// use std::time::Duration;
+/// use controller_runtime::controller::ControllerOptions;
+/// use controller_runtime::Request;
+///
+/// let options = ControllerOptions::<Request> {
+///     max_concurrent_reconciles: 4,
+///     reconciliation_timeout: Some(Duration::from_secs(30)),
+///     ..Default::default()
+/// };
+/// assert!(options.recover_panic);
+/// assert_eq!(options.cache_sync_timeout, Duration::from_secs(120));
+/// ```
+pub struct ControllerOptions<T> {
+    /// How many reconciles run at once (workers). Default 1; 0 is an error.
+    pub max_concurrent_reconciles: usize,
+    /// The delay of a key's retries (errors and `Action::requeue`). Default: the max of a per-key
+    /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
+    pub rate_limiter: Arc<dyn RateLimiter<T>>,
+    /// Catch a panicking reconcile, count it and retry the key with backoff (default `true`).
+    /// When `false`, the panic ends the controller: `start` re-raises it.
+    pub recover_panic: bool,
+    /// Give up on a reconcile after this long; it counts as an error and is retried with
+    /// backoff. Default: no limit.
+    pub reconciliation_timeout: Option<Duration>,
+    /// How long `start` waits for every syncing source (default 2 min).
+    pub cache_sync_timeout: Duration,
+    /// Use the priority queue (default `true`, as controller-runtime since v0.23); `false` uses
+    /// the plain rate-limiting queue.
+    pub use_priority_queue: bool,
+    /// Whether the controller must run only on the elected leader (default `true`); read by the
+    /// Manager.
+    pub need_leader_election: bool,
+    /// Where to report metrics. Default: counted but not registered anywhere.
+    pub metrics: Option<Metrics>,
+}
+
+impl<T: QueueItem> Default for ControllerOptions<T> {
+    fn default() -> Self {
+        ControllerOptions {
+            max_concurrent_reconciles: 1,
+            rate_limiter: default_controller_rate_limiter(),
+            recover_panic: true,
+            reconciliation_timeout: None,
+            cache_sync_timeout: Duration::from_secs(120),
+            use_priority_queue: true,
+            need_leader_election: true,
+            metrics: None,
+        }
+    }
+}
+
+impl<T> Clone for ControllerOptions<T> {
+    fn clone(&self) -> Self {
+        ControllerOptions {
+            max_concurrent_reconciles: self.max_concurrent_reconciles,
+            rate_limiter: self.rate_limiter.clone(),
+            recover_panic: self.recover_panic,
+            reconciliation_timeout: self.reconciliation_timeout,
+            cache_sync_timeout: self.cache_sync_timeout,
+            use_priority_queue: self.use_priority_queue,
+            need_leader_election: self.need_leader_election,
+            metrics: self.metrics.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for ControllerOptions<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ControllerOptions")
+            .field("max_concurrent_reconciles", &self.max_concurrent_reconciles)
+            .field("recover_panic", &self.recover_panic)
+            .field("reconciliation_timeout", &self.reconciliation_timeout)
+            .field("cache_sync_timeout", &self.cache_sync_timeout)
+            .field("use_priority_queue", &self.use_priority_queue)
+            .field("need_leader_election", &self.need_leader_election)
+            .field("metrics", &self.metrics.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> ControllerOptions<T> {
+    /// Checks the values a controller cannot run with.
+    pub(crate) fn validate(&self) -> Result<(), String> {
+        if self.max_concurrent_reconciles == 0 {
+            return Err("max_concurrent_reconciles must be at least 1".into());
+        }
+        if self.cache_sync_timeout.is_zero() {
+            return Err("cache_sync_timeout must be positive".into());
+        }
+        if self.reconciliation_timeout.is_some_and(|t| t.is_zero()) {
+            return Err("reconciliation_timeout must be positive when set".into());
+        }
+        Ok(())
+    }
+}

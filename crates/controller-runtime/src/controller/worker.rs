@@ -1,0 +1,139 @@
+//! The workers: take a key, reconcile it, act on the result.
+
+use std::any::Any;
+use std::fmt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Inner;
+use crate::reconcile::{ReconcileError, ReconcileResult};
+use crate::workqueue::QueueItem;
+
+/// The error a panicking reconcile becomes (with `recover_panic`): retried with backoff.
+#[derive(Debug, thiserror::Error)]
+#[error("panic: {message} [recovered]")]
+pub struct ReconcilePanic {
+    /// The panic's message, when it was a string.
+    pub message: String,
+}
+
+/// The error a reconcile that exceeded `reconciliation_timeout` becomes: retried with backoff.
+#[derive(Debug, thiserror::Error)]
+#[error("reconcile timed out after {0:?}")]
+pub struct ReconcileTimeout(pub Duration);
+
+/// Marks the key done (and the worker idle) however processing ends, panics included.
+struct Processing<'a, T: QueueItem> {
+    inner: &'a Inner<T>,
+    item: T,
+}
+
+impl<T: QueueItem> Drop for Processing<'_, T> {
+    fn drop(&mut self) {
+        self.inner.metrics.active_workers.dec();
+        self.inner.queue.done(&self.item);
+    }
+}
+
+/// One worker: takes keys until `stop` is cancelled or the queue is shut down and empty.
+pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: CancellationToken) {
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = stop.cancelled() => return,
+            item = inner.queue.get() => item,
+        };
+        let Some(item) = item else { return };
+        inner.metrics.active_workers.inc();
+        let guard = Processing {
+            inner: &inner,
+            item: item.clone(),
+        };
+        reconcile_handler(&inner, item).await;
+        drop(guard);
+    }
+}
+
+/// Reconciles one key and acts on the result as controller-runtime's `reconcileHandler`.
+async fn reconcile_handler<T: QueueItem + fmt::Debug>(inner: &Inner<T>, item: T) {
+    let started = tokio::time::Instant::now();
+    let span = tracing::debug_span!("reconcile", controller = %inner.name, request = ?item);
+    let result = reconcile(inner, item.clone())
+        .instrument(span.clone())
+        .await;
+    let _enter = span.enter();
+    let m = &inner.metrics;
+    let queue = &inner.queue;
+    match result {
+        Err(err) => {
+            if err.is_terminal() {
+                m.terminal_errors.inc();
+            } else {
+                queue.add_rate_limited(item);
+            }
+            m.errors.inc();
+            m.error.inc();
+            tracing::error!(error = %err, terminal = err.is_terminal(), "Reconciler error");
+        }
+        Ok(action) => {
+            if let Some(after) = action.requeue_after_duration() {
+                tracing::debug!(?after, "Reconcile done, requeueing after");
+                queue.forget(&item);
+                queue.add_after(item, after);
+                m.requeue_after.inc();
+            } else if action.is_requeue() {
+                tracing::debug!("Reconcile done, requeueing");
+                queue.add_rate_limited(item);
+                m.requeue.inc();
+            } else {
+                tracing::debug!("Reconcile successful");
+                queue.forget(&item);
+                m.success.inc();
+            }
+        }
+    }
+    m.time.observe(started.elapsed().as_secs_f64());
+}
+
+/// Runs the reconciler with the timeout and panic recovery the options ask for.
+async fn reconcile<T: QueueItem>(inner: &Inner<T>, item: T) -> ReconcileResult {
+    let timeout = inner.options.reconciliation_timeout;
+    // The call itself runs inside the future, so a panic while building the future is caught too.
+    let run = async move {
+        let fut = inner.reconciler.reconcile(item);
+        match timeout {
+            Some(limit) => tokio::time::timeout(limit, fut)
+                .await
+                .unwrap_or_else(|_| Err(ReconcileError::new(ReconcileTimeout(limit)))),
+            None => fut.await,
+        }
+    };
+    match AssertUnwindSafe(run).catch_unwind().await {
+        Ok(result) => result,
+        Err(payload) => {
+            inner.metrics.panics.inc();
+            let message = panic_message(&*payload);
+            if !inner.options.recover_panic {
+                tracing::error!(panic = %message, "Observed a panic in reconciler");
+                std::panic::resume_unwind(payload);
+            }
+            tracing::error!(panic = %message, "Observed a panic in reconciler, recovered");
+            Err(ReconcileError::new(ReconcilePanic { message }))
+        }
+    }
+}
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}
