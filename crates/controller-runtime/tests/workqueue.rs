@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controller_runtime::workqueue::{
-    ItemExponentialFailureRateLimiter, Queue, QueueConfig, RateLimiter, Workqueue, WorkqueueMetrics,
+    AddOpts, ItemExponentialFailureRateLimiter, LOW_PRIORITY, PriorityQueue, Queue, QueueConfig,
+    RateLimiter, Workqueue, WorkqueueMetrics,
 };
 use parking_lot::Mutex;
 use proptest::prelude::*;
@@ -28,7 +29,10 @@ fn exponential<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>() -> Que
 fn all_queues<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(
     cfg: impl Fn() -> QueueConfig<T>,
 ) -> Vec<(&'static str, Arc<dyn Queue<T>>)> {
-    vec![("plain", Workqueue::new(cfg()) as Arc<dyn Queue<T>>)]
+    vec![
+        ("plain", Workqueue::new(cfg()) as Arc<dyn Queue<T>>),
+        ("priority", PriorityQueue::new(cfg()) as Arc<dyn Queue<T>>),
+    ]
 }
 
 /// 8 workers, 10,000 adds over 100 keys: a key is never processed by two workers at once, and
@@ -351,12 +355,16 @@ async fn metrics_are_reported_under_the_queue_name() {
         has(r#"workqueue_queue_duration_seconds_count{name="pods",controller="pods"} 1"#),
         "{text}"
     );
-    assert!(
-        has(
-            r#"workqueue_queue_duration_seconds_bucket{le="1e-8",name="pods",controller="pods"} 0"#
-        ) || text.contains("workqueue_queue_duration_seconds_bucket{le=\"1e-8\""),
-        "{text}"
-    );
+    // controller-runtime's buckets: 1e-8 s to 1e3 s, times 10 each, then +Inf
+    let buckets: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("workqueue_queue_duration_seconds_bucket{"))
+        .filter(|l| l.contains(r#"name="pods""#))
+        .collect();
+    assert_eq!(buckets.len(), 13, "{text}");
+    assert!(buckets[0].contains(r#"le="1e-8""#), "{text}");
+    assert!(buckets[11].contains(r#"le="1000.0""#), "{text}");
+    assert!(buckets[12].contains(r#"le="+Inf""#), "{text}");
     assert!(
         text.contains("workqueue_unfinished_work_seconds{name=\"pods\",controller=\"pods\"}"),
         "{text}"
@@ -403,6 +411,172 @@ fn gauge_value(text: &str, metric: &str, name: &str) -> f64 {
         .find(|l| l.starts_with(&prefix))
         .unwrap_or_else(|| panic!("{metric} in {text}"));
     line[prefix.len()..].parse().unwrap()
+}
+
+fn prio(p: i32) -> AddOpts {
+    AddOpts {
+        priority: Some(p),
+        ..AddOpts::default()
+    }
+}
+
+fn prio_after(p: i32, after: Duration) -> AddOpts {
+    AddOpts {
+        priority: Some(p),
+        after: Some(after),
+        ..AddOpts::default()
+    }
+}
+
+#[tokio::test]
+async fn priority_queue_orders_by_priority_then_fifo() {
+    let q = PriorityQueue::<&str>::new(QueueConfig::default());
+    q.add_with_opts(prio(0), "a");
+    q.add_with_opts(prio(LOW_PRIORITY), "b");
+    q.add_with_opts(prio(10), "c");
+    q.add("d");
+    q.add_with_opts(prio(10), "e");
+    assert_eq!(q.len(), 5);
+    let mut got = Vec::new();
+    while let Some((item, p)) = q.try_get_with_priority() {
+        got.push((item, p));
+    }
+    assert_eq!(
+        got,
+        vec![
+            ("c", 10),
+            ("e", 10),
+            ("a", 0),
+            ("d", 0),
+            ("b", LOW_PRIORITY)
+        ]
+    );
+    // the plain queue ignores priorities: FIFO
+    let plain = plain::<&str>();
+    plain.add_with_opts(prio(LOW_PRIORITY), "b");
+    plain.add_with_opts(prio(10), "c");
+    assert_eq!(plain.get().await, Some("b"));
+    assert_eq!(plain.get().await, Some("c"));
+}
+
+#[tokio::test]
+async fn priority_queue_dedup_keeps_the_highest_priority() {
+    let q = PriorityQueue::<&str>::new(QueueConfig::default());
+    q.add_with_opts(prio(LOW_PRIORITY), "x");
+    q.add("y");
+    q.add_with_opts(prio(5), "x");
+    q.add_with_opts(prio(LOW_PRIORITY), "x"); // lower: ignored
+    assert_eq!(q.len(), 2);
+    assert_eq!(q.get_with_priority().await, Some(("x", 5)));
+    assert_eq!(q.get_with_priority().await, Some(("y", 0)));
+    // an item re-added while processing is held until done, with the priority it was added with
+    q.add_with_opts(prio(LOW_PRIORITY), "x");
+    q.add_with_opts(prio(7), "x");
+    q.add("z");
+    assert_eq!(q.len(), 1);
+    assert_eq!(q.try_get_with_priority(), Some(("z", 0)));
+    assert_eq!(q.try_get(), None);
+    q.done(&"x");
+    assert_eq!(q.try_get_with_priority(), Some(("x", 7)));
+    assert_eq!(q.num_processing(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn priority_queue_dedup_keeps_the_earliest_time() {
+    let q = PriorityQueue::<&str>::new(QueueConfig::default());
+    let start = Instant::now();
+    q.add_with_opts(prio_after(0, Duration::from_secs(10)), "x");
+    q.add_with_opts(prio_after(3, Duration::from_secs(5)), "x");
+    q.add_with_opts(prio_after(0, Duration::from_secs(20)), "x");
+    q.add_with_opts(prio_after(0, Duration::from_secs(7)), "w");
+    assert_eq!(q.len(), 0);
+    assert_eq!(q.get_with_priority().await, Some(("x", 3)));
+    assert_eq!(start.elapsed(), Duration::from_secs(5));
+    assert_eq!(q.get().await, Some("w"));
+    assert_eq!(start.elapsed(), Duration::from_secs(7));
+    q.done(&"x");
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert_eq!(q.len(), 0, "later times of x were merged, not kept");
+
+    // an undelayed add makes a delayed item ready at once
+    q.add_after("d", Duration::from_secs(3600));
+    assert_eq!(q.len(), 0);
+    q.add("d");
+    assert_eq!(q.len(), 1);
+    assert_eq!(q.get().await, Some("d"));
+    q.done(&"d");
+    tokio::time::advance(Duration::from_secs(7200)).await;
+    assert_eq!(q.len(), 0);
+
+    // a delayed item that becomes ready queues behind the ready items of its priority
+    q.add_after("late", Duration::from_secs(1));
+    tokio::time::advance(Duration::from_millis(500)).await;
+    q.add("early");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    q.add("later");
+    assert_eq!(q.try_get(), Some("early"));
+    assert_eq!(q.try_get(), Some("late"));
+    assert_eq!(q.try_get(), Some("later"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn priority_queue_rate_limited_add_takes_the_shorter_delay() {
+    let q = PriorityQueue::<&str>::new(exponential());
+    let start = Instant::now();
+    // limiter says 5 ms, after says 1 s: 5 ms wins
+    q.add_with_opts(
+        AddOpts {
+            rate_limited: true,
+            after: Some(Duration::from_secs(1)),
+            priority: None,
+        },
+        "k",
+    );
+    assert_eq!(q.get().await, Some("k"));
+    assert_eq!(start.elapsed(), Duration::from_millis(5));
+    assert_eq!(q.num_requeues(&"k"), 1);
+}
+
+#[tokio::test]
+async fn priority_queue_depth_is_reported_per_priority() {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = WorkqueueMetrics::register(&mut registry);
+    let q = PriorityQueue::<&str>::new(QueueConfig {
+        name: "deploy".into(),
+        metrics: Some(metrics),
+        ..QueueConfig::default()
+    });
+    q.add_with_opts(prio(LOW_PRIORITY), "a");
+    q.add_with_opts(prio(LOW_PRIORITY), "b");
+    q.add("c");
+    q.add_with_opts(prio(0), "b"); // moves b from -100 to 0
+    let text = render(&registry);
+    let has = |line: &str| text.lines().any(|l| l == line);
+    assert!(
+        has(r#"workqueue_depth{name="deploy",controller="deploy",priority="-100"} 1"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_depth{name="deploy",controller="deploy",priority="0"} 2"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_adds_total{name="deploy",controller="deploy"} 3"#),
+        "{text}"
+    );
+    // b keeps its place (it was queued before c) at its new priority
+    assert_eq!(q.get().await, Some("b"));
+    assert_eq!(q.get().await, Some("c"));
+    let text = render(&registry);
+    let has = |line: &str| text.lines().any(|l| l == line);
+    assert!(
+        has(r#"workqueue_depth{name="deploy",controller="deploy",priority="0"} 0"#),
+        "{text}"
+    );
+    assert!(
+        has(r#"workqueue_depth{name="deploy",controller="deploy",priority="-100"} 1"#),
+        "{text}"
+    );
 }
 
 /// A model of client-go's rules: a FIFO, a dirty set, a processing set.
@@ -453,8 +627,76 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// A model of the priority queue without delays: queued items with (priority, order), and the
+/// processing set.
+#[derive(Default, Debug)]
+struct PriorityModel {
+    queued: HashMap<u8, (i32, u64)>,
+    processing: HashSet<u8>,
+    seq: u64,
+    shut_down: bool,
+}
+
+impl PriorityModel {
+    fn add(&mut self, k: u8, p: i32) {
+        if self.shut_down {
+            return;
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        let e = self.queued.entry(k).or_insert((p, seq));
+        e.0 = e.0.max(p);
+    }
+    fn ready(&self) -> impl Iterator<Item = (&u8, &(i32, u64))> {
+        self.queued
+            .iter()
+            .filter(|(k, _)| !self.processing.contains(*k))
+    }
+    fn get(&mut self) -> Option<(u8, i32)> {
+        let (&k, &(p, _)) = self
+            .ready()
+            .max_by_key(|(_, (p, seq))| (*p, std::cmp::Reverse(*seq)))?;
+        self.queued.remove(&k);
+        self.processing.insert(k);
+        Some((k, p))
+    }
+}
+
+#[derive(Clone, Debug)]
+enum PrioOp {
+    Add(u8, i32),
+    Get,
+    Done(u8),
+    ShutDown,
+}
+
+fn prio_op() -> impl Strategy<Value = PrioOp> {
+    prop_oneof![
+        6 => (0u8..8, prop_oneof![Just(LOW_PRIORITY), Just(0), Just(10)]).prop_map(|(k, p)| PrioOp::Add(k, p)),
+        4 => Just(PrioOp::Get),
+        3 => (0u8..8).prop_map(PrioOp::Done),
+        1 => Just(PrioOp::ShutDown),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn priority_queue_follows_the_model(ops in proptest::collection::vec(prio_op(), 1..80)) {
+        let q = PriorityQueue::<u8>::new(QueueConfig::default());
+        let mut model = PriorityModel::default();
+        for op in ops {
+            match op {
+                PrioOp::Add(k, p) => { q.add_with_opts(prio(p), k); model.add(k, p); }
+                PrioOp::Get => prop_assert_eq!(q.try_get_with_priority(), model.get()),
+                PrioOp::Done(k) => { q.done(&k); model.processing.remove(&k); }
+                PrioOp::ShutDown => { q.shut_down(); model.shut_down = true; }
+            }
+            prop_assert_eq!(q.len(), model.ready().count());
+            prop_assert_eq!(q.num_processing(), model.processing.len());
+        }
+    }
 
     #[test]
     fn plain_queue_follows_the_model(ops in proptest::collection::vec(op(), 1..80)) {

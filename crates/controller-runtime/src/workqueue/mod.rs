@@ -20,10 +20,12 @@ use futures::future::BoxFuture;
 
 mod delay;
 mod metrics;
+mod priority;
 mod queue;
 mod rate_limiter;
 
 pub use metrics::WorkqueueMetrics;
+pub use priority::PriorityQueue;
 pub use queue::{QueueConfig, Workqueue};
 pub use rate_limiter::{
     BucketRateLimiter, DEFAULT_BASE_DELAY, DEFAULT_MAX_DELAY, ItemExponentialFailureRateLimiter,

@@ -267,11 +267,11 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
             if s.shutting_down {
                 return;
             }
-            self.add_locked(&mut s, item)
+            // items that became due go first, so the order follows the time they were ready
+            let promoted = self.promote_due_locked(&mut s);
+            promoted + usize::from(self.add_locked(&mut s, item))
         };
-        if pushed {
-            self.items_ready.notify_one();
-        }
+        self.notify_pushed(pushed);
     }
 
     fn add_after(&self, item: T, delay: Duration) {
