@@ -1,16 +1,18 @@
 //! [`ListWatch`]: how an informer lists and watches one resource.
 //!
 //! The informer's loop is written once against this trait. [`ApiListWatch`] talks to the API
-//! server for full objects (typed or dynamic), [`MetadataListWatch`] for metadata only
-//! (`PartialObjectMeta<K>`), and tests can script a fake.
+//! server through a kube-client [`Client`]: typed, dynamic, or metadata-only (for
+//! `PartialObjectMeta<K>` it lists and watches metadata only). Tests script a fake.
 
 use std::fmt::Debug;
 
 use futures::future::BoxFuture;
 use futures::stream::{BoxStream, StreamExt};
-use kube_client::Api;
+use std::marker::PhantomData;
+
+use kube_client::Client;
 use kube_client::api::{ListParams, WatchParams};
-use kube_client::core::{ObjectList, PartialObjectMeta, WatchEvent};
+use kube_client::core::{ObjectList, WatchEvent};
 use kube_core::Resource;
 use serde::de::DeserializeOwned;
 
@@ -32,15 +34,24 @@ pub trait ListWatch<K: Clone>: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<WatchStream<K>, kube_client::Error>>;
 }
 
-/// Lists and watches full objects through a kube-client [`Api`].
+/// Lists and watches through a kube-client [`Client`], at the URL of `K` (all namespaces or
+/// one). Works for typed, dynamic and metadata-only (`PartialObjectMeta<K>`) objects, whatever
+/// their scope.
 pub struct ApiListWatch<K> {
-    api: Api<K>,
+    client: Client,
+    request: kube_core::Request,
+    _object: PhantomData<fn() -> K>,
 }
 
-impl<K> ApiListWatch<K> {
-    /// Wraps an [`Api`] (namespaced or all-namespaces, typed or dynamic).
-    pub fn new(api: Api<K>) -> Self {
-        ApiListWatch { api }
+impl<K: Resource> ApiListWatch<K> {
+    /// Lists and watches objects of `K` (with dynamic type `dt`) in `namespace`, or in every
+    /// namespace (and for cluster-scoped types) when `None`.
+    pub fn new(client: Client, dt: &K::DynamicType, namespace: Option<&str>) -> Self {
+        ApiListWatch {
+            client,
+            request: kube_core::Request::new(K::url_path(dt, namespace)),
+            _object: PhantomData,
+        }
     }
 }
 
@@ -52,8 +63,17 @@ where
         &self,
         params: ListParams,
     ) -> BoxFuture<'static, Result<ObjectList<K>, kube_client::Error>> {
-        let api = self.api.clone();
-        Box::pin(async move { api.list(&params).await })
+        let built = if K::metadata_api() {
+            self.request.list_metadata(&params)
+        } else {
+            self.request.list(&params)
+        };
+        let client = self.client.clone();
+        Box::pin(async move {
+            let mut request = built.map_err(kube_client::Error::BuildRequest)?;
+            request.extensions_mut().insert("list");
+            client.request::<ObjectList<K>>(request).await
+        })
     }
 
     fn watch(
@@ -61,47 +81,16 @@ where
         params: WatchParams,
         resource_version: String,
     ) -> BoxFuture<'static, Result<WatchStream<K>, kube_client::Error>> {
-        let api = self.api.clone();
-        Box::pin(async move { Ok(api.watch(&params, &resource_version).await?.boxed()) })
-    }
-}
-
-/// Lists and watches only the metadata of objects (`PartialObjectMeta<K>`), which keeps a cache
-/// small when a controller needs no more than names, labels and owner references.
-pub struct MetadataListWatch<K> {
-    api: Api<K>,
-}
-
-impl<K> MetadataListWatch<K> {
-    /// Wraps an [`Api`] whose objects are read as metadata only.
-    pub fn new(api: Api<K>) -> Self {
-        MetadataListWatch { api }
-    }
-}
-
-impl<K> ListWatch<PartialObjectMeta<K>> for MetadataListWatch<K>
-where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    fn list(
-        &self,
-        params: ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<PartialObjectMeta<K>>, kube_client::Error>> {
-        let api = self.api.clone();
-        Box::pin(async move { api.list_metadata(&params).await })
-    }
-
-    fn watch(
-        &self,
-        params: WatchParams,
-        resource_version: String,
-    ) -> BoxFuture<'static, Result<WatchStream<PartialObjectMeta<K>>, kube_client::Error>> {
-        let api = self.api.clone();
+        let built = if K::metadata_api() {
+            self.request.watch_metadata(&params, &resource_version)
+        } else {
+            self.request.watch(&params, &resource_version)
+        };
+        let client = self.client.clone();
         Box::pin(async move {
-            Ok(api
-                .watch_metadata(&params, &resource_version)
-                .await?
-                .boxed())
+            let mut request = built.map_err(kube_client::Error::BuildRequest)?;
+            request.extensions_mut().insert("watch");
+            Ok(client.request_events::<K>(request).await?.boxed())
         })
     }
 }

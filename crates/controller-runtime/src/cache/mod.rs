@@ -1,21 +1,30 @@
-//! The cache: informers that keep local copies of cluster objects in step with the API server,
+//! The cache: a [`Cache`] of informers, one per object type, shared by every controller and
+//! reader; informers that keep local copies of cluster objects in step with the API server,
 //! and the stores they fill.
 //!
 //! - [`Store`]: every object held once (`Arc<K>`), shared by every reader, with a namespace index
 //!   and user field indexes.
 //! - [`Informer`]: list, then watch, relist on 410, reconnect with backoff; tells registered
 //!   [`ResourceEventHandler`]s about every change.
-//! - [`ListWatch`]: how an informer reaches the server ([`ApiListWatch`] for full objects,
-//!   [`MetadataListWatch`] for metadata only).
+//! - [`ListWatch`]: how an informer reaches the server ([`ApiListWatch`] through a kube-client
+//!   `Api`, typed, dynamic or metadata-only).
 
 mod backoff;
+mod error;
 mod informer;
+mod informer_cache;
 mod list_watch;
+mod options;
+mod reader;
 mod store;
 
 pub use backoff::BackoffConfig;
+pub use error::Error;
 pub use informer::{Informer, InformerConfig, Registration, ResourceEventHandler, TransformFn};
-pub use list_watch::{ApiListWatch, ListWatch, MetadataListWatch, WatchStream};
+pub use informer_cache::{Cache, CacheObject};
+pub use list_watch::{ApiListWatch, ListWatch, WatchStream};
+pub use options::{ByObject, CacheOptions, MetaTransform, strip_managed_fields};
+pub use reader::ListOptions;
 pub use store::{IndexError, IndexFn, ObjectKey, Store};
 
 #[cfg(test)]

@@ -17,7 +17,8 @@
 //! | --- | --- |
 //! | [`Channel`] | [`GenericEvent`](crate::event::GenericEvent)s your code sends (webhooks, timers, other systems) |
 //! | [`Func`] | none: a closure given the queue adds items itself |
-//! | `Kind`, `Informer` (with the cache) | creates, updates and deletes from an informer |
+//! | [`Kind`] | creates, updates and deletes from the cache's shared informer for a type; syncing |
+//! | [`Informer`] | the same from an informer you hold; not syncing |
 //!
 //! ```
 //! use std::sync::Arc;
@@ -44,11 +45,13 @@ use crate::workqueue::{Queue, QueueItem};
 mod channel;
 mod dispatch;
 mod func;
+mod informer;
 mod watch;
 
 pub use channel::{Channel, DEFAULT_BUFFER_SIZE, channel};
 pub use dispatch::EventDispatcher;
 pub use func::Func;
+pub use informer::{Informer, Kind};
 pub use watch::{EventWatch, watch};
 
 /// A boxed error from a source or a user closure.

@@ -1,0 +1,336 @@
+//! [`Cache`]: one informer per object type, shared by every controller and reader of a
+//! manager.
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kube_client::Client;
+use kube_core::{ApiResource, Resource};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::error::Error;
+use super::informer::{Informer, InformerConfig, TransformFn};
+use super::list_watch::ApiListWatch;
+use super::options::{CacheOptions, gvk_key};
+
+/// The bound on every object type a cache holds: typed (k8s-openapi,
+/// `#[derive(CustomResource)]`), dynamic (`DynamicObject`) or metadata-only
+/// (`PartialObjectMeta<K>`).
+pub trait CacheObject:
+    Resource<DynamicType: Clone + Send + Sync>
+    + Clone
+    + DeserializeOwned
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+impl<K> CacheObject for K where
+    K: Resource<DynamicType: Clone + Send + Sync>
+        + Clone
+        + DeserializeOwned
+        + Debug
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// What the cache needs of an informer without knowing its type.
+trait ErasedInformer: Send + Sync {
+    fn run(&self, ctx: CancellationToken) -> BoxFuture<'static, ()>;
+    fn has_synced(&self) -> bool;
+    fn wait_for_sync(&self) -> BoxFuture<'static, ()>;
+    fn as_any(&self) -> &(dyn Any + Send + Sync);
+}
+
+impl<K: CacheObject> ErasedInformer for Informer<K> {
+    fn run(&self, ctx: CancellationToken) -> BoxFuture<'static, ()> {
+        let informer = self.clone();
+        Box::pin(async move { informer.run(ctx).await })
+    }
+    fn has_synced(&self) -> bool {
+        Informer::has_synced(self)
+    }
+    fn wait_for_sync(&self) -> BoxFuture<'static, ()> {
+        let informer = self.clone();
+        Box::pin(async move { informer.wait_for_sync().await })
+    }
+    fn as_any(&self) -> &(dyn Any + Send + Sync) {
+        self
+    }
+}
+
+/// Informers are keyed by the Rust type (full, dynamic or metadata-only objects of one kind are
+/// different informers) and the group/version/kind (many kinds share `DynamicObject`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct InformerKey {
+    type_id: TypeId,
+    gvk: String,
+}
+
+struct Entry {
+    informer: Arc<dyn ErasedInformer>,
+    /// Cancels this informer alone (remove_informer).
+    stop: CancellationToken,
+}
+
+struct State {
+    informers: HashMap<InformerKey, Entry>,
+    /// Set once the cache is started: informers created later start at once.
+    started: Option<CancellationToken>,
+}
+
+struct Shared {
+    client: Client,
+    options: CacheOptions,
+    state: Mutex<State>,
+    tasks: TaskTracker,
+}
+
+/// A shared cache of informers: whatever the number of controllers and readers, one informer
+/// (one list and one watch connection) per type.
+///
+/// Cheap to clone; clones share the informers.
+#[derive(Clone)]
+pub struct Cache {
+    shared: Arc<Shared>,
+}
+
+impl Cache {
+    /// A cache reading through `client`. Nothing is listed or watched until informers are
+    /// requested and the cache is started.
+    pub fn new(client: Client, options: CacheOptions) -> Self {
+        Cache {
+            shared: Arc::new(Shared {
+                client,
+                options,
+                state: Mutex::new(State {
+                    informers: HashMap::new(),
+                    started: None,
+                }),
+                tasks: TaskTracker::new(),
+            }),
+        }
+    }
+
+    /// The client the cache lists and watches with.
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+
+    /// The cache's options.
+    pub fn options(&self) -> &CacheOptions {
+        &self.shared.options
+    }
+
+    /// The informer for a static type (`K::DynamicType = ()`), created on first use.
+    ///
+    /// Fails with [`Error::NotServed`] while the API server does not serve the type (e.g. its
+    /// CRD is not installed yet).
+    pub async fn get_informer<K>(&self) -> Result<Informer<K>, Error>
+    where
+        K: CacheObject + Resource<DynamicType = ()>,
+    {
+        self.get_informer_with::<K>(&()).await
+    }
+
+    /// The informer for any type with its dynamic type: `&()` for static types, an
+    /// [`ApiResource`] for `DynamicObject` and `PartialObjectMeta<DynamicObject>`.
+    pub async fn get_informer_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+    ) -> Result<Informer<K>, Error> {
+        let key = InformerKey {
+            type_id: TypeId::of::<K>(),
+            gvk: gvk_key::<K>(dt),
+        };
+        if let Some(found) = self.lookup::<K>(&key) {
+            return Ok(found);
+        }
+        let resource = ApiResource::erase::<K>(dt);
+        let namespaced = self.served(&resource).await?;
+        let settings = self.shared.options.resolve::<K>(dt);
+        let namespace = settings.namespace.as_deref().filter(|_| namespaced);
+        let list_watch = ApiListWatch::new(self.shared.client.clone(), dt, namespace);
+        let transform: Option<TransformFn<K>> = settings.transform.map(|meta_transform| {
+            Arc::new(move |mut obj: K| {
+                meta_transform(obj.meta_mut());
+                obj
+            }) as TransformFn<K>
+        });
+        let config = InformerConfig {
+            label_selector: settings.label_selector,
+            field_selector: settings.field_selector,
+            resync_period: settings.sync_period,
+            transform,
+            ..InformerConfig::default()
+        };
+        let informer = Informer::new(list_watch, config);
+
+        let mut state = self.shared.state.lock();
+        // Another caller may have created it while we asked the server: keep the first.
+        if let Some(entry) = state.informers.get(&key) {
+            return Ok(downcast::<K>(entry));
+        }
+        let stop = match &state.started {
+            Some(ctx) => {
+                let stop = ctx.child_token();
+                self.spawn(&informer, stop.clone());
+                stop
+            }
+            None => CancellationToken::new(),
+        };
+        state.informers.insert(
+            key,
+            Entry {
+                informer: Arc::new(informer.clone()),
+                stop,
+            },
+        );
+        Ok(informer)
+    }
+
+    /// The informer for type `K` if one exists; never creates one.
+    pub fn peek_informer_with<K: CacheObject>(&self, dt: &K::DynamicType) -> Option<Informer<K>> {
+        self.lookup::<K>(&InformerKey {
+            type_id: TypeId::of::<K>(),
+            gvk: gvk_key::<K>(dt),
+        })
+    }
+
+    /// Stops and forgets the informer of type `K`; readers and sources holding it keep a stopped
+    /// informer. Returns whether there was one.
+    pub fn remove_informer_with<K: CacheObject>(&self, dt: &K::DynamicType) -> bool {
+        let key = InformerKey {
+            type_id: TypeId::of::<K>(),
+            gvk: gvk_key::<K>(dt),
+        };
+        match self.shared.state.lock().informers.remove(&key) {
+            Some(entry) => {
+                entry.stop.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The number of informers.
+    pub fn informer_count(&self) -> usize {
+        self.shared.state.lock().informers.len()
+    }
+
+    /// Starts every informer, and every informer created from now on, until `ctx` is cancelled.
+    /// Returns at once; see [`Cache::wait_for_cache_sync`].
+    pub fn start(&self, ctx: CancellationToken) {
+        let mut state = self.shared.state.lock();
+        if state.started.is_some() {
+            tracing::warn!("cache already started");
+            return;
+        }
+        for entry in state.informers.values_mut() {
+            // Nothing ran under the old token: replace it with one tied to the cache's context.
+            entry.stop = ctx.child_token();
+            self.shared
+                .tasks
+                .spawn(entry.informer.run(entry.stop.clone()));
+        }
+        state.started = Some(ctx);
+    }
+
+    /// Waits until every informer created so far has synced, or `ctx` is cancelled. Returns
+    /// whether they all synced.
+    pub async fn wait_for_cache_sync(&self, ctx: &CancellationToken) -> bool {
+        let pending: Vec<_> = {
+            let state = self.shared.state.lock();
+            state
+                .informers
+                .values()
+                .filter(|e| !e.informer.has_synced())
+                .map(|e| e.informer.wait_for_sync())
+                .collect()
+        };
+        tokio::select! {
+            _ = futures::future::join_all(pending) => true,
+            _ = ctx.cancelled() => false,
+        }
+    }
+
+    /// Waits until every informer's task has ended (after the start context was cancelled).
+    pub async fn stopped(&self) {
+        self.shared.tasks.close();
+        self.shared.tasks.wait().await;
+    }
+
+    /// The context the cache was started with.
+    pub(crate) fn started(&self) -> Option<CancellationToken> {
+        self.shared.state.lock().started.clone()
+    }
+
+    fn lookup<K: CacheObject>(&self, key: &InformerKey) -> Option<Informer<K>> {
+        self.shared
+            .state
+            .lock()
+            .informers
+            .get(key)
+            .map(downcast::<K>)
+    }
+
+    fn spawn<K: CacheObject>(&self, informer: &Informer<K>, stop: CancellationToken) {
+        let informer = informer.clone();
+        self.shared
+            .tasks
+            .spawn(async move { informer.run(stop).await });
+    }
+
+    /// Asks the API server's discovery whether it serves `resource`; answers whether the
+    /// resource is namespaced.
+    async fn served(&self, resource: &ApiResource) -> Result<bool, Error> {
+        let client = &self.shared.client;
+        let listed = if resource.group.is_empty() {
+            client.list_core_api_resources(&resource.version).await
+        } else {
+            client.list_api_group_resources(&resource.api_version).await
+        };
+        let list = match listed {
+            Ok(list) => list,
+            Err(kube_client::Error::Api(status)) if status.code == 404 => {
+                return Err(not_served(resource));
+            }
+            Err(source) => {
+                return Err(Error::Discovery {
+                    api_version: resource.api_version.clone(),
+                    source,
+                });
+            }
+        };
+        list.resources
+            .iter()
+            .find(|r| r.name == resource.plural)
+            .map(|r| r.namespaced)
+            .ok_or_else(|| not_served(resource))
+    }
+}
+
+fn not_served(resource: &ApiResource) -> Error {
+    Error::NotServed {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    }
+}
+
+fn downcast<K: CacheObject>(entry: &Entry) -> Informer<K> {
+    entry
+        .informer
+        .as_any()
+        .downcast_ref::<Informer<K>>()
+        .expect("informers are keyed by their Rust type")
+        .clone()
+}

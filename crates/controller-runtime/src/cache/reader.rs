@@ -1,0 +1,181 @@
+//! Reading from the cache: get and list return the cached `Arc`s, never deep copies.
+//!
+//! Label selectors are matched in memory; field selectors go through field indexes
+//! ([`Cache::index_field`]), except `metadata.name` and `metadata.namespace`, which every
+//! object has.
+
+use std::sync::Arc;
+
+use crt_labels::{FieldOperator, FieldSelector, LabelSelector};
+use kube_core::Resource;
+
+use super::error::Error;
+use super::informer::Informer;
+use super::informer_cache::{Cache, CacheObject};
+use super::store::ObjectKey;
+
+/// What to list from the cache.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    /// Only this namespace.
+    pub namespace: Option<String>,
+    /// Only objects whose labels match.
+    pub label_selector: Option<LabelSelector>,
+    /// Only objects whose indexed fields match (exact `field=value` requirements).
+    pub field_selector: Option<FieldSelector>,
+}
+
+impl ListOptions {
+    /// Only objects in `namespace`.
+    pub fn in_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Only objects matching a label selector in Kubernetes syntax (`app=web,tier!=db`).
+    pub fn labels(mut self, selector: &str) -> Result<Self, Error> {
+        self.label_selector = Some(selector.parse()?);
+        Ok(self)
+    }
+
+    /// Only objects matching a field selector in Kubernetes syntax (`spec.nodeName=n1`).
+    pub fn fields(mut self, selector: &str) -> Result<Self, Error> {
+        self.field_selector = Some(selector.parse()?);
+        Ok(self)
+    }
+}
+
+/// The index name under which a field is indexed.
+pub(crate) fn field_index_name(field: &str) -> String {
+    format!("field:{field}")
+}
+
+impl Cache {
+    /// Indexes objects of type `K` by `field`, so cached lists can select on it
+    /// (controller-runtime's `IndexField`). `extract` returns the values an object has.
+    pub async fn index_field<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        field: &str,
+        extract: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    ) -> Result<(), Error> {
+        let informer = self.get_informer_with::<K>(dt).await?;
+        informer.add_index(field_index_name(field), Arc::new(extract))?;
+        Ok(())
+    }
+
+    /// Reads one object of a static type from the cache.
+    pub async fn get<K>(&self, key: &ObjectKey) -> Result<Arc<K>, Error>
+    where
+        K: CacheObject + Resource<DynamicType = ()>,
+    {
+        self.get_with::<K>(&(), key).await
+    }
+
+    /// Reads one object from the cache.
+    pub async fn get_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        key: &ObjectKey,
+    ) -> Result<Arc<K>, Error> {
+        let informer = self.synced_informer::<K>(dt).await?;
+        informer.store().get(key).ok_or_else(|| Error::NotFound {
+            kind: K::kind(dt).into_owned(),
+            key: key.to_string(),
+        })
+    }
+
+    /// Lists objects of a static type from the cache.
+    pub async fn list<K>(&self, options: &ListOptions) -> Result<Vec<Arc<K>>, Error>
+    where
+        K: CacheObject + Resource<DynamicType = ()>,
+    {
+        self.list_with::<K>(&(), options).await
+    }
+
+    /// Lists objects from the cache.
+    pub async fn list_with<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        options: &ListOptions,
+    ) -> Result<Vec<Arc<K>>, Error> {
+        let informer = self.synced_informer::<K>(dt).await?;
+        let store = informer.store();
+        let namespace = options.namespace.as_deref();
+        let mut name_filter: Option<&str> = None;
+        let mut objects: Option<Vec<Arc<K>>> = None;
+        if let Some(fields) = &options.field_selector {
+            for req in fields.requirements() {
+                let unsupported = |reason: &str| Error::FieldSelector {
+                    selector: fields.to_string(),
+                    reason: reason.into(),
+                };
+                if req.operator != FieldOperator::Equals {
+                    return Err(unsupported(
+                        "the cache answers only exact (=) field requirements",
+                    ));
+                }
+                match req.field.as_str() {
+                    "metadata.name" => name_filter = Some(req.value.as_str()),
+                    "metadata.namespace" if namespace.is_some_and(|ns| ns != req.value) => {
+                        return Ok(Vec::new());
+                    }
+                    "metadata.namespace" => objects = Some(store.list(Some(&req.value))),
+                    field if objects.is_none() => {
+                        let found = store
+                            .by_index(&field_index_name(field), namespace, &req.value)
+                            .ok_or_else(|| {
+                                unsupported(&format!(
+                                    "no index for field {field:?} (see Cache::index_field)"
+                                ))
+                            })?;
+                        objects = Some(found);
+                    }
+                    _ => {
+                        return Err(unsupported(
+                            "the cache answers one indexed field requirement per list",
+                        ));
+                    }
+                }
+            }
+        }
+        let objects = objects.unwrap_or_else(|| store.list(namespace));
+        Ok(objects
+            .into_iter()
+            .filter(|o| name_filter.is_none_or(|n| o.meta().name.as_deref() == Some(n)))
+            .filter(|o| namespace.is_none_or(|ns| o.meta().namespace.as_deref() == Some(ns)))
+            .filter(|o| match &options.label_selector {
+                None => true,
+                Some(sel) => {
+                    let labels = o.meta().labels.as_ref();
+                    sel.matches_fn(|key| labels.and_then(|l| l.get(key)).map(String::as_str))
+                }
+            })
+            .collect())
+    }
+
+    /// The informer for `K`, synced; created and started on first use unless
+    /// `reader_fail_on_missing_informer`.
+    async fn synced_informer<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+    ) -> Result<Informer<K>, Error> {
+        let informer = match self.peek_informer_with::<K>(dt) {
+            Some(informer) => informer,
+            None if self.options().reader_fail_on_missing_informer => {
+                return Err(Error::MissingInformer {
+                    kind: K::kind(dt).into_owned(),
+                });
+            }
+            None => self.get_informer_with::<K>(dt).await?,
+        };
+        if !informer.has_synced() {
+            let ctx = self.started().ok_or(Error::NotStarted)?;
+            tokio::select! {
+                _ = informer.wait_for_sync() => {}
+                _ = ctx.cancelled() => return Err(Error::Cancelled { kind: K::kind(dt).into_owned() }),
+            }
+        }
+        Ok(informer)
+    }
+}

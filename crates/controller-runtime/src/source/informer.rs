@@ -1,0 +1,197 @@
+//! Sources backed by informers: [`Kind`] (gets its informer from a cache) and [`Informer`]
+//! (given an informer), and the adapter that turns an informer's callbacks into events.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::{Error, EventDispatcher, Source, short_type_name};
+use crate::cache::{self, Cache, CacheObject, ResourceEventHandler};
+use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
+use crate::workqueue::QueueItem;
+
+/// Turns an informer's OnAdd/OnUpdate/OnDelete into events for a dispatcher (predicates, then
+/// the handler). Objects are passed on as the informer's `Arc`s: no copy.
+struct DispatchToHandler<K, T: QueueItem>(EventDispatcher<K, T>);
+
+impl<K: Send + Sync, T: QueueItem> ResourceEventHandler<K> for DispatchToHandler<K, T> {
+    fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
+        self.0.create(&CreateEvent {
+            object: obj.clone(),
+            is_in_initial_list,
+        });
+    }
+    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
+        self.0.update(&UpdateEvent {
+            old: old.clone(),
+            new: new.clone(),
+        });
+    }
+    fn on_delete(&self, obj: &Arc<K>, delete_state_unknown: bool) {
+        self.0.delete(&DeleteEvent {
+            object: obj.clone(),
+            delete_state_unknown,
+        });
+    }
+}
+
+/// How far the starts of a [`Kind`] source have come.
+#[derive(Clone, Debug, Default)]
+struct Progress {
+    started: usize,
+    synced: usize,
+}
+
+/// Events about objects of one type from the cache's shared informer (controller-runtime's
+/// `source.Kind(cache, obj)`).
+///
+/// `start` returns at once. A task then gets the informer from the cache, retrying every
+/// 10 seconds while the API server does not serve the type (e.g. its CRD is not installed yet),
+/// registers the watch's handler and waits for the informer to sync. The controller waits on
+/// [`Source::wait_for_sync`], bounded by its `cache_sync_timeout`.
+///
+/// ```no_run
+/// # use controller_runtime::{cache::Cache, source::{self, Kind}, handler::EnqueueRequestForObject};
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// # fn f(cache: Cache) {
+/// let watch = source::watch(Kind::<ConfigMap>::new(cache), EnqueueRequestForObject, vec![]);
+/// # }
+/// ```
+pub struct Kind<K: CacheObject> {
+    cache: Cache,
+    dt: K::DynamicType,
+    retry_period: Duration,
+    progress: watch::Sender<Progress>,
+}
+
+impl<K: CacheObject + kube_core::Resource<DynamicType = ()>> Kind<K> {
+    /// A source for a static type.
+    pub fn new(cache: Cache) -> Self {
+        Self::new_with(cache, ())
+    }
+}
+
+impl<K: CacheObject> Kind<K> {
+    /// A source for any type with its dynamic type (an `ApiResource` for dynamic objects).
+    pub fn new_with(cache: Cache, dt: K::DynamicType) -> Self {
+        Kind {
+            cache,
+            dt,
+            retry_period: Duration::from_secs(10),
+            progress: watch::channel(Progress::default()).0,
+        }
+    }
+
+    /// How often to ask the cache again while the type is not served (default 10 s).
+    pub fn with_retry_period(mut self, period: Duration) -> Self {
+        self.retry_period = period;
+        self
+    }
+
+    fn kind_name(&self) -> String {
+        K::kind(&self.dt).into_owned()
+    }
+}
+
+impl<K: CacheObject, T: QueueItem> Source<K, T> for Kind<K> {
+    fn start(
+        &self,
+        ctx: CancellationToken,
+        dispatcher: EventDispatcher<K, T>,
+    ) -> BoxFuture<'_, Result<(), Error>> {
+        self.progress.send_modify(|p| p.started += 1);
+        let (cache, dt, retry, progress) = (
+            self.cache.clone(),
+            self.dt.clone(),
+            self.retry_period,
+            self.progress.clone(),
+        );
+        let kind = self.kind_name();
+        let handler = Arc::new(DispatchToHandler(dispatcher));
+        // Start returns at once; a task finds the informer, even while the type is not served.
+        tokio::spawn(async move {
+            let informer = loop {
+                match cache.get_informer_with::<K>(&dt).await {
+                    Ok(informer) => break informer,
+                    Err(e @ cache::Error::NotServed { .. }) => {
+                        tracing::info!(%kind, error = %e, "kind source: type not served yet; retrying");
+                    }
+                    Err(e) => {
+                        tracing::warn!(%kind, error = %e, "kind source: getting the informer failed; retrying");
+                    }
+                }
+                tokio::select! {
+                    _ = ctx.cancelled() => return,
+                    _ = tokio::time::sleep(retry) => {}
+                }
+            };
+            let registration = informer.add_event_handler(handler);
+            tokio::select! {
+                _ = ctx.cancelled() => {}
+                _ = informer.wait_for_sync() => {
+                    progress.send_modify(|p| p.synced += 1);
+                    ctx.cancelled().await;
+                }
+            }
+            // The watch is over (controller stopped or watch removed): stop calling its handler.
+            informer.remove_event_handler(&registration);
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn wait_for_sync(&self, ctx: CancellationToken) -> BoxFuture<'_, Result<(), Error>> {
+        let mut rx = self.progress.subscribe();
+        Box::pin(async move {
+            tokio::select! {
+                _ = rx.wait_for(|p| p.started > 0 && p.synced == p.started) => Ok(()),
+                _ = ctx.cancelled() => Err(Error::Cancelled { source_name: Source::<K, T>::describe(self) }),
+            }
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("kind source: {}", self.kind_name())
+    }
+}
+
+/// Events from an informer you hold (controller-runtime's `source.Informer`). Unlike [`Kind`],
+/// it does not wait for the informer to sync: starting and syncing the informer is up to you.
+pub struct Informer<K> {
+    informer: cache::Informer<K>,
+}
+
+impl<K> Informer<K> {
+    /// A source for `informer`.
+    pub fn new(informer: cache::Informer<K>) -> Self {
+        Informer { informer }
+    }
+}
+
+impl<K, T> Source<K, T> for Informer<K>
+where
+    K: kube_core::Resource + Clone + Send + Sync + 'static,
+    T: QueueItem,
+{
+    fn start(
+        &self,
+        ctx: CancellationToken,
+        dispatcher: EventDispatcher<K, T>,
+    ) -> BoxFuture<'_, Result<(), Error>> {
+        let registration = self
+            .informer
+            .add_event_handler(Arc::new(DispatchToHandler(dispatcher)));
+        let informer = self.informer.clone();
+        tokio::spawn(async move {
+            ctx.cancelled().await;
+            informer.remove_event_handler(&registration);
+        });
+        Box::pin(async { Ok(()) })
+    }
+
+    fn describe(&self) -> String {
+        format!("informer source: {}", short_type_name::<K>())
+    }
+}
