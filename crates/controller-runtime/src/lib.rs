@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod cache;
+pub mod client;
 pub mod controller;
 pub mod event;
 pub mod handler;

@@ -1,0 +1,213 @@
+//! The client a reconciler uses: reads come from the cache, writes go to the API server.
+//!
+//! ```no_run
+//! # async fn f(client: controller_runtime::client::Client) -> Result<(), controller_runtime::client::Error> {
+//! use controller_runtime::cache::ObjectKey;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! let configmaps = client.objects::<ConfigMap>();
+//! let cm = configmaps.get(&ObjectKey::namespaced("default", "settings")).await?; // from the cache
+//! let mut changed = (*cm).clone();
+//! changed.data.get_or_insert_default().insert("mode".into(), "fast".into());
+//! configmaps.update(&changed).await?; // to the API server
+//! # Ok(()) }
+//! ```
+//!
+//! Reads return the cache's shared `Arc`s: clone an object (as above) only to change it. For a
+//! read that must see the server's latest state, use the `*_uncached` reads.
+
+mod error;
+
+use std::sync::Arc;
+
+use kube_client::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube_client::core::ObjectList;
+use kube_core::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub use error::Error;
+
+use crate::cache::{Cache, CacheObject, ListOptions, ObjectKey};
+
+/// Reads from the cache, writes to the API server. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    cache: Cache,
+}
+
+impl Client {
+    /// A client that reads from `cache` and writes through the cache's kube-client.
+    pub fn new(cache: Cache) -> Self {
+        Client { cache }
+    }
+
+    /// The cache reads come from.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// The kube-client writes go through.
+    pub fn kube_client(&self) -> &kube_client::Client {
+        self.cache.client()
+    }
+
+    /// Reads and writes of a static type (k8s-openapi, `#[derive(CustomResource)]`).
+    pub fn objects<K>(&self) -> Objects<K>
+    where
+        K: CacheObject + Resource<DynamicType = ()>,
+    {
+        self.objects_with(())
+    }
+
+    /// Reads and writes of any type with its dynamic type (an `ApiResource` for
+    /// `DynamicObject`).
+    pub fn objects_with<K: CacheObject>(&self, dt: K::DynamicType) -> Objects<K> {
+        Objects {
+            client: self.clone(),
+            dt,
+        }
+    }
+}
+
+/// Reads and writes of one object type; see [`Client::objects`].
+pub struct Objects<K: CacheObject> {
+    client: Client,
+    dt: K::DynamicType,
+}
+
+impl<K: CacheObject> Objects<K> {
+    fn request(&self, namespace: Option<&str>) -> kube_core::Request {
+        kube_core::Request::new(K::url_path(&self.dt, namespace))
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        built: Result<http::Request<Vec<u8>>, kube_core::request::Error>,
+    ) -> Result<T, Error> {
+        let request = built.map_err(|e| Error::Transport(kube_client::Error::BuildRequest(e)))?;
+        Ok(self.client.kube_client().request::<T>(request).await?)
+    }
+
+    /// Reads an object from the cache.
+    pub async fn get(&self, key: &ObjectKey) -> Result<Arc<K>, Error> {
+        Ok(self.client.cache.get_with::<K>(&self.dt, key).await?)
+    }
+
+    /// Lists objects from the cache.
+    pub async fn list(&self, options: &ListOptions) -> Result<Vec<Arc<K>>, Error> {
+        Ok(self.client.cache.list_with::<K>(&self.dt, options).await?)
+    }
+
+    /// Reads an object from the API server, bypassing the cache.
+    pub async fn get_uncached(&self, key: &ObjectKey) -> Result<K, Error> {
+        let request = self.request(key.namespace.as_deref());
+        self.send(request.get(&key.name, &Default::default())).await
+    }
+
+    /// Lists objects from the API server, bypassing the cache.
+    pub async fn list_uncached(
+        &self,
+        namespace: Option<&str>,
+        params: &ListParams,
+    ) -> Result<Vec<K>, Error> {
+        let list: ObjectList<K> = self.send(self.request(namespace).list(params)).await?;
+        Ok(list.items)
+    }
+
+    /// Creates an object.
+    pub async fn create(&self, obj: &K) -> Result<K, Error>
+    where
+        K: Serialize,
+    {
+        let body = serde_json::to_vec(obj).map_err(Error::Serialize)?;
+        self.send(
+            self.request(obj.meta().namespace.as_deref())
+                .create(&PostParams::default(), body),
+        )
+        .await
+    }
+
+    /// Replaces an object (its `metadata.resourceVersion` guards against lost updates).
+    pub async fn update(&self, obj: &K) -> Result<K, Error>
+    where
+        K: Serialize,
+    {
+        let (key, body) = key_and_body(obj)?;
+        self.send(self.request(key.namespace.as_deref()).replace(
+            &key.name,
+            &PostParams::default(),
+            body,
+        ))
+        .await
+    }
+
+    /// Replaces an object's status subresource.
+    pub async fn update_status(&self, obj: &K) -> Result<K, Error>
+    where
+        K: Serialize,
+    {
+        let (key, body) = key_and_body(obj)?;
+        let request = self.request(key.namespace.as_deref());
+        self.send(request.replace_subresource("status", &key.name, &PostParams::default(), body))
+            .await
+    }
+
+    /// Patches an object (merge, JSON, strategic merge or server-side apply).
+    pub async fn patch<P: Serialize + std::fmt::Debug>(
+        &self,
+        key: &ObjectKey,
+        patch: &Patch<P>,
+        params: &PatchParams,
+    ) -> Result<K, Error> {
+        self.send(
+            self.request(key.namespace.as_deref())
+                .patch(&key.name, params, patch),
+        )
+        .await
+    }
+
+    /// Patches an object's status subresource.
+    pub async fn patch_status<P: Serialize + std::fmt::Debug>(
+        &self,
+        key: &ObjectKey,
+        patch: &Patch<P>,
+        params: &PatchParams,
+    ) -> Result<K, Error> {
+        let request = self.request(key.namespace.as_deref());
+        self.send(request.patch_subresource("status", &key.name, params, patch))
+            .await
+    }
+
+    /// Deletes an object. With finalizers it is only marked for deletion.
+    pub async fn delete(&self, key: &ObjectKey, params: &DeleteParams) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .send(
+                self.request(key.namespace.as_deref())
+                    .delete(&key.name, params),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes every object in `namespace` (or cluster-wide) that `list` selects.
+    pub async fn delete_all_of(
+        &self,
+        namespace: Option<&str>,
+        list: &ListParams,
+        params: &DeleteParams,
+    ) -> Result<(), Error> {
+        let _: serde_json::Value = self
+            .send(self.request(namespace).delete_collection(params, list))
+            .await?;
+        Ok(())
+    }
+}
+
+fn key_and_body<K: Resource + Serialize>(obj: &K) -> Result<(ObjectKey, Vec<u8>), Error> {
+    let key = ObjectKey::of(obj);
+    if key.name.is_empty() {
+        return Err(Error::MissingName);
+    }
+    Ok((key, serde_json::to_vec(obj).map_err(Error::Serialize)?))
+}
