@@ -170,6 +170,9 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             Some(m) => m.controller.for_controller(&name),
             None => ControllerMetrics::unregistered().for_controller(&name),
         };
+        metrics
+            .max_concurrent
+            .set(options.max_concurrent_reconciles as i64);
         Ok(Controller {
             inner: Arc::new(Inner {
                 name,
@@ -279,7 +282,6 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
 
         let workers = inner.options.max_concurrent_reconciles;
         tracing::info!(controller = %inner.name, worker_count = workers, "Starting workers");
-        inner.metrics.max_concurrent.set(workers as i64);
         let stop = ctx.child_token();
         let mut set = JoinSet::new();
         for _ in 0..workers {
