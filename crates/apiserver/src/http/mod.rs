@@ -18,6 +18,7 @@ use crate::storage::Storage;
 
 pub mod objects;
 pub mod openapi;
+pub mod protobuf;
 pub mod request;
 pub mod response;
 pub mod watch;

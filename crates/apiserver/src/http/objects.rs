@@ -6,7 +6,7 @@ use std::time::Duration;
 use http::{Method, Request, Response, header};
 use serde_json::Value;
 
-use super::request::{Accept, Query, ResourcePath, accept, parse_object, parse_query, patch_type};
+use super::request::{Accept, Query, ResourcePath, accept, decode_object, parse_query, patch_type};
 use super::response::{Body, json, method_not_allowed, not_found, read_body};
 use super::{AppState, watch};
 use crate::error::ApiError;
@@ -72,12 +72,12 @@ where
             (200, storage.list(&res, ns, &query.list_options())?)
         }
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
-            let obj = parse_object(&body)?;
+            let obj = decode_object(content_type.as_deref(), &body)?;
             check_body_namespace(&res, ns, &obj)?;
             (201, storage.create(&res, ns, obj, &write)?)
         }
         (&Method::PUT, Some(name)) => {
-            let obj = parse_object(&body)?;
+            let obj = decode_object(content_type.as_deref(), &body)?;
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
             (200, storage.update(&res, ns, name, sub, obj, &write)?)

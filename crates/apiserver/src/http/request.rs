@@ -381,5 +381,28 @@ pub fn parse_object(body: &[u8]) -> Result<Value, ApiError> {
     Ok(value)
 }
 
+/// Decodes a create or update body by its `Content-Type`: JSON (also when unset), or the
+/// Kubernetes protobuf envelope for the kinds [`super::protobuf`] knows; 415 for anything else.
+pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+    let raw = content_type.unwrap_or("");
+    let media = raw
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    match media.as_str() {
+        "" | "application/json" | "*/*" => parse_object(body),
+        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body),
+        _ => Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf; got {raw}"
+            ),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests;

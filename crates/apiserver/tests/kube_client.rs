@@ -1,0 +1,431 @@
+//! The embedded API server driven by kube-client, as a controller would drive a real cluster.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{client, code, eventually, raw, server};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_client::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use serde_json::json;
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": name, "labels": { "app": "web" } },
+        "data": { "k": "v" },
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn typed_api_crud_and_conflicts() {
+    let server = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&server).await, "default");
+    let created = api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let meta = &created.metadata;
+    assert!(
+        meta.uid.is_some() && meta.creation_timestamp.is_some() && meta.resource_version.is_some()
+    );
+    assert_eq!(
+        code(
+            &api.create(&PostParams::default(), &cm("a"))
+                .await
+                .unwrap_err()
+        ),
+        409
+    );
+    assert_eq!(api.get("a").await.unwrap().data.unwrap()["k"], "v");
+    assert_eq!(code(&api.get("missing").await.unwrap_err()), 404);
+
+    let mut stale = created.clone();
+    let mut fresh = created.clone();
+    fresh.data = Some([("k".to_string(), "v2".to_string())].into());
+    let updated = api
+        .replace("a", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    assert_ne!(
+        updated.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    stale.data = Some([("k".to_string(), "stale".to_string())].into());
+    let err = api
+        .replace("a", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 409);
+    assert_eq!(
+        api.get("a").await.unwrap().data.unwrap()["k"],
+        "v2",
+        "a conflict changes nothing"
+    );
+
+    let patched = api
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "x": "y" } })),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data.unwrap().len(), 2);
+    let sel = api
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .unwrap();
+    assert_eq!(sel.items.len(), 1);
+    assert!(
+        api.list(&ListParams::default().labels("app!=web"))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    api.delete("a", &DeleteParams::default()).await.unwrap();
+    assert_eq!(code(&api.get("a").await.unwrap_err()), 404);
+}
+
+#[tokio::test]
+async fn dynamic_objects_and_dry_run() {
+    let server = server().await;
+    let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "configmaps");
+    let api: Api<DynamicObject> = Api::namespaced_with(client(&server).await, "default", &ar);
+    let obj: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "dyn" }, "data": { "a": "1" },
+    }))
+    .unwrap();
+    let dry = api
+        .create(
+            &PostParams {
+                dry_run: true,
+                ..Default::default()
+            },
+            &obj,
+        )
+        .await
+        .unwrap();
+    assert_eq!(dry.metadata.name.as_deref(), Some("dyn"));
+    assert_eq!(
+        code(&api.get("dyn").await.unwrap_err()),
+        404,
+        "dry run stores nothing"
+    );
+    api.create(&PostParams::default(), &obj).await.unwrap();
+    assert_eq!(api.get("dyn").await.unwrap().data["data"]["a"], "1");
+}
+
+#[tokio::test]
+async fn watch_with_bookmarks_resume_and_410_after_compaction() {
+    let server = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&server).await, "default");
+    let rv0 = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = api
+        .watch(
+            &WatchParams {
+                bookmarks: true,
+                ..WatchParams::default()
+            }
+            .timeout(10),
+            &rv0,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("w1")).await.unwrap();
+    api.patch(
+        "w1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "data": { "k": "2" } })),
+    )
+    .await
+    .unwrap();
+    api.delete("w1", &DeleteParams::default()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut last_rv = rv0.clone();
+    while seen.len() < 3 {
+        let event = tokio::time::timeout(Duration::from_secs(5), stream.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        match event {
+            WatchEvent::Added(o) => seen.push(("ADDED", o.metadata.resource_version.unwrap())),
+            WatchEvent::Modified(o) => {
+                seen.push(("MODIFIED", o.metadata.resource_version.unwrap()))
+            }
+            WatchEvent::Deleted(o) => seen.push(("DELETED", o.metadata.resource_version.unwrap())),
+            WatchEvent::Bookmark(_) => {}
+            WatchEvent::Error(e) => panic!("watch error {e:?}"),
+        }
+    }
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        ["ADDED", "MODIFIED", "DELETED"]
+    );
+    let first_rv = seen[0].1.clone();
+    last_rv.clone_from(&seen[2].1);
+
+    // Resuming after the first event replays the two later ones.
+    let resumed: Vec<_> = api
+        .watch(&WatchParams::default().timeout(1), &first_rv)
+        .await
+        .unwrap()
+        .take(2)
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(matches!(resumed[0], WatchEvent::Modified(_)));
+    assert!(matches!(resumed[1], WatchEvent::Deleted(_)));
+
+    // After compaction, resuming from an old resourceVersion is 410 Gone.
+    api.create(&PostParams::default(), &cm("w2")).await.unwrap();
+    server.faults().compact();
+    let gone = match api.watch(&WatchParams::default().timeout(1), &rv0).await {
+        Err(e) => code(&e),
+        Ok(s) => match s.boxed().try_next().await {
+            Ok(Some(WatchEvent::Error(e))) => e.code,
+            other => panic!("expected 410, got {other:?}"),
+        },
+    };
+    assert_eq!(gone, 410);
+    assert!(!last_rv.is_empty());
+}
+
+#[tokio::test]
+async fn pagination_with_limit_and_continue() {
+    let server = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&server).await, "default");
+    for i in 0..25 {
+        api.create(&PostParams::default(), &cm(&format!("p{i:02}")))
+            .await
+            .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut lp = ListParams::default().limit(10);
+    let mut pages = 0;
+    loop {
+        let page = api.list(&lp).await.unwrap();
+        pages += 1;
+        names.extend(page.items.iter().map(|c| c.metadata.name.clone().unwrap()));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => lp = lp.continue_token(&token),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let mut sorted = names.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 25, "every object exactly once");
+}
+
+#[tokio::test]
+async fn finalizers_and_owner_garbage_collection() {
+    let server = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&server).await, "default");
+    let mut held = cm("held");
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &held).await.unwrap();
+    api.delete("held", &DeleteParams::default()).await.unwrap();
+    let still = api.get("held").await.unwrap();
+    assert!(still.metadata.deletion_timestamp.is_some());
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "finalizers": null } })),
+    )
+    .await
+    .unwrap();
+    assert_eq!(code(&api.get("held").await.unwrap_err()), 404);
+
+    let owner = api
+        .create(&PostParams::default(), &cm("owner"))
+        .await
+        .unwrap();
+    let mut owned = cm("owned");
+    owned.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid.unwrap(),
+    }))
+    .unwrap()]);
+    api.create(&PostParams::default(), &owned).await.unwrap();
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    eventually("the owned object is collected", || async {
+        api.get_opt("owned").await.unwrap().is_none()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn status_subresource_is_isolated() {
+    let server = server().await;
+    let api: Api<Deployment> = Api::namespaced(client(&server).await, "default");
+    let d: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "d" },
+        "spec": {
+            "replicas": 1,
+            "selector": { "matchLabels": { "app": "d" } },
+            "template": { "metadata": { "labels": { "app": "d" } }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } },
+        },
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &d).await.unwrap();
+    let generation = created.metadata.generation;
+    let status =
+        json!({ "status": { "replicas": 1, "readyReplicas": 1 }, "spec": { "replicas": 9 } });
+    let after = api
+        .patch_status("d", &PatchParams::default(), &Patch::Merge(status))
+        .await
+        .unwrap();
+    assert_eq!(after.status.unwrap().ready_replicas, Some(1));
+    assert_eq!(
+        after.spec.unwrap().replicas,
+        Some(1),
+        "a status write ignores spec"
+    );
+    assert_eq!(after.metadata.generation, generation);
+    let spec = json!({ "spec": { "replicas": 3 }, "status": { "readyReplicas": 0 } });
+    let after = api
+        .patch("d", &PatchParams::default(), &Patch::Merge(spec))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.status.unwrap().ready_replicas,
+        Some(1),
+        "a main write ignores status"
+    );
+    assert!(after.metadata.generation > generation);
+    assert_eq!(
+        api.get_scale("d").await.unwrap().spec.unwrap().replicas,
+        Some(3)
+    );
+}
+
+#[tokio::test]
+async fn faults_fail_requests_and_restart_the_listener() {
+    let server = server().await;
+    let client = client(&server).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &cm("kept"))
+        .await
+        .unwrap();
+    server.faults().fail_next(2, 500);
+    assert_eq!(code(&api.get("kept").await.unwrap_err()), 500);
+    assert_eq!(code(&api.get("kept").await.unwrap_err()), 500);
+    assert!(api.get("kept").await.is_ok());
+
+    server.stop_listener().await;
+    assert!(api.get("kept").await.is_err(), "no listener, no answer");
+    server.restart_listener().await.unwrap();
+    let fresh: Api<ConfigMap> = Api::namespaced(common::client(&server).await, "default");
+    assert!(
+        fresh.get("kept").await.is_ok(),
+        "data kept across the restart"
+    );
+}
+
+#[tokio::test]
+async fn unauthorized_without_the_token_and_stop_frees_the_port() {
+    let server = server().await;
+    let bad = server.kubeconfig().replace(server.token(), "wrong-token");
+    let api: Api<ConfigMap> =
+        Api::namespaced(common::client_from_kubeconfig(&bad).await, "default");
+    let err = api.list(&ListParams::default()).await.unwrap_err();
+    assert_eq!(code(&err), 401);
+    let (status, _, body) = raw(
+        &common::client_from_kubeconfig(&bad).await,
+        "GET",
+        "/version",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(
+        (status, body["major"].as_str()),
+        (200, Some("1")),
+        "/version is public"
+    );
+    let port = server.port();
+    server.stop().await;
+    std::net::TcpListener::bind(("127.0.0.1", port)).expect("the port is free after stop");
+}
+
+#[tokio::test]
+async fn bad_input_gets_status_errors_and_changes_nothing() {
+    let server = server().await;
+    let client = client(&server).await;
+    let rv = server.storage().resource_version();
+    let cms = "/api/v1/namespaces/default/configmaps";
+
+    let (status, ct, body) = raw(&client, "POST", cms, "application/json", "{\"kind\": ").await;
+    assert_eq!((status, ct.as_str()), (400, "application/json"));
+    assert_eq!(
+        (body["kind"].as_str(), body["reason"].as_str()),
+        (Some("Status"), Some("BadRequest"))
+    );
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("couldn't get version/kind; json parse error")
+    );
+
+    let (status, _, body) = raw(&client, "GET", "/api/v1/namespaces/default/widgets", "", "").await;
+    assert_eq!((status, body["reason"].as_str()), (404, Some("NotFound")));
+    assert_eq!(
+        body["message"],
+        "the server could not find the requested resource"
+    );
+    let (status, _, _) = raw(&client, "GET", "/apis/nope.example.com/v1", "", "").await;
+    assert_eq!(status, 404);
+
+    let (status, _, body) = raw(&client, "PUT", cms, "application/json", "{}").await;
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (405, Some("MethodNotAllowed"))
+    );
+
+    let big = format!(
+        "{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"big\"}},\"data\":{{\"x\":\"{}\"}}}}",
+        "x".repeat(3 * 1024 * 1024 + 1)
+    );
+    let (status, _, body) = raw(&client, "POST", cms, "application/json", big).await;
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (413, Some("RequestEntityTooLarge"))
+    );
+
+    let (status, _, body) = raw(&client, "PATCH", &format!("{cms}/x"), "text/plain", "{}").await;
+    assert_eq!(
+        (status, body["reason"].as_str()),
+        (415, Some("UnsupportedMediaType"))
+    );
+
+    assert_eq!(
+        server.storage().resource_version(),
+        rv,
+        "no failed request wrote anything"
+    );
+    let api: Api<ConfigMap> = Api::namespaced(client, "default");
+    assert!(
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
