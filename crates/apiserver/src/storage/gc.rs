@@ -1,0 +1,544 @@
+//! Deletion: finalizers and `deletionTimestamp`, the propagation policies with ownerReference
+//! garbage collection, namespace termination and CRD cleanup.
+//!
+//! The real server runs the garbage collector, the namespace controller and the CRD finalizer
+//! as background controllers. Here they run **synchronously inside the write that makes them
+//! due**, from a work list of [`Task`]s: after each removal, the removed object's dependents
+//! (Background GC), its owners (Foreground deletion waiting for it), its namespace (if
+//! terminating) and its CRD (if being deleted) are re-checked. The end states and the events
+//! watchers see are those of the real server; tests need no waiting.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::invalid::{FieldError, invalid_kind};
+use super::store::{Loc, State, res_key};
+use super::watch::as_version;
+use super::write::{SYSTEM_NAMESPACES, obj_key};
+use super::{DeleteOptions, ListOptions, meta, select::Selection};
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// The finalizer of foreground deletion.
+pub(crate) const FOREGROUND: &str = "foregroundDeletion";
+/// The finalizer of orphaning deletion.
+pub(crate) const ORPHAN: &str = "orphan";
+/// The finalizer a CRD carries while its objects are removed.
+pub(crate) const CRD_CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+/// Storage key of CRDs.
+pub(crate) const CRD_KEY: &str = "customresourcedefinitions.apiextensions.k8s.io";
+
+/// `propagationPolicy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Policy {
+    /// Remove the object now; the GC removes dependents afterwards.
+    Background,
+    /// Remove dependents first (finalizer `foregroundDeletion`).
+    Foreground,
+    /// Keep dependents, removing their ownerReferences (finalizer `orphan`).
+    Orphan,
+}
+
+impl Policy {
+    fn parse(s: Option<&str>) -> Result<Self, ApiError> {
+        match s {
+            None | Some("") | Some("Background") => Ok(Policy::Background),
+            Some("Foreground") => Ok(Policy::Foreground),
+            Some("Orphan") => Ok(Policy::Orphan),
+            Some(other) => Err(invalid_kind(
+                "DeleteOptions",
+                "meta.k8s.io",
+                "",
+                &[FieldError::not_supported(
+                    "propagationPolicy",
+                    &Value::from(other),
+                    &["Foreground", "Background", "Orphan", "nil"],
+                )],
+            )),
+        }
+    }
+}
+
+/// Work for the synchronous controllers.
+#[derive(Debug)]
+pub(crate) enum Task {
+    /// Re-examine the object with this uid (pending finalizers, namespace, CRD).
+    Recheck(String),
+    /// Delete an object with a policy.
+    Delete(Loc, Policy),
+    /// An object was removed: handle its dependents, owners, namespace and CRD.
+    Removed(String, Arc<Value>),
+}
+
+/// What a deletion did.
+enum Outcome {
+    /// Still there, marked for deletion (the marked state).
+    Marked(Arc<Value>),
+    /// Removed (its last state).
+    Removed(Arc<Value>),
+}
+
+/// Whether a namespace is held by `spec.finalizers` (the namespace controller's `kubernetes`).
+pub(crate) fn held_by_spec(obj: &Value) -> bool {
+    obj.get("kind").and_then(Value::as_str) == Some("Namespace")
+        && !meta::string_list(meta::get_path(obj, ".spec.finalizers")).is_empty()
+}
+
+/// Runs tasks until none is left.
+pub(crate) fn run(st: &mut State, tasks: Vec<Task>) {
+    run_queue(st, tasks.into());
+}
+
+fn run_queue(st: &mut State, mut queue: VecDeque<Task>) {
+    while let Some(task) = queue.pop_front() {
+        match task {
+            Task::Recheck(uid) => recheck(st, &uid, &mut queue),
+            Task::Delete(loc, policy) => {
+                delete_one(st, &loc, policy, &mut queue);
+            }
+            Task::Removed(res, obj) => after_removal(st, &res, &obj, &mut queue),
+        }
+    }
+}
+
+/// Removes an object now and runs the follow-ups; answers its last state.
+pub(crate) fn remove_now(
+    st: &mut State,
+    res: &str,
+    key: &super::store::ObjKey,
+) -> Option<Arc<Value>> {
+    let mut queue = VecDeque::new();
+    let last = remove_queued(
+        st,
+        &Loc {
+            res: res.to_string(),
+            key: key.clone(),
+        },
+        &mut queue,
+    )?;
+    run_queue(st, queue);
+    Some(last)
+}
+
+fn remove_queued(st: &mut State, loc: &Loc, queue: &mut VecDeque<Task>) -> Option<Arc<Value>> {
+    let last = st.remove(&loc.res, &loc.key)?;
+    queue.push_back(Task::Removed(loc.res.clone(), last.clone()));
+    Some(last)
+}
+
+/// The finalizers an object gets from a deletion with `policy` (and the CRD cleanup one).
+fn finalizers_for(loc: &Loc, obj: &Value, policy: Policy) -> Vec<String> {
+    let mut fins = meta::finalizers(obj);
+    let mut add = |f: &str| {
+        if !fins.iter().any(|x| x == f) {
+            fins.push(f.to_string());
+        }
+    };
+    match policy {
+        Policy::Foreground => add(FOREGROUND),
+        Policy::Orphan => add(ORPHAN),
+        Policy::Background => {}
+    }
+    if loc.res == CRD_KEY {
+        add(CRD_CLEANUP);
+    }
+    if policy == Policy::Foreground {
+        fins.retain(|f| f != ORPHAN);
+    } else if policy == Policy::Orphan {
+        fins.retain(|f| f != FOREGROUND);
+    }
+    fins
+}
+
+/// The marked state of an object being deleted with `finalizers`.
+fn marked(loc: &Loc, obj: &Value, finalizers: &[String]) -> Value {
+    let mut new = obj.clone();
+    meta::set_finalizers(&mut new, finalizers);
+    if !meta::is_deleting(obj) {
+        meta::set_meta(&mut new, "deletionTimestamp", Value::from(meta::now()));
+        meta::set_meta(&mut new, "deletionGracePeriodSeconds", Value::from(0));
+        if let Some(g) = obj
+            .get("metadata")
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            && g > 0
+        {
+            meta::set_meta(&mut new, "generation", Value::from(g + 1));
+        }
+    }
+    if loc.res == "namespaces" {
+        meta::set_path(&mut new, ".status.phase", Value::from("Terminating"));
+    }
+    if loc.res == CRD_KEY {
+        super::crd::set_condition(
+            &mut new,
+            "Terminating",
+            "True",
+            "InstanceDeletionInProgress",
+            "CustomResource deletion is in progress",
+        );
+    }
+    new
+}
+
+/// Deletes (marks or removes) one object, queueing the follow-ups.
+fn delete_one(
+    st: &mut State,
+    loc: &Loc,
+    policy: Policy,
+    queue: &mut VecDeque<Task>,
+) -> Option<Outcome> {
+    let obj = st.get(&loc.res, &loc.key)?.clone();
+    let fins = finalizers_for(loc, &obj, policy);
+    if fins.is_empty() && !held_by_spec(&obj) {
+        return remove_queued(st, loc, queue).map(Outcome::Removed);
+    }
+    let was_deleting = meta::is_deleting(&obj);
+    let new = marked(loc, &obj, &fins);
+    let stored = if meta::same_content(&obj, &new) {
+        obj
+    } else {
+        st.put(&loc.res, loc.key.clone(), new)
+    };
+    if !was_deleting {
+        if loc.res == "namespaces" {
+            let ns = loc.key.1.clone();
+            for (res, objs) in st.data.iter() {
+                for key in objs.keys().filter(|k| k.0 == ns) {
+                    queue.push_back(Task::Delete(
+                        Loc {
+                            res: res.clone(),
+                            key: key.clone(),
+                        },
+                        Policy::Background,
+                    ));
+                }
+            }
+        }
+        if loc.res == CRD_KEY
+            && let Some(objs) = st.data.get(&loc.key.1)
+        {
+            for key in objs.keys() {
+                queue.push_back(Task::Delete(
+                    Loc {
+                        res: loc.key.1.clone(),
+                        key: key.clone(),
+                    },
+                    Policy::Background,
+                ));
+            }
+        }
+    }
+    queue.push_back(Task::Recheck(meta::uid(&stored).to_string()));
+    Some(Outcome::Marked(stored))
+}
+
+/// Re-examines a deleting object: processes the `orphan` and `foregroundDeletion` finalizers,
+/// namespace finalization and CRD cleanup; removes it when nothing holds it any more.
+fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
+    let Some((loc, obj)) = st.by_uid(uid) else {
+        return;
+    };
+    if !meta::is_deleting(&obj) {
+        return;
+    }
+    let mut fins = meta::finalizers(&obj);
+    let mut new = (*obj).clone();
+    let mut changed = false;
+    if fins.iter().any(|f| f == ORPHAN) {
+        for dep_uid in st.dependents_of(uid) {
+            let Some((dloc, dep)) = st.by_uid(&dep_uid) else {
+                continue;
+            };
+            let mut d = (*dep).clone();
+            let refs: Vec<Value> = meta::owner_refs(&d)
+                .into_iter()
+                .filter(|r| r.get("uid").and_then(Value::as_str) != Some(uid))
+                .collect();
+            meta::set_meta(
+                &mut d,
+                "ownerReferences",
+                if refs.is_empty() {
+                    Value::Null
+                } else {
+                    Value::from(refs)
+                },
+            );
+            st.put(&dloc.res, dloc.key, d);
+        }
+        fins.retain(|f| f != ORPHAN);
+        changed = true;
+    }
+    if fins.iter().any(|f| f == FOREGROUND) {
+        let mut pending = false;
+        let mut blocking = false;
+        for dep_uid in st.dependents_of(uid) {
+            let Some((dloc, dep)) = st.by_uid(&dep_uid) else {
+                continue;
+            };
+            if !meta::is_deleting(&dep) {
+                let policy = if st.dependents_of(&dep_uid).is_empty() {
+                    Policy::Background
+                } else {
+                    Policy::Foreground
+                };
+                queue.push_back(Task::Delete(dloc, policy));
+                pending = true;
+            } else if meta::owner_refs(&dep).iter().any(|r| {
+                r.get("uid").and_then(Value::as_str) == Some(uid)
+                    && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+            }) {
+                blocking = true;
+            }
+        }
+        if pending {
+            // The removals queue a re-check of this owner.
+            return;
+        }
+        if !blocking {
+            fins.retain(|f| f != FOREGROUND);
+            changed = true;
+        }
+    }
+    if loc.res == "namespaces" && held_by_spec(&obj) {
+        let ns = &loc.key.1;
+        let empty = st
+            .data
+            .iter()
+            .all(|(_, objs)| objs.keys().all(|k| &k.0 != ns));
+        if empty {
+            meta::set_path(&mut new, ".spec.finalizers", Value::Array(Vec::new()));
+            if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.remove("finalizers");
+            }
+            changed = true;
+        }
+    }
+    if loc.res == CRD_KEY && fins.iter().any(|f| f == CRD_CLEANUP) {
+        let res = loc.key.1.clone();
+        if st.data.get(&res).is_none_or(|objs| objs.is_empty()) {
+            st.registry.remove_crd(&res);
+            st.watchers.close_resource(&res);
+            st.data.remove(&res);
+            fins.retain(|f| f != CRD_CLEANUP);
+            changed = true;
+        }
+    }
+    if !changed {
+        return;
+    }
+    meta::set_finalizers(&mut new, &fins);
+    if fins.is_empty() && !held_by_spec(&new) {
+        // Only the namespace's own spec finalizer is visible as a separate write (the real
+        // namespace controller finalizes, then the namespace goes).
+        if loc.res == "namespaces" {
+            st.put(&loc.res, loc.key.clone(), new);
+        }
+        remove_queued(st, &loc, queue);
+    } else {
+        st.put(&loc.res, loc.key.clone(), new);
+    }
+}
+
+/// Follow-ups of a removal: Background GC of dependents, owners waiting in foreground
+/// deletion, a terminating namespace, a CRD being deleted.
+fn after_removal(st: &mut State, res: &str, obj: &Value, queue: &mut VecDeque<Task>) {
+    let uid = meta::uid(obj).to_string();
+    for dep_uid in st.dependents_of(&uid) {
+        let Some((dloc, dep)) = st.by_uid(&dep_uid) else {
+            continue;
+        };
+        let refs = meta::owner_refs(&dep);
+        let exists = |r: &Value| {
+            r.get("uid")
+                .and_then(Value::as_str)
+                .is_some_and(|u| u != uid && st.uids.contains_key(u))
+        };
+        if refs.iter().any(exists) {
+            let kept: Vec<Value> = refs.iter().filter(|r| exists(r)).cloned().collect();
+            let mut d = (*dep).clone();
+            meta::set_meta(&mut d, "ownerReferences", Value::from(kept));
+            st.put(&dloc.res, dloc.key, d);
+        } else if !meta::is_deleting(&dep) {
+            queue.push_back(Task::Delete(dloc, Policy::Background));
+        }
+    }
+    for owner in meta::owner_uids(obj) {
+        queue.push_back(Task::Recheck(owner));
+    }
+    let ns = meta::meta_str(obj, "namespace").unwrap_or("");
+    if !ns.is_empty()
+        && let Some(nsobj) = st.get("namespaces", &(String::new(), ns.to_string()))
+        && meta::is_deleting(nsobj)
+    {
+        queue.push_back(Task::Recheck(meta::uid(nsobj).to_string()));
+    }
+    if let Some(crd) = st.get(CRD_KEY, &(String::new(), res.to_string()))
+        && meta::is_deleting(crd)
+    {
+        queue.push_back(Task::Recheck(meta::uid(crd).to_string()));
+    }
+}
+
+/// Whether the real server answers a deletion of this resource with the deleted object
+/// (`ReturnDeletedObject`) rather than a `Status`.
+fn returns_deleted_object(res: &ResourceInfo) -> bool {
+    res.custom
+        || matches!(
+            (res.group.as_str(), res.plural.as_str()),
+            ("", "pods") | ("", "services") | ("", "namespaces") | ("", "persistentvolumeclaims")
+        )
+}
+
+/// The `Status` answered for a completed deletion.
+fn success_status(res: &ResourceInfo, obj: &Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": meta::name(obj), "group": res.group, "kind": res.plural, "uid": meta::uid(obj)},
+    })
+}
+
+/// DELETE.
+pub(crate) fn delete(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    opts: &DeleteOptions,
+) -> Result<Value, ApiError> {
+    let key = obj_key(res, namespace, name);
+    let loc = Loc {
+        res: res_key(res),
+        key,
+    };
+    let obj = st
+        .get(&loc.res, &loc.key)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&res.group_resource(), name))?;
+    let gr = res.group_resource();
+    if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty())
+        && uid != meta::uid(&obj)
+    {
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            meta::uid(&obj)
+        );
+        return Err(ApiError::conflict(&gr, name, &why));
+    }
+    if let Some(rv) = opts
+        .precondition_resource_version
+        .as_deref()
+        .filter(|r| !r.is_empty())
+        && rv != meta::resource_version(&obj)
+    {
+        let why = format!(
+            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+            meta::resource_version(&obj)
+        );
+        return Err(ApiError::conflict(&gr, name, &why));
+    }
+    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
+    if res.group.is_empty() && res.plural == "namespaces" && SYSTEM_NAMESPACES[..3].contains(&name)
+    {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+        )
+        .with_details(json!({"name": name, "kind": "namespaces"})));
+    }
+    if opts.dry_run {
+        let fins = finalizers_for(&loc, &obj, policy);
+        if fins.is_empty() && !held_by_spec(&obj) {
+            return Ok(deleted_answer(res, &obj));
+        }
+        return Ok(as_version(&marked(&loc, &obj, &fins), &res.api_version()));
+    }
+    let mut queue = VecDeque::new();
+    let outcome = delete_one(st, &loc, policy, &mut queue);
+    run_queue(st, queue);
+    match outcome {
+        Some(Outcome::Marked(obj)) => Ok(as_version(&obj, &res.api_version())),
+        Some(Outcome::Removed(obj)) => Ok(deleted_answer(res, &obj)),
+        None => Err(ApiError::not_found(&gr, name)),
+    }
+}
+
+fn deleted_answer(res: &ResourceInfo, obj: &Value) -> Value {
+    if returns_deleted_object(res) {
+        as_version(obj, &res.api_version())
+    } else {
+        success_status(res, obj)
+    }
+}
+
+/// DELETE on a collection: deletes every selected object; answers the list of what was
+/// deleted (or marked).
+pub(crate) fn delete_collection(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    list: &ListOptions,
+    opts: &DeleteOptions,
+) -> Result<Value, ApiError> {
+    let sel = Selection::parse(
+        res,
+        namespace,
+        list.label_selector.as_deref(),
+        list.field_selector.as_deref(),
+    )?;
+    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
+    let rk = res_key(res);
+    let selected: Vec<(super::store::ObjKey, Arc<Value>)> = st
+        .data
+        .get(&rk)
+        .map(|objs| {
+            objs.iter()
+                .filter(|(_, o)| sel.matches(o))
+                .map(|(k, o)| (k.clone(), o.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut items = Vec::new();
+    for (key, obj) in selected {
+        let loc = Loc {
+            res: rk.clone(),
+            key,
+        };
+        if res.group.is_empty()
+            && res.plural == "namespaces"
+            && SYSTEM_NAMESPACES[..3].contains(&loc.key.1.as_str())
+        {
+            continue;
+        }
+        if opts.dry_run {
+            let fins = finalizers_for(&loc, &obj, policy);
+            let shown = if fins.is_empty() && !held_by_spec(&obj) {
+                (*obj).clone()
+            } else {
+                marked(&loc, &obj, &fins)
+            };
+            items.push(as_version(&shown, &res.api_version()));
+            continue;
+        }
+        let mut queue = VecDeque::new();
+        match delete_one(st, &loc, policy, &mut queue) {
+            Some(Outcome::Marked(o)) | Some(Outcome::Removed(o)) => {
+                items.push(as_version(&o, &res.api_version()))
+            }
+            None => {}
+        }
+        run_queue(st, queue);
+    }
+    Ok(json!({
+        "apiVersion": res.api_version(),
+        "kind": res.list_kind,
+        "metadata": {"resourceVersion": st.rv.to_string()},
+        "items": items,
+    }))
+}

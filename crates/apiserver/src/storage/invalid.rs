@@ -1,0 +1,233 @@
+//! 422 Invalid errors worded as the real server's field validation (`field.ErrorList`), and the
+//! name formats (DNS-1123 subdomain and label, DNS-1035 label).
+
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// One field error.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct FieldError {
+    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueForbidden`, `FieldValueNotSupported`.
+    pub(crate) reason: &'static str,
+    /// e.g. `metadata.name`.
+    pub(crate) field: String,
+    /// e.g. `Invalid value: "A": a lowercase RFC 1123 ...`.
+    pub(crate) message: String,
+}
+
+impl FieldError {
+    /// `Invalid value: <value>: <detail>`.
+    pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Self {
+        let shown = match value {
+            Value::String(s) => format!("{s:?}"),
+            other => other.to_string(),
+        };
+        FieldError {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: format!("Invalid value: {shown}: {detail}"),
+        }
+    }
+
+    /// `Required value[: <detail>]`.
+    pub(crate) fn required(field: impl Into<String>, detail: &str) -> Self {
+        let message = if detail.is_empty() {
+            "Required value".into()
+        } else {
+            format!("Required value: {detail}")
+        };
+        FieldError {
+            reason: "FieldValueRequired",
+            field: field.into(),
+            message,
+        }
+    }
+
+    /// `Forbidden: <detail>`.
+    pub(crate) fn forbidden(field: impl Into<String>, detail: &str) -> Self {
+        FieldError {
+            reason: "FieldValueForbidden",
+            field: field.into(),
+            message: format!("Forbidden: {detail}"),
+        }
+    }
+
+    /// `Unsupported value: <value>: supported values: ...`.
+    pub(crate) fn not_supported(
+        field: impl Into<String>,
+        value: &Value,
+        supported: &[&str],
+    ) -> Self {
+        let list = supported
+            .iter()
+            .map(|s| format!("{s:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        FieldError {
+            reason: "FieldValueNotSupported",
+            field: field.into(),
+            message: format!("Unsupported value: {value}: supported values: {list}"),
+        }
+    }
+}
+
+/// 422 Invalid for `kind "name"`, as `errors.NewInvalid` words it: `Kind.group "name" is
+/// invalid: field: message, ...` (no `.group` for the core group), with one cause per error.
+pub(crate) fn invalid(res: &ResourceInfo, name: &str, errors: &[FieldError]) -> ApiError {
+    invalid_kind(&res.kind, &res.group, name, errors)
+}
+
+/// [`invalid`] for a kind and group given directly.
+pub(crate) fn invalid_kind(kind: &str, group: &str, name: &str, errors: &[FieldError]) -> ApiError {
+    let qualified = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    let summary = if errors.len() == 1 {
+        format!("{}: {}", errors[0].field, errors[0].message)
+    } else {
+        let items: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect();
+        format!("[{}]", items.join(", "))
+    };
+    let causes: Vec<Value> = errors
+        .iter()
+        .map(|e| json!({ "reason": e.reason, "message": e.message, "field": e.field }))
+        .collect();
+    let mut details = json!({ "name": name, "kind": kind, "causes": causes });
+    if !group.is_empty() {
+        details["group"] = Value::from(group);
+    }
+    ApiError::new(
+        422,
+        "Invalid",
+        format!("{qualified} {name:?} is invalid: {summary}"),
+    )
+    .with_details(details)
+}
+
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+}
+
+/// Whether `s` is a DNS-1123 label (at most 63 characters).
+pub(crate) fn is_dns1123_label(s: &str) -> bool {
+    s.len() <= 63 && is_label(s)
+}
+
+/// Whether `s` is a DNS-1123 subdomain (at most 253 characters).
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_label)
+}
+
+/// The name format a kind requires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NameFormat {
+    /// Most kinds.
+    Subdomain,
+    /// Namespaces.
+    Label,
+    /// Services.
+    Dns1035,
+}
+
+/// The name format of a resource.
+pub(crate) fn name_format(res: &ResourceInfo) -> NameFormat {
+    match (res.group.as_str(), res.plural.as_str()) {
+        ("", "namespaces") => NameFormat::Label,
+        ("", "services") => NameFormat::Dns1035,
+        _ => NameFormat::Subdomain,
+    }
+}
+
+/// The errors of a name (`field` is e.g. `metadata.name`).
+pub(crate) fn validate_name(format: NameFormat, name: &str, field: &str) -> Vec<FieldError> {
+    let value = Value::from(name);
+    let mut errs = Vec::new();
+    match format {
+        NameFormat::Subdomain => {
+            if name.len() > 253 {
+                errs.push(FieldError::invalid(
+                    field,
+                    &value,
+                    "must be no more than 253 characters",
+                ));
+            }
+            if !name.split('.').all(is_label) {
+                errs.push(FieldError::invalid(field, &value, DNS1123_SUBDOMAIN_MSG));
+            }
+        }
+        NameFormat::Label | NameFormat::Dns1035 => {
+            if name.len() > 63 {
+                errs.push(FieldError::invalid(
+                    field,
+                    &value,
+                    "must be no more than 63 characters",
+                ));
+            }
+            let ok = is_label(name)
+                && (format == NameFormat::Label || name.as_bytes()[0].is_ascii_lowercase());
+            if !ok {
+                let msg = if format == NameFormat::Label {
+                    DNS1123_LABEL_MSG
+                } else {
+                    DNS1035_LABEL_MSG
+                };
+                errs.push(FieldError::invalid(field, &value, msg));
+            }
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::builtin_resources;
+
+    #[test]
+    fn names() {
+        assert!(is_dns1123_subdomain("a.b-c.d"));
+        assert!(!is_dns1123_subdomain("A"));
+        assert!(!is_dns1123_subdomain("a..b"));
+        assert!(is_dns1123_label("abc-1"));
+        assert!(!is_dns1123_label("a.b"));
+        assert!(validate_name(NameFormat::Dns1035, "1abc", "metadata.name").len() == 1);
+        assert!(validate_name(NameFormat::Label, "1abc", "metadata.name").is_empty());
+        assert_eq!(
+            validate_name(NameFormat::Subdomain, &"a".repeat(254), "metadata.name").len(),
+            1
+        );
+    }
+
+    #[test]
+    fn invalid_is_worded_as_upstream() {
+        let cm = builtin_resources()
+            .into_iter()
+            .find(|r| r.plural == "configmaps")
+            .unwrap();
+        let errs = validate_name(NameFormat::Subdomain, "Bad_Name", "metadata.name");
+        let e = invalid(&cm, "Bad_Name", &errs);
+        assert_eq!(e.code, 422);
+        assert!(e.message.starts_with(
+            "ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"
+        ));
+        let details = e.details.unwrap();
+        assert_eq!(details["causes"][0]["field"], "metadata.name");
+        assert!(details.get("group").is_none());
+    }
+}

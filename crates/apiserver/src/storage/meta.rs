@@ -1,0 +1,245 @@
+//! Small helpers over `metadata` of JSON objects, and the system values the server fills in
+//! (uid, timestamps, generated names).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+/// `metadata.<field>` as a string, if present.
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str()
+}
+
+/// `metadata.name` (empty when missing).
+pub(crate) fn name(obj: &Value) -> &str {
+    meta_str(obj, "name").unwrap_or("")
+}
+
+/// `metadata.uid` (empty when missing).
+pub(crate) fn uid(obj: &Value) -> &str {
+    meta_str(obj, "uid").unwrap_or("")
+}
+
+/// `metadata.resourceVersion` (empty when missing).
+pub(crate) fn resource_version(obj: &Value) -> &str {
+    meta_str(obj, "resourceVersion").unwrap_or("")
+}
+
+/// Whether `metadata.deletionTimestamp` is set.
+pub(crate) fn is_deleting(obj: &Value) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|v| !v.is_null())
+}
+
+/// `metadata.finalizers`.
+pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
+    string_list(obj.get("metadata").and_then(|m| m.get("finalizers")))
+}
+
+/// A JSON array of strings as a vector (non-strings are skipped).
+pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `metadata.labels` as a map of strings.
+pub(crate) fn labels(obj: &Value) -> BTreeMap<String, String> {
+    obj.get("metadata")
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `metadata.ownerReferences[*].uid`.
+pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
+    owner_refs(obj)
+        .iter()
+        .filter_map(|r| r.get("uid")?.as_str().map(str::to_string))
+        .collect()
+}
+
+/// `metadata.ownerReferences`.
+pub(crate) fn owner_refs(obj: &Value) -> Vec<Value> {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The `metadata` object, created when missing or not an object.
+pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let map = obj.as_object_mut().expect("made an object above");
+    let meta = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    meta.as_object_mut().expect("made an object above")
+}
+
+/// Sets `metadata.<field>`; `Value::Null` removes it.
+pub(crate) fn set_meta(obj: &mut Value, field: &str, value: Value) {
+    let meta = meta_mut(obj);
+    if value.is_null() {
+        meta.remove(field);
+    } else {
+        meta.insert(field.to_string(), value);
+    }
+}
+
+/// Sets `metadata.finalizers`, removing the field when empty (as the real server stores it).
+pub(crate) fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
+    let value = if finalizers.is_empty() {
+        Value::Null
+    } else {
+        Value::from(finalizers.to_vec())
+    };
+    set_meta(obj, "finalizers", value);
+}
+
+/// A new random (version 4) UUID in its text form.
+pub(crate) fn new_uid() -> String {
+    let mut b: [u8; 16] = rand::random();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+/// Now, as RFC 3339 with second precision (`2024-01-02T03:04:05Z`), as `metav1.Time` is sent.
+pub(crate) fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The characters of generated name suffixes (the real server's alphabet: no vowels, no
+/// confusable digits).
+const ALPHANUMS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// `generateName` plus 5 random characters, the prefix cut to leave room (63 characters in all).
+pub(crate) fn generate_name(prefix: &str) -> String {
+    let keep = prefix.chars().take(58).collect::<String>();
+    let suffix: String = (0..5)
+        .map(|_| ALPHANUMS[rand::random_range(0..ALPHANUMS.len())] as char)
+        .collect();
+    format!("{keep}{suffix}")
+}
+
+/// Whether two objects are the same apart from `metadata.resourceVersion` and
+/// `metadata.managedFields` (a write that changes nothing else is not stored).
+pub(crate) fn same_content(a: &Value, b: &Value) -> bool {
+    strip_volatile(a) == strip_volatile(b)
+}
+
+fn strip_volatile(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+        m.remove("managedFields");
+    }
+    v
+}
+
+/// The object without `metadata` and `status`: what `generation` tracks.
+pub(crate) fn spec_part(v: &Value) -> Value {
+    let mut v = v.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.remove("metadata");
+        m.remove("status");
+        m.remove("apiVersion");
+        m.remove("kind");
+    }
+    v
+}
+
+/// The value at a dotted JSON path such as `.spec.replicas`.
+pub(crate) fn get_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    path.trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .try_fold(obj, |v, key| v.get(key))
+}
+
+/// Sets the value at a dotted JSON path, creating objects on the way.
+pub(crate) fn set_path(obj: &mut Value, path: &str, value: Value) {
+    let keys: Vec<&str> = path
+        .trim_start_matches('.')
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut cur = obj;
+    for (i, key) in keys.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let map = cur.as_object_mut().expect("made an object above");
+        if i + 1 == keys.len() {
+            map.insert(key.to_string(), value);
+            return;
+        }
+        cur = map
+            .entry(key.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn uid_is_v4_text() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(&u[14..15], "4");
+        assert_ne!(u, new_uid());
+    }
+
+    #[test]
+    fn generated_names() {
+        let n = generate_name("web-");
+        assert_eq!(n.len(), 9);
+        assert!(n.starts_with("web-"));
+        assert!(n[4..].bytes().all(|c| ALPHANUMS.contains(&c)));
+        assert_eq!(generate_name(&"x".repeat(80)).len(), 63);
+    }
+
+    #[test]
+    fn paths() {
+        let mut v = json!({});
+        set_path(&mut v, ".spec.replicas", json!(3));
+        assert_eq!(get_path(&v, ".spec.replicas"), Some(&json!(3)));
+        assert_eq!(get_path(&v, ".status.replicas"), None);
+    }
+
+    #[test]
+    fn content_ignores_resource_version() {
+        let a = json!({"metadata": {"name": "a", "resourceVersion": "1"}, "data": {"x": "1"}});
+        let b = json!({"metadata": {"name": "a", "resourceVersion": "2"}, "data": {"x": "1"}});
+        assert!(same_content(&a, &b));
+        assert_eq!(spec_part(&a), json!({"data": {"x": "1"}}));
+    }
+}

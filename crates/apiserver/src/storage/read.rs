@@ -1,0 +1,212 @@
+//! Reads: get, and list with selectors, resourceVersion semantics and consistent pagination
+//! (every page of a list comes from the snapshot of its first page).
+
+use std::ops::Bound;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use serde_json::{Value, json};
+
+use super::select::Selection;
+use super::store::{Data, ObjKey, State, res_key};
+use super::watch::as_version;
+use super::write::{current, obj_key};
+use super::{ListOptions, scale};
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// The message of an expired continue token, as the real server words it.
+pub(crate) const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the returned list.";
+
+/// GET.
+pub(crate) fn get(
+    st: &State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+) -> Result<Value, ApiError> {
+    let key = obj_key(res, namespace, name);
+    let obj = current(st, res, &key, subresource)?;
+    if subresource == Some("scale") {
+        return Ok(scale::to_scale(res, &obj));
+    }
+    Ok(as_version(&obj, &res.api_version()))
+}
+
+/// A decoded continue token.
+#[derive(Debug)]
+struct Continue {
+    rv: u64,
+    after: ObjKey,
+}
+
+fn encode_continue(rv: u64, last: &ObjKey) -> String {
+    let token =
+        json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{}/{}\u{0}", last.0, last.1)});
+    B64.encode(token.to_string())
+}
+
+fn decode_continue(token: &str) -> Result<Continue, ApiError> {
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let bytes = B64
+        .decode(token)
+        .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+        return Err(bad("server does not recognize this encoded version"));
+    }
+    let rv = v
+        .get("rv")
+        .and_then(Value::as_u64)
+        .filter(|r| *r > 0)
+        .ok_or_else(|| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("missing start key"))?;
+    let start = start.trim_end_matches('\u{0}');
+    let (ns, name) = start
+        .split_once('/')
+        .ok_or_else(|| bad("malformed start key"))?;
+    Ok(Continue {
+        rv,
+        after: (ns.to_string(), name.to_string()),
+    })
+}
+
+fn parse_rv(s: &str) -> Result<u64, ApiError> {
+    s.parse::<u64>()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s:?}")))
+}
+
+/// Which data a list reads, and its resourceVersion.
+fn list_source(st: &State, opts: &ListOptions) -> Result<(Data, u64, Option<ObjKey>), ApiError> {
+    if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
+        if opts
+            .resource_version
+            .as_deref()
+            .is_some_and(|r| !r.is_empty() && r != "0")
+        {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        let c = decode_continue(token)?;
+        let data = st
+            .data_at(c.rv)
+            .ok_or_else(|| ApiError::gone(CONTINUE_EXPIRED))?;
+        return Ok((data, c.rv, Some(c.after)));
+    }
+    let rv = opts.resource_version.as_deref().filter(|r| !r.is_empty());
+    let exact = opts.resource_version_match.as_deref() == Some("Exact");
+    match (rv, exact) {
+        (None, _) | (Some("0"), false) => Ok((st.data.clone(), st.rv, None)),
+        (Some(r), true) => {
+            let want = parse_rv(r)?;
+            if want > st.rv {
+                return Err(too_large(want, st.rv));
+            }
+            let data = st.data_at(want).ok_or_else(|| {
+                ApiError::gone("The resourceVersion for the provided list is too old.")
+            })?;
+            Ok((data, want, None))
+        }
+        (Some(r), false) => {
+            let want = parse_rv(r)?;
+            if want > st.rv {
+                return Err(too_large(want, st.rv));
+            }
+            Ok((st.data.clone(), st.rv, None))
+        }
+    }
+}
+
+/// A resourceVersion from the future: the real server waits a few seconds, then answers this.
+fn too_large(want: u64, current: u64) -> ApiError {
+    ApiError::new(504, "Timeout", format!("Too large resource version: {want}, current: {current}"))
+        .with_details(json!({"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1}))
+}
+
+/// GET on a collection.
+pub(crate) fn list(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    opts: &ListOptions,
+) -> Result<Value, ApiError> {
+    let sel = Selection::parse(
+        res,
+        namespace,
+        opts.label_selector.as_deref(),
+        opts.field_selector.as_deref(),
+    )?;
+    let (data, list_rv, after) = list_source(st, opts)?;
+    let limit = opts.limit.filter(|l| *l > 0);
+    let rk = res_key(res);
+    let api_version = res.api_version();
+    let mut items = Vec::new();
+    let mut last: Option<ObjKey> = None;
+    let mut remaining = 0usize;
+    if let Some(objs) = data.get(&rk) {
+        let lower = match (&after, &sel.namespace) {
+            (Some(k), _) => Bound::Excluded(k.clone()),
+            (None, Some(ns)) => Bound::Included((ns.clone(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let upper = match &sel.namespace {
+            Some(ns) => Bound::Excluded((format!("{ns}\u{0}"), String::new())),
+            None => Bound::Unbounded,
+        };
+        for (key, obj) in objs.range((lower, upper)) {
+            if !sel.matches(obj) {
+                continue;
+            }
+            if limit.is_some_and(|l| items.len() >= l) {
+                remaining += 1;
+                continue;
+            }
+            items.push(as_version(obj, &api_version));
+            last = Some(key.clone());
+        }
+    }
+    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+    if remaining > 0
+        && let Some(last) = &last
+    {
+        // Later pages read the snapshot of this one.
+        let snap_rv = if after.is_some() {
+            list_rv
+        } else {
+            st.snapshot_at(list_rv, &data)
+        };
+        metadata["continue"] = Value::from(encode_continue(snap_rv, last));
+        if opts.label_selector.as_deref().is_none_or(str::is_empty)
+            && opts.field_selector.as_deref().is_none_or(str::is_empty)
+        {
+            metadata["remainingItemCount"] = Value::from(remaining);
+        }
+    }
+    Ok(json!({
+        "apiVersion": api_version,
+        "kind": res.list_kind,
+        "metadata": metadata,
+        "items": items,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let t = encode_continue(42, &("ns".into(), "a".into()));
+        let c = decode_continue(&t).unwrap();
+        assert_eq!((c.rv, c.after), (42, ("ns".to_string(), "a".to_string())));
+        assert_eq!(decode_continue("!!").unwrap_err().code, 400);
+        let cluster = decode_continue(&encode_continue(7, &(String::new(), "n".into()))).unwrap();
+        assert_eq!(cluster.after, (String::new(), "n".to_string()));
+    }
+}

@@ -1,0 +1,363 @@
+//! Per-kind write rules of the built-in resources: defaults the real server fills in on create,
+//! status handling, immutable fields, and the few required fields that controllers trip over.
+
+// Per-kind rules read best as one match arm per kind with its checks inside.
+#![allow(clippy::collapsible_match)]
+
+use serde_json::{Value, json};
+
+use super::invalid::FieldError;
+use super::meta;
+use crate::resource::ResourceInfo;
+
+/// `(group, plural)` of a resource, for matching.
+fn gp(res: &ResourceInfo) -> (&str, &str) {
+    (res.group.as_str(), res.plural.as_str())
+}
+
+/// Inserts `value` at `path` when absent.
+fn default_at(obj: &mut Value, path: &str, value: Value) {
+    if meta::get_path(obj, path).is_none_or(Value::is_null) {
+        meta::set_path(obj, path, value);
+    }
+}
+
+/// Defaults of a pod template's (or pod's) spec.
+fn default_pod_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    default_at(spec, "restartPolicy", json!("Always"));
+    default_at(spec, "dnsPolicy", json!("ClusterFirst"));
+    default_at(spec, "schedulerName", json!("default-scheduler"));
+    default_at(spec, "terminationGracePeriodSeconds", json!(30));
+    default_at(spec, "securityContext", json!({}));
+    for list in ["containers", "initContainers"] {
+        if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in cs.iter_mut().filter(|c| c.is_object()) {
+                default_at(c, "terminationMessagePath", json!("/dev/termination-log"));
+                default_at(c, "terminationMessagePolicy", json!("File"));
+                let latest = c
+                    .get("image")
+                    .and_then(Value::as_str)
+                    .is_some_and(|i| !i.contains(':') || i.ends_with(":latest"));
+                default_at(
+                    c,
+                    "imagePullPolicy",
+                    json!(if latest { "Always" } else { "IfNotPresent" }),
+                );
+                default_at(c, "resources", json!({}));
+                if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+                    for p in ports.iter_mut().filter(|p| p.is_object()) {
+                        default_at(p, "protocol", json!("TCP"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Fills in the defaults the real server applies on create (a representative subset: what
+/// controllers and `kubectl` read back).
+pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Value, next_cluster_ip: &mut u32) {
+    match gp(res) {
+        ("", "pods") => {
+            if let Some(spec) = obj.get_mut("spec") {
+                default_pod_spec(spec);
+            }
+            default_at(obj, ".spec.enableServiceLinks", json!(true));
+        }
+        ("", "secrets") => default_at(obj, ".type", json!("Opaque")),
+        ("", "services") => {
+            default_at(obj, ".spec.type", json!("ClusterIP"));
+            default_at(obj, ".spec.sessionAffinity", json!("None"));
+            let kind = meta::get_path(obj, ".spec.type")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if kind != "ExternalName"
+                && meta::get_path(obj, ".spec.clusterIP")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+            {
+                let n = *next_cluster_ip;
+                *next_cluster_ip += 1;
+                let ip = format!("10.96.{}.{}", (n >> 8) & 0xff, n & 0xff);
+                meta::set_path(obj, ".spec.clusterIP", json!(ip));
+            }
+            if let Some(ip) = meta::get_path(obj, ".spec.clusterIP").cloned() {
+                default_at(obj, ".spec.clusterIPs", json!([ip]));
+            }
+            if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+                for p in ports.iter_mut().filter(|p| p.is_object()) {
+                    default_at(p, "protocol", json!("TCP"));
+                    if let Some(port) = p.get("port").cloned() {
+                        default_at(p, "targetPort", port);
+                    }
+                }
+            }
+        }
+        ("", "persistentvolumeclaims") => default_at(obj, ".spec.volumeMode", json!("Filesystem")),
+        ("apps", "deployments") => {
+            default_at(obj, ".spec.replicas", json!(1));
+            default_at(obj, ".spec.revisionHistoryLimit", json!(10));
+            default_at(obj, ".spec.progressDeadlineSeconds", json!(600));
+            default_at(
+                obj,
+                ".spec.strategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+            );
+            default_template(obj);
+        }
+        ("apps", "replicasets") => {
+            default_at(obj, ".spec.replicas", json!(1));
+            default_template(obj);
+        }
+        ("apps", "statefulsets") => {
+            default_at(obj, ".spec.replicas", json!(1));
+            default_at(obj, ".spec.podManagementPolicy", json!("OrderedReady"));
+            default_at(obj, ".spec.revisionHistoryLimit", json!(10));
+            default_at(
+                obj,
+                ".spec.updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
+            default_template(obj);
+        }
+        ("apps", "daemonsets") => {
+            default_at(obj, ".spec.revisionHistoryLimit", json!(10));
+            default_at(
+                obj,
+                ".spec.updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
+            default_template(obj);
+        }
+        ("batch", "jobs") => {
+            default_at(obj, ".spec.parallelism", json!(1));
+            default_at(obj, ".spec.completions", json!(1));
+            default_at(obj, ".spec.backoffLimit", json!(6));
+            default_at(obj, ".spec.completionMode", json!("NonIndexed"));
+            default_at(obj, ".spec.suspend", json!(false));
+            default_template(obj);
+        }
+        ("batch", "cronjobs") => {
+            default_at(obj, ".spec.concurrencyPolicy", json!("Allow"));
+            default_at(obj, ".spec.suspend", json!(false));
+            default_at(obj, ".spec.successfulJobsHistoryLimit", json!(3));
+            default_at(obj, ".spec.failedJobsHistoryLimit", json!(1));
+        }
+        _ => {}
+    }
+}
+
+fn default_template(obj: &mut Value) {
+    if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
+        default_pod_spec(spec);
+    }
+}
+
+/// The status an object gets on create when the client's status is dropped (resources with a
+/// status subresource ignore the status of a create).
+pub(crate) fn initial_status(res: &ResourceInfo) -> Option<Value> {
+    match gp(res) {
+        ("", "pods") => Some(json!({"phase": "Pending", "qosClass": "BestEffort"})),
+        ("", "namespaces") => Some(json!({"phase": "Active"})),
+        ("", "persistentvolumeclaims") => Some(json!({"phase": "Pending"})),
+        ("", "services") => Some(json!({"loadBalancer": {}})),
+        ("apiextensions.k8s.io", _) => None,
+        _ if res.custom => None,
+        _ if res.status_subresource => Some(json!({})),
+        _ => None,
+    }
+}
+
+/// Create-time rules of namespaces: the `kubernetes` finalizer, the name label, phase Active.
+pub(crate) fn namespace_on_create(obj: &mut Value) {
+    let name = meta::name(obj).to_string();
+    default_at(obj, ".spec.finalizers", json!(["kubernetes"]));
+    let m = meta::meta_mut(obj);
+    let labels = m.entry("labels").or_insert_with(|| json!({}));
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("kubernetes.io/metadata.name".into(), Value::from(name));
+    }
+}
+
+/// The required fields of a few kinds (the checks controllers most often hit).
+pub(crate) fn validate_required(res: &ResourceInfo, obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let has = |path: &str| meta::get_path(obj, path).is_some_and(|v| !v.is_null());
+    let nonempty_array = |path: &str| {
+        meta::get_path(obj, path)
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    };
+    match gp(res) {
+        ("", "pods") => {
+            if !nonempty_array(".spec.containers") {
+                errs.push(FieldError::required("spec.containers", ""));
+            }
+        }
+        ("apps", "deployments")
+        | ("apps", "replicasets")
+        | ("apps", "statefulsets")
+        | ("apps", "daemonsets") => {
+            if !has(".spec.selector") {
+                errs.push(FieldError::required("spec.selector", ""));
+            } else if let (Some(sel), Some(labels)) = (
+                meta::get_path(obj, ".spec.selector.matchLabels").and_then(Value::as_object),
+                meta::get_path(obj, ".spec.template.metadata.labels").and_then(Value::as_object),
+            ) && sel.iter().any(|(k, v)| labels.get(k) != Some(v))
+            {
+                errs.push(FieldError::invalid(
+                    "spec.template.metadata.labels",
+                    &Value::Object(labels.clone()),
+                    "`selector` does not match template `labels`",
+                ));
+            }
+            if !nonempty_array(".spec.template.spec.containers") {
+                errs.push(FieldError::required("spec.template.spec.containers", ""));
+            }
+        }
+        ("batch", "jobs") => {
+            if !nonempty_array(".spec.template.spec.containers") {
+                errs.push(FieldError::required("spec.template.spec.containers", ""));
+            }
+        }
+        ("coordination.k8s.io", "leases") | ("", "configmaps") | ("", "secrets") => {}
+        _ => {}
+    }
+    errs
+}
+
+/// Fields that cannot change on update (`old` is the stored object, `new` the proposed one).
+pub(crate) fn validate_immutable(res: &ResourceInfo, old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let changed = |path: &str| meta::get_path(old, path) != meta::get_path(new, path);
+    let immutable = |path: &str| {
+        FieldError::invalid(
+            path.trim_start_matches('.'),
+            meta::get_path(new, path).unwrap_or(&Value::Null),
+            "field is immutable",
+        )
+    };
+    match gp(res) {
+        ("", "configmaps") | ("", "secrets") => {
+            if meta::get_path(old, ".immutable") == Some(&Value::Bool(true)) {
+                let msg = "field is immutable when `immutable` is set";
+                if meta::get_path(new, ".immutable") != Some(&Value::Bool(true)) {
+                    errs.push(FieldError::forbidden("immutable", msg));
+                }
+                for f in ["data", "binaryData", "stringData"] {
+                    if changed(f) {
+                        errs.push(FieldError::forbidden(f, msg));
+                    }
+                }
+            }
+            if res.plural == "secrets" && changed(".type") {
+                errs.push(immutable(".type"));
+            }
+        }
+        ("apps", "deployments")
+        | ("apps", "replicasets")
+        | ("apps", "statefulsets")
+        | ("apps", "daemonsets") => {
+            if changed(".spec.selector") {
+                errs.push(immutable(".spec.selector"));
+            }
+        }
+        ("batch", "jobs") => {
+            if changed(".spec.selector") {
+                errs.push(immutable(".spec.selector"));
+            }
+            if changed(".spec.template") {
+                errs.push(immutable(".spec.template"));
+            }
+            if changed(".spec.completions") {
+                errs.push(immutable(".spec.completions"));
+            }
+        }
+        ("", "services") => {
+            let old_ip = meta::get_path(old, ".spec.clusterIP")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let new_ip = meta::get_path(new, ".spec.clusterIP")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if !old_ip.is_empty() && old_ip != new_ip {
+                errs.push(immutable(".spec.clusterIP"));
+            }
+        }
+        ("", "persistentvolumeclaims") => {
+            if changed(".spec.storageClassName")
+                || changed(".spec.accessModes")
+                || changed(".spec.volumeMode")
+            {
+                errs.push(FieldError::forbidden(
+                    "spec",
+                    "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+                ));
+            }
+        }
+        _ => {}
+    }
+    errs
+}
+
+/// Services keep their clusterIP when an update leaves it out (the real server copies it).
+pub(crate) fn carry_over(res: &ResourceInfo, old: &Value, new: &mut Value) {
+    if gp(res) == ("", "services") {
+        for path in [".spec.clusterIP", ".spec.clusterIPs"] {
+            if meta::get_path(new, path).is_none_or(|v| v.is_null() || v == "")
+                && let Some(v) = meta::get_path(old, path).cloned()
+            {
+                meta::set_path(new, path, v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::builtin_resources;
+
+    fn res(plural: &str) -> ResourceInfo {
+        builtin_resources()
+            .into_iter()
+            .find(|r| r.plural == plural)
+            .unwrap()
+    }
+
+    #[test]
+    fn deployment_defaults() {
+        let mut d = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        apply_defaults(&res("deployments"), &mut d, &mut 1);
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+            "Always"
+        );
+    }
+
+    #[test]
+    fn services_get_cluster_ips() {
+        let mut next = 1;
+        let mut a = json!({"spec": {"ports": [{"port": 80}]}});
+        let mut b = json!({"spec": {}});
+        apply_defaults(&res("services"), &mut a, &mut next);
+        apply_defaults(&res("services"), &mut b, &mut next);
+        assert_eq!(a["spec"]["clusterIP"], "10.96.0.1");
+        assert_eq!(b["spec"]["clusterIP"], "10.96.0.2");
+        assert_eq!(a["spec"]["ports"][0]["targetPort"], 80);
+    }
+
+    #[test]
+    fn immutable_configmap() {
+        let old = json!({"immutable": true, "data": {"a": "1"}});
+        let new = json!({"immutable": true, "data": {"a": "2"}});
+        let errs = validate_immutable(&res("configmaps"), &old, &new);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].field, "data");
+    }
+}

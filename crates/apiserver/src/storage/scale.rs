@@ -1,0 +1,146 @@
+//! The `scale` subresource: an `autoscaling/v1 Scale` view of a workload's replicas.
+
+use serde_json::{Value, json};
+
+use super::invalid::{FieldError, invalid_kind};
+use super::store::State;
+use super::write::{check_precondition, commit_update, current, obj_key};
+use super::{WriteOptions, meta};
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// The label selector of a built-in workload (`spec.selector`, a `LabelSelector` object) as
+/// the string form `Scale.status.selector` carries.
+fn selector_string(sel: &Value) -> String {
+    if let Some(s) = sel.as_str() {
+        return s.to_string();
+    }
+    let labels = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()));
+    let exprs = sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| crt_labels::MatchExpression {
+            key: e
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            operator: e
+                .get("operator")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            values: meta::string_list(e.get("values")),
+        });
+    crt_labels::LabelSelector::from_parts(labels.collect::<Vec<_>>(), exprs.collect::<Vec<_>>())
+        .map(|s| s.to_string())
+        .unwrap_or_default()
+}
+
+/// The `Scale` of an object.
+pub(crate) fn to_scale(res: &ResourceInfo, obj: &Value) -> Value {
+    let Some(info) = &res.scale else {
+        return Value::Null;
+    };
+    let spec = meta::get_path(obj, &info.spec_replicas_path)
+        .cloned()
+        .unwrap_or(json!(0));
+    let status = meta::get_path(obj, &info.status_replicas_path)
+        .cloned()
+        .unwrap_or(json!(0));
+    let mut scale = json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": meta::name(obj),
+            "uid": meta::uid(obj),
+            "resourceVersion": meta::resource_version(obj),
+            "creationTimestamp": meta::meta_str(obj, "creationTimestamp"),
+        },
+        "spec": {"replicas": spec},
+        "status": {"replicas": status},
+    });
+    if let Some(ns) = meta::meta_str(obj, "namespace") {
+        scale["metadata"]["namespace"] = Value::from(ns);
+    }
+    if let Some(path) = &info.label_selector_path
+        && let Some(sel) = meta::get_path(obj, path)
+    {
+        let text = if res.custom {
+            sel.as_str().unwrap_or_default().to_string()
+        } else {
+            selector_string(sel)
+        };
+        if !text.is_empty() {
+            scale["status"]["selector"] = Value::from(text);
+        }
+    }
+    scale
+}
+
+/// PUT on `scale`: sets the replicas of the object (with its generation bump); answers the new
+/// `Scale`.
+pub(crate) fn update(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let key = obj_key(res, namespace, name);
+    let old = current(st, res, &key, Some("scale"))?;
+    let info = res.scale.clone().ok_or_else(super::not_served)?;
+    if let Some(kind) = body.get("kind").and_then(Value::as_str)
+        && kind != "Scale"
+    {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version \"v1\" cannot be handled as a Scale: the kind in the data ({kind}) does not match the expected kind (Scale)"
+        )));
+    }
+    if !meta::name(&body).is_empty() && meta::name(&body) != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            meta::name(&body)
+        )));
+    }
+    check_precondition(res, &old, &body)?;
+    let replicas = body
+        .get("spec")
+        .and_then(|s| s.get("replicas"))
+        .cloned()
+        .unwrap_or(json!(0));
+    match replicas.as_i64() {
+        Some(n) if n >= 0 && n <= i64::from(i32::MAX) => {}
+        _ => {
+            let err = FieldError::invalid(
+                "spec.replicas",
+                &replicas,
+                "must be greater than or equal to 0",
+            );
+            return Err(invalid_kind("Scale", "autoscaling", name, &[err]));
+        }
+    }
+    let mut new = (*old).clone();
+    meta::set_path(&mut new, &info.spec_replicas_path, replicas);
+    let stored = commit_update(st, res, key, old, new, opts)?;
+    Ok(to_scale(res, &stored))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selector_of_a_label_selector_object() {
+        let sel = json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]}]});
+        assert_eq!(selector_string(&sel), "app=web,tier in (a)");
+    }
+}

@@ -1,0 +1,244 @@
+//! What a list or watch selects: a namespace, a label selector and a field selector, with the
+//! field labels each kind supports (the real server's `GetAttrs` / field label conversion).
+
+use crt_labels::{FieldSelector, LabelSelector};
+use serde_json::Value;
+
+use super::meta;
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// Which field labels a kind supports beyond `metadata.name` and `metadata.namespace`.
+fn kind_fields(group: &str, kind: &str) -> &'static [&'static str] {
+    match (group, kind) {
+        ("", "Pod") => &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+        ("", "Event") | ("events.k8s.io", "Event") => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        ("", "Secret") => &["type"],
+        ("", "Namespace") => &["status.phase"],
+        ("", "Node") => &["spec.unschedulable"],
+        ("", "ReplicationController") | ("apps", "ReplicaSet") => &["status.replicas"],
+        ("batch", "Job") => &["status.successful"],
+        _ => &[],
+    }
+}
+
+/// The value of a field label on an object (`None` when the object lacks it; the real server
+/// then compares against the empty string, which `FieldRequirement` does for `None`).
+fn field_value(group: &str, kind: &str, obj: &Value, field: &str) -> Option<String> {
+    match field {
+        "metadata.name" => return Some(meta::name(obj).to_string()),
+        "metadata.namespace" => {
+            return Some(meta::meta_str(obj, "namespace").unwrap_or("").to_string());
+        }
+        _ => {}
+    }
+    let path = match (group, kind, field) {
+        ("", "Event", "source") => "source.component".to_string(),
+        ("events.k8s.io", "Event", f) => events_k8s_io_path(f),
+        _ => field.to_string(),
+    };
+    let v = meta::get_path(obj, &path);
+    let text = match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(_) | None => match (kind, field) {
+            // Booleans and counters that default to false / 0 select as such.
+            ("Node", "spec.unschedulable") | ("Pod", "spec.hostNetwork") => "false".into(),
+            ("Job", "status.successful") | ("ReplicaSet", "status.replicas") => "0".into(),
+            _ => String::new(),
+        },
+    };
+    Some(text)
+}
+
+/// events.k8s.io/v1 names the core field labels after its own fields.
+fn events_k8s_io_path(field: &str) -> String {
+    if let Some(rest) = field.strip_prefix("involvedObject.") {
+        return format!("regarding.{rest}");
+    }
+    match field {
+        "source" => "deprecatedSource.component".into(),
+        other => other.into(),
+    }
+}
+
+/// A parsed selection over one resource.
+#[derive(Clone, Debug)]
+pub(crate) struct Selection {
+    group: String,
+    kind: String,
+    /// Only objects of this namespace (`None`: every namespace).
+    pub(crate) namespace: Option<String>,
+    labels: Option<LabelSelector>,
+    fields: Option<FieldSelector>,
+}
+
+impl Selection {
+    /// Parses the selectors of a request: a malformed selector or an unsupported field label is
+    /// 400 BadRequest, as the real server answers.
+    pub(crate) fn parse(
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<Self, ApiError> {
+        let labels = match label_selector.map(str::trim).filter(|s| !s.is_empty()) {
+            None => None,
+            Some(s) => Some(
+                s.parse::<LabelSelector>()
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?,
+            ),
+        };
+        let fields = match field_selector.map(str::trim).filter(|s| !s.is_empty()) {
+            None => None,
+            Some(s) => {
+                let sel = s
+                    .parse::<FieldSelector>()
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?;
+                let supported = kind_fields(&res.group, &res.kind);
+                for f in sel.fields() {
+                    if f != "metadata.name" && f != "metadata.namespace" && !supported.contains(&f)
+                    {
+                        return Err(ApiError::bad_request(format!(
+                            "field label not supported: {f}"
+                        )));
+                    }
+                }
+                Some(sel)
+            }
+        };
+        Ok(Selection {
+            group: res.group.clone(),
+            kind: res.kind.clone(),
+            namespace: if res.namespaced {
+                namespace.map(str::to_string)
+            } else {
+                None
+            },
+            labels,
+            fields,
+        })
+    }
+
+    /// Everything of a resource in a namespace (or all namespaces).
+    pub(crate) fn all(res: &ResourceInfo, namespace: Option<&str>) -> Self {
+        Selection {
+            group: res.group.clone(),
+            kind: res.kind.clone(),
+            namespace: if res.namespaced {
+                namespace.map(str::to_string)
+            } else {
+                None
+            },
+            labels: None,
+            fields: None,
+        }
+    }
+
+    /// Whether the object is selected.
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
+        if let Some(ns) = &self.namespace
+            && meta::meta_str(obj, "namespace").unwrap_or("") != ns
+        {
+            return false;
+        }
+        if let Some(labels) = &self.labels {
+            let map = obj
+                .get("metadata")
+                .and_then(|m| m.get("labels"))
+                .and_then(Value::as_object);
+            if !labels.matches_fn(|k| map.and_then(|m| m.get(k)).and_then(Value::as_str)) {
+                return false;
+            }
+        }
+        if let Some(fields) = &self.fields
+            && !fields.matches_fn(|f| field_value(&self.group, &self.kind, obj, f))
+        {
+            return false;
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::builtin_resources;
+    use serde_json::json;
+
+    fn res(plural: &str) -> ResourceInfo {
+        builtin_resources()
+            .into_iter()
+            .find(|r| r.plural == plural && r.group.is_empty())
+            .unwrap()
+    }
+
+    #[test]
+    fn labels_and_fields() {
+        let pods = res("pods");
+        let pod = json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {"nodeName": "n1"}, "status": {"phase": "Running"}});
+        let sel = Selection::parse(
+            &pods,
+            None,
+            Some("app=web"),
+            Some("spec.nodeName=n1,status.phase!=Failed"),
+        )
+        .unwrap();
+        assert!(sel.matches(&pod));
+        let sel = Selection::parse(&pods, Some("other"), None, None).unwrap();
+        assert!(!sel.matches(&pod));
+        let sel = Selection::parse(&pods, None, Some("app notin (web)"), None).unwrap();
+        assert!(!sel.matches(&pod));
+        let sel = Selection::parse(&pods, None, None, Some("metadata.name=b")).unwrap();
+        assert!(!sel.matches(&pod));
+    }
+
+    #[test]
+    fn unsupported_field_is_bad_request() {
+        let err =
+            Selection::parse(&res("configmaps"), None, None, Some("spec.nodeName=x")).unwrap_err();
+        assert_eq!(err.code, 400);
+        assert_eq!(err.message, "field label not supported: spec.nodeName");
+        let err = Selection::parse(&res("pods"), None, Some("a in ("), None).unwrap_err();
+        assert_eq!(err.code, 400);
+    }
+
+    #[test]
+    fn defaults_of_boolean_fields() {
+        let nodes = res("nodes");
+        let sel = Selection::parse(&nodes, None, None, Some("spec.unschedulable=false")).unwrap();
+        assert!(sel.matches(&json!({"metadata": {"name": "n"}, "spec": {}})));
+        let events = res("events");
+        let sel = Selection::parse(
+            &events,
+            None,
+            None,
+            Some("involvedObject.name=p,source=kubelet"),
+        )
+        .unwrap();
+        assert!(sel.matches(&json!({"metadata": {"name": "e"}, "involvedObject": {"name": "p"}, "source": {"component": "kubelet"}})));
+    }
+}

@@ -1,0 +1,317 @@
+//! The data: persistent maps of objects per resource, the global resourceVersion, the indexes
+//! (uid, owners), the snapshots kept for paginated lists, and the commit primitives that every
+//! write goes through ([`State::put`], [`State::remove`]).
+//!
+//! Objects are `Arc<serde_json::Value>` in an `imbl::OrdMap` keyed by `(namespace, name)`
+//! (namespace `""` for cluster-scoped objects), one map per resource storage key
+//! (`plural.group`), all in an `imbl::HashMap`. Cloning the whole [`Data`] is O(1): that is a
+//! snapshot.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+use super::StorageConfig;
+use super::meta;
+use super::watch::{Event, EventKind, Watchers, Window};
+use crate::resource::{ResourceInfo, builtin_resources};
+
+/// `(namespace, name)`; namespace `""` for cluster-scoped objects.
+pub(crate) type ObjKey = (String, String);
+/// The objects of one resource.
+pub(crate) type Objects = imbl::OrdMap<ObjKey, Arc<Value>>;
+/// Every object, per resource storage key.
+pub(crate) type Data = imbl::HashMap<String, Objects>;
+
+/// The storage key of a resource: objects of every version of one resource share it.
+pub(crate) fn res_key(res: &ResourceInfo) -> String {
+    res.group_resource()
+}
+
+/// Where an object lives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Loc {
+    /// Resource storage key.
+    pub(crate) res: String,
+    /// `(namespace, name)`.
+    pub(crate) key: ObjKey,
+}
+
+/// The served resources: built-in ones and those of registered CRDs.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Registry {
+    builtin: Vec<ResourceInfo>,
+    /// Per CRD name, the resource at each served version (storage version first).
+    crds: std::collections::BTreeMap<String, Vec<ResourceInfo>>,
+}
+
+impl Registry {
+    fn new() -> Self {
+        Registry {
+            builtin: builtin_resources(),
+            crds: Default::default(),
+        }
+    }
+
+    /// Every served resource, built-in first.
+    pub(crate) fn all(&self) -> impl Iterator<Item = &ResourceInfo> {
+        self.builtin.iter().chain(self.crds.values().flatten())
+    }
+
+    /// The resource at `group/version/plural`.
+    pub(crate) fn resolve(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&ResourceInfo> {
+        self.all()
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+    }
+
+    /// A resource (its preferred version) by storage key.
+    pub(crate) fn by_key(&self, key: &str) -> Option<&ResourceInfo> {
+        self.all().find(|r| res_key(r) == key)
+    }
+
+    /// The resources a CRD serves.
+    pub(crate) fn crd(&self, name: &str) -> Option<&Vec<ResourceInfo>> {
+        self.crds.get(name)
+    }
+
+    /// Registers (or re-registers) the resources of a CRD.
+    pub(crate) fn set_crd(&mut self, name: &str, resources: Vec<ResourceInfo>) {
+        self.crds.insert(name.to_string(), resources);
+    }
+
+    /// Unregisters a CRD's resources.
+    pub(crate) fn remove_crd(&mut self, name: &str) -> Option<Vec<ResourceInfo>> {
+        self.crds.remove(name)
+    }
+}
+
+/// Everything behind the store's lock.
+pub(crate) struct State {
+    /// The objects.
+    pub(crate) data: Data,
+    /// The latest resourceVersion.
+    pub(crate) rv: u64,
+    /// uid -> location.
+    pub(crate) uids: HashMap<String, Loc>,
+    /// owner uid -> uids of the objects that name it in `ownerReferences`.
+    pub(crate) dependents: HashMap<String, BTreeSet<String>>,
+    /// Recent events.
+    pub(crate) window: Window,
+    /// Running watchers.
+    pub(crate) watchers: Watchers,
+    /// Snapshots taken for paginated lists, oldest first.
+    pub(crate) snapshots: VecDeque<(u64, Data)>,
+    /// Lists and continue tokens older than this get 410.
+    pub(crate) compacted: u64,
+    /// Served resources.
+    pub(crate) registry: Registry,
+    /// The resourceVersion up to which every event has been handed to watchers (read by
+    /// bookmark timers without the lock).
+    pub(crate) published: Arc<AtomicU64>,
+    /// Tunables.
+    pub(crate) config: StorageConfig,
+    /// Next ClusterIP to hand out (10.96.0.0/12).
+    pub(crate) next_cluster_ip: u32,
+}
+
+impl State {
+    /// An empty state (no namespaces yet).
+    pub(crate) fn new(config: StorageConfig) -> Self {
+        State {
+            data: Data::new(),
+            rv: 0,
+            uids: HashMap::new(),
+            dependents: HashMap::new(),
+            window: Window::new(config.watch_window),
+            watchers: Watchers::default(),
+            snapshots: VecDeque::new(),
+            compacted: 0,
+            registry: Registry::new(),
+            published: Arc::new(AtomicU64::new(0)),
+            config,
+            next_cluster_ip: 1,
+        }
+    }
+
+    /// The object at a location.
+    pub(crate) fn get(&self, res: &str, key: &ObjKey) -> Option<&Arc<Value>> {
+        self.data.get(res)?.get(key)
+    }
+
+    /// The object with a uid.
+    pub(crate) fn by_uid(&self, uid: &str) -> Option<(Loc, Arc<Value>)> {
+        let loc = self.uids.get(uid)?;
+        let obj = self.get(&loc.res, &loc.key)?.clone();
+        Some((loc.clone(), obj))
+    }
+
+    /// Stores an object (create or update): bumps the resourceVersion, stamps it on the object,
+    /// updates indexes, records and fans out the event. Answers the stored object.
+    pub(crate) fn put(&mut self, res: &str, key: ObjKey, mut obj: Value) -> Arc<Value> {
+        self.rv += 1;
+        let rv = self.rv;
+        meta::set_meta(&mut obj, "resourceVersion", Value::from(rv.to_string()));
+        let obj = Arc::new(obj);
+        let previous = self
+            .data
+            .entry(res.to_string())
+            .or_default()
+            .insert(key.clone(), obj.clone());
+        if let Some(prev) = &previous {
+            self.unindex(prev);
+        }
+        self.index(res, &key, &obj);
+        let kind = if previous.is_some() {
+            EventKind::Modified
+        } else {
+            EventKind::Added
+        };
+        self.record(Event {
+            rv,
+            res: res.to_string(),
+            kind,
+            object: obj.clone(),
+            previous,
+        });
+        obj
+    }
+
+    /// Removes an object: bumps the resourceVersion, records and fans out DELETED with the last
+    /// state carrying the new resourceVersion. Answers that last state.
+    pub(crate) fn remove(&mut self, res: &str, key: &ObjKey) -> Option<Arc<Value>> {
+        let previous = self.data.get_mut(res)?.remove(key)?;
+        self.rv += 1;
+        let rv = self.rv;
+        self.unindex(&previous);
+        let mut last = (*previous).clone();
+        meta::set_meta(&mut last, "resourceVersion", Value::from(rv.to_string()));
+        let last = Arc::new(last);
+        self.record(Event {
+            rv,
+            res: res.to_string(),
+            kind: EventKind::Deleted,
+            object: last.clone(),
+            previous: Some(previous),
+        });
+        Some(last)
+    }
+
+    fn record(&mut self, event: Event) {
+        let event = Arc::new(event);
+        self.watchers.dispatch(&event);
+        self.published.store(event.rv, Ordering::Release);
+        self.window.push(event);
+    }
+
+    fn index(&mut self, res: &str, key: &ObjKey, obj: &Value) {
+        let uid = meta::uid(obj);
+        if uid.is_empty() {
+            return;
+        }
+        self.uids.insert(
+            uid.to_string(),
+            Loc {
+                res: res.to_string(),
+                key: key.clone(),
+            },
+        );
+        for owner in meta::owner_uids(obj) {
+            self.dependents
+                .entry(owner)
+                .or_default()
+                .insert(uid.to_string());
+        }
+    }
+
+    fn unindex(&mut self, obj: &Value) {
+        let uid = meta::uid(obj);
+        self.uids.remove(uid);
+        for owner in meta::owner_uids(obj) {
+            if let Some(set) = self.dependents.get_mut(&owner) {
+                set.remove(uid);
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
+                }
+            }
+        }
+    }
+
+    /// The uids of the objects that name `owner_uid` as an owner.
+    pub(crate) fn dependents_of(&self, owner_uid: &str) -> Vec<String> {
+        self.dependents
+            .get(owner_uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Keeps a snapshot of the current data for continue tokens (at most
+    /// `StorageConfig::list_snapshots`), and answers its resourceVersion.
+    pub(crate) fn snapshot(&mut self) -> u64 {
+        let rv = self.rv;
+        if self.snapshots.back().map(|(r, _)| *r) != Some(rv) {
+            self.snapshots.push_back((rv, self.data.clone()));
+            while self.snapshots.len() > self.config.list_snapshots.max(1) {
+                self.snapshots.pop_front();
+            }
+        }
+        rv
+    }
+
+    /// Keeps `data` (read at `rv`) as a snapshot for continue tokens; answers `rv`.
+    pub(crate) fn snapshot_at(&mut self, rv: u64, data: &Data) -> u64 {
+        if rv == self.rv {
+            return self.snapshot();
+        }
+        if !self.snapshots.iter().any(|(r, _)| *r == rv) {
+            self.snapshots.push_back((rv, data.clone()));
+            self.snapshots.make_contiguous().sort_by_key(|(r, _)| *r);
+            while self.snapshots.len() > self.config.list_snapshots.max(1) {
+                self.snapshots.pop_front();
+            }
+        }
+        rv
+    }
+
+    /// The data as of `rv`, when a snapshot of it is kept (or it is the current one).
+    pub(crate) fn data_at(&self, rv: u64) -> Option<Data> {
+        if rv < self.compacted {
+            return None;
+        }
+        if rv == self.rv {
+            return Some(self.data.clone());
+        }
+        self.snapshots
+            .iter()
+            .find(|(r, _)| *r == rv)
+            .map(|(_, d)| d.clone())
+    }
+
+    /// Fault injection: forgets the event window and every snapshot.
+    pub(crate) fn compact(&mut self) {
+        self.window.compact(self.rv);
+        self.snapshots.clear();
+        self.compacted = self.rv;
+    }
+
+    /// A full copy of the objects and the resourceVersion, to compare in tests.
+    #[cfg(test)]
+    pub(crate) fn dump(&self) -> (u64, Vec<(String, ObjKey, Value)>) {
+        let mut all: Vec<(String, ObjKey, Value)> = self
+            .data
+            .iter()
+            .flat_map(|(r, objs)| {
+                objs.iter()
+                    .map(move |(k, v)| (r.clone(), k.clone(), (**v).clone()))
+            })
+            .collect();
+        all.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        (self.rv, all)
+    }
+}

@@ -1,0 +1,404 @@
+//! Deletion: finalizers, propagation policies with garbage collection, namespaces,
+//! deletecollection, preconditions.
+
+use super::*;
+
+fn owned_cm(name: &str, owner: &Value, block: bool) -> Value {
+    let mut body = cm(name, json!({}));
+    body["metadata"]["ownerReferences"] = json!([{
+        "apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"], "blockOwnerDeletion": block,
+    }]);
+    body
+}
+
+fn exists(s: &Storage, r: &ResourceInfo, ns: Option<&str>, name: &str) -> bool {
+    s.get(r, ns, name, None).is_ok()
+}
+
+#[test]
+fn delete_answers_status_or_object() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let a = create_cm(&s, "a");
+    let out = s
+        .delete(&cms, Some("default"), "a", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(out["kind"], "Status");
+    assert_eq!(out["status"], "Success");
+    assert_eq!(out["details"]["uid"], a["metadata"]["uid"]);
+    assert!(!exists(&s, &cms, Some("default"), "a"));
+    let err = s
+        .delete(&cms, Some("default"), "a", &DeleteOptions::default())
+        .unwrap_err();
+    assert_eq!(err.code, 404);
+    let pods = res(&s, "", "pods");
+    let pod =
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    s.create(&pods, Some("default"), pod, &w()).unwrap();
+    let out = s
+        .delete(&pods, Some("default"), "p", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(out["kind"], "Pod");
+}
+
+#[test]
+fn finalizers_hold_deletion_until_removed() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let mut body = cm("f", json!({}));
+    body["metadata"]["finalizers"] = json!(["example.com/cleanup"]);
+    s.create(&cms, Some("default"), body, &w()).unwrap();
+    let marked = s
+        .delete(&cms, Some("default"), "f", &DeleteOptions::default())
+        .unwrap();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
+    assert!(exists(&s, &cms, Some("default"), "f"));
+    // A second delete changes nothing.
+    let rv = s.resource_version();
+    s.delete(&cms, Some("default"), "f", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(s.resource_version(), rv);
+    // No new finalizers on a deleting object; other updates pass and keep the timestamp.
+    let mut more = marked.clone();
+    more["metadata"]["finalizers"] = json!(["example.com/cleanup", "other"]);
+    let err = fails_unchanged(&s, 422, || {
+        s.update(&cms, Some("default"), "f", None, more, &w())
+    });
+    assert!(
+        err.message
+            .contains("no new finalizers can be added if the object is being deleted"),
+        "{}",
+        err.message
+    );
+    let mut clear_ts = marked.clone();
+    clear_ts["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("deletionTimestamp");
+    clear_ts["data"] = json!({"x": "1"});
+    let upd = s
+        .update(&cms, Some("default"), "f", None, clear_ts, &w())
+        .unwrap();
+    assert_eq!(
+        upd["metadata"]["deletionTimestamp"],
+        marked["metadata"]["deletionTimestamp"]
+    );
+    // Removing the last finalizer removes the object.
+    let out = s
+        .patch(
+            &cms,
+            Some("default"),
+            "f",
+            None,
+            PatchType::Merge,
+            br#"{"metadata":{"finalizers":null}}"#,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(out["metadata"]["name"], "f");
+    assert!(!exists(&s, &cms, Some("default"), "f"));
+}
+
+#[test]
+fn deletion_bumps_generation_of_generation_keeping_kinds() {
+    let s = store();
+    let deps = res(&s, "apps", "deployments");
+    let mut d = deployment("web", 1);
+    d["metadata"]["finalizers"] = json!(["x/y"]);
+    s.create(&deps, Some("default"), d, &w()).unwrap();
+    let marked = s
+        .delete(&deps, Some("default"), "web", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(marked["metadata"]["generation"], 2);
+}
+
+#[test]
+fn background_deletion_collects_dependents() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let owner = create_cm(&s, "owner");
+    s.create(
+        &cms,
+        Some("default"),
+        owned_cm("child", &owner, false),
+        &w(),
+    )
+    .unwrap();
+    let child = s.get(&cms, Some("default"), "child", None).unwrap();
+    s.create(
+        &cms,
+        Some("default"),
+        owned_cm("grandchild", &child, false),
+        &w(),
+    )
+    .unwrap();
+    // A dependent with a second, living owner only loses the dangling reference.
+    let other = create_cm(&s, "other");
+    let mut shared = owned_cm("shared", &owner, false);
+    let second = owned_cm("x", &other, false)["metadata"]["ownerReferences"][0].clone();
+    shared["metadata"]["ownerReferences"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
+    s.create(&cms, Some("default"), shared, &w()).unwrap();
+    s.delete(&cms, Some("default"), "owner", &DeleteOptions::default())
+        .unwrap();
+    assert!(!exists(&s, &cms, Some("default"), "owner"));
+    assert!(!exists(&s, &cms, Some("default"), "child"));
+    assert!(!exists(&s, &cms, Some("default"), "grandchild"));
+    let shared = s.get(&cms, Some("default"), "shared", None).unwrap();
+    assert_eq!(
+        shared["metadata"]["ownerReferences"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        shared["metadata"]["ownerReferences"][0]["uid"],
+        other["metadata"]["uid"]
+    );
+}
+
+#[test]
+fn dependents_of_an_owner_with_finalizers_wait_for_it() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let mut body = cm("owner", json!({}));
+    body["metadata"]["finalizers"] = json!(["x/y"]);
+    let owner = s.create(&cms, Some("default"), body, &w()).unwrap();
+    s.create(
+        &cms,
+        Some("default"),
+        owned_cm("child", &owner, false),
+        &w(),
+    )
+    .unwrap();
+    s.delete(&cms, Some("default"), "owner", &DeleteOptions::default())
+        .unwrap();
+    assert!(exists(&s, &cms, Some("default"), "child"));
+    s.patch(
+        &cms,
+        Some("default"),
+        "owner",
+        None,
+        PatchType::Merge,
+        br#"{"metadata":{"finalizers":[]}}"#,
+        &w(),
+    )
+    .unwrap();
+    assert!(!exists(&s, &cms, Some("default"), "owner"));
+    assert!(!exists(&s, &cms, Some("default"), "child"));
+}
+
+#[test]
+fn foreground_deletion_waits_for_blocking_dependents() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let owner = create_cm(&s, "owner");
+    let mut blocking = owned_cm("blocking", &owner, true);
+    blocking["metadata"]["finalizers"] = json!(["x/y"]);
+    s.create(&cms, Some("default"), blocking, &w()).unwrap();
+    s.create(
+        &cms,
+        Some("default"),
+        owned_cm("plain", &owner, false),
+        &w(),
+    )
+    .unwrap();
+    let fg = DeleteOptions {
+        propagation_policy: Some("Foreground".into()),
+        ..Default::default()
+    };
+    let out = s.delete(&cms, Some("default"), "owner", &fg).unwrap();
+    assert_eq!(out["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    assert!(out["metadata"]["deletionTimestamp"].is_string());
+    assert!(
+        !exists(&s, &cms, Some("default"), "plain"),
+        "dependents are deleted"
+    );
+    let blocking = s.get(&cms, Some("default"), "blocking", None).unwrap();
+    assert!(blocking["metadata"]["deletionTimestamp"].is_string());
+    assert!(
+        exists(&s, &cms, Some("default"), "owner"),
+        "the blocking dependent holds the owner"
+    );
+    s.patch(
+        &cms,
+        Some("default"),
+        "blocking",
+        None,
+        PatchType::Merge,
+        br#"{"metadata":{"finalizers":null}}"#,
+        &w(),
+    )
+    .unwrap();
+    assert!(!exists(&s, &cms, Some("default"), "blocking"));
+    assert!(!exists(&s, &cms, Some("default"), "owner"));
+}
+
+#[test]
+fn foreground_without_dependents_removes_at_once() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    create_cm(&s, "lonely");
+    let fg = DeleteOptions {
+        propagation_policy: Some("Foreground".into()),
+        ..Default::default()
+    };
+    let out = s.delete(&cms, Some("default"), "lonely", &fg).unwrap();
+    assert_eq!(out["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    assert!(!exists(&s, &cms, Some("default"), "lonely"));
+}
+
+#[test]
+fn orphan_deletion_keeps_dependents() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let owner = create_cm(&s, "owner");
+    s.create(&cms, Some("default"), owned_cm("child", &owner, true), &w())
+        .unwrap();
+    let orphan = DeleteOptions {
+        propagation_policy: Some("Orphan".into()),
+        ..Default::default()
+    };
+    let out = s.delete(&cms, Some("default"), "owner", &orphan).unwrap();
+    assert_eq!(out["metadata"]["finalizers"], json!(["orphan"]));
+    assert!(!exists(&s, &cms, Some("default"), "owner"));
+    let child = s.get(&cms, Some("default"), "child", None).unwrap();
+    assert!(child["metadata"].get("ownerReferences").is_none());
+    let bad = DeleteOptions {
+        propagation_policy: Some("Sometimes".into()),
+        ..Default::default()
+    };
+    create_cm(&s, "x");
+    fails_unchanged(&s, 422, || s.delete(&cms, Some("default"), "x", &bad));
+}
+
+#[test]
+fn preconditions() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let a = create_cm(&s, "a");
+    let wrong_uid = DeleteOptions {
+        precondition_uid: Some("nope".into()),
+        ..Default::default()
+    };
+    let err = fails_unchanged(&s, 409, || s.delete(&cms, Some("default"), "a", &wrong_uid));
+    assert!(
+        err.message
+            .contains("Precondition failed: UID in precondition: nope"),
+        "{}",
+        err.message
+    );
+    let wrong_rv = DeleteOptions {
+        precondition_resource_version: Some("1".into()),
+        ..Default::default()
+    };
+    fails_unchanged(&s, 409, || s.delete(&cms, Some("default"), "a", &wrong_rv));
+    let right = DeleteOptions {
+        precondition_uid: a["metadata"]["uid"].as_str().map(String::from),
+        precondition_resource_version: a["metadata"]["resourceVersion"].as_str().map(String::from),
+        ..Default::default()
+    };
+    s.delete(&cms, Some("default"), "a", &right).unwrap();
+}
+
+#[test]
+fn namespace_deletion_removes_contents_then_itself() {
+    let s = store();
+    let ns = res(&s, "", "namespaces");
+    let cms = res(&s, "", "configmaps");
+    s.create(&ns, None, json!({"metadata": {"name": "team"}}), &w())
+        .unwrap();
+    s.create(&cms, Some("team"), cm("a", json!({})), &w())
+        .unwrap();
+    let mut held = cm("held", json!({}));
+    held["metadata"]["finalizers"] = json!(["x/y"]);
+    s.create(&cms, Some("team"), held, &w()).unwrap();
+    create_cm(&s, "elsewhere");
+    let out = s
+        .delete(&ns, None, "team", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(out["status"]["phase"], "Terminating");
+    assert!(!exists(&s, &cms, Some("team"), "a"));
+    assert!(exists(&s, &cms, Some("team"), "held"));
+    let team = s.get(&ns, None, "team", None).unwrap();
+    assert_eq!(team["status"]["phase"], "Terminating");
+    let err = fails_unchanged(&s, 403, || {
+        s.create(&cms, Some("team"), cm("new", json!({})), &w())
+    });
+    assert_eq!(
+        err.message,
+        "unable to create new content in namespace team because it is being terminated"
+    );
+    s.patch(
+        &cms,
+        Some("team"),
+        "held",
+        None,
+        PatchType::Merge,
+        br#"{"metadata":{"finalizers":null}}"#,
+        &w(),
+    )
+    .unwrap();
+    assert!(!exists(&s, &ns, None, "team"));
+    assert!(exists(&s, &cms, Some("default"), "elsewhere"));
+    let err = fails_unchanged(&s, 403, || {
+        s.delete(&ns, None, "default", &DeleteOptions::default())
+    });
+    assert_eq!(
+        err.message,
+        "namespaces \"default\" is forbidden: this namespace may not be deleted"
+    );
+}
+
+#[test]
+fn empty_namespace_goes_at_once() {
+    let s = store();
+    let ns = res(&s, "", "namespaces");
+    s.create(&ns, None, json!({"metadata": {"name": "empty"}}), &w())
+        .unwrap();
+    let out = s
+        .delete(&ns, None, "empty", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(out["status"]["phase"], "Terminating");
+    assert!(!exists(&s, &ns, None, "empty"));
+}
+
+#[test]
+fn delete_collection_by_selector() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    for (name, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
+        let mut body = cm(name, json!({}));
+        body["metadata"]["labels"] = json!({"app": app});
+        s.create(&cms, Some("default"), body, &w()).unwrap();
+    }
+    s.create(&cms, Some("kube-system"), cm("k", json!({})), &w())
+        .unwrap();
+    let sel = ListOptions {
+        label_selector: Some("app=web".into()),
+        ..Default::default()
+    };
+    let out = s
+        .delete_collection(&cms, Some("default"), &sel, &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(out["kind"], "ConfigMapList");
+    assert_eq!(names(&out), vec!["a", "b"]);
+    let left = s.list(&cms, None, &ListOptions::default()).unwrap();
+    assert_eq!(names(&left), vec!["c", "k"]);
+    s.delete_collection(
+        &cms,
+        Some("default"),
+        &ListOptions::default(),
+        &DeleteOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        names(&s.list(&cms, None, &ListOptions::default()).unwrap()),
+        vec!["k"]
+    );
+}

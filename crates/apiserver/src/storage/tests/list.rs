@@ -1,0 +1,361 @@
+//! Lists: selectors, pagination from one snapshot, expired tokens, resourceVersion semantics.
+
+use super::*;
+
+fn seed(s: &Storage, n: usize) {
+    let cms = res(s, "", "configmaps");
+    for i in 0..n {
+        let mut body = cm(&format!("cm-{i:02}"), json!({}));
+        body["metadata"]["labels"] = json!({"parity": if i % 2 == 0 { "even" } else { "odd" }});
+        s.create(&cms, Some("default"), body, &w()).unwrap();
+    }
+}
+
+#[test]
+fn list_shape_and_namespaces() {
+    let s = store();
+    seed(&s, 3);
+    let cms = res(&s, "", "configmaps");
+    s.create(&cms, Some("kube-system"), cm("sys", json!({})), &w())
+        .unwrap();
+    let list = s
+        .list(&cms, Some("default"), &ListOptions::default())
+        .unwrap();
+    assert_eq!(list["kind"], "ConfigMapList");
+    assert_eq!(list["apiVersion"], "v1");
+    assert_eq!(
+        list["metadata"]["resourceVersion"],
+        s.resource_version().to_string()
+    );
+    assert!(list["metadata"].get("continue").is_none());
+    assert_eq!(names(&list), vec!["cm-00", "cm-01", "cm-02"]);
+    for item in list["items"].as_array().unwrap() {
+        assert_eq!(
+            (item["apiVersion"].as_str(), item["kind"].as_str()),
+            (Some("v1"), Some("ConfigMap"))
+        );
+    }
+    assert_eq!(
+        names(&s.list(&cms, None, &ListOptions::default()).unwrap()).len(),
+        4
+    );
+    assert_eq!(
+        names(
+            &s.list(&cms, Some("kube-public"), &ListOptions::default())
+                .unwrap()
+        )
+        .len(),
+        0
+    );
+}
+
+#[test]
+fn label_and_field_selectors() {
+    let s = store();
+    seed(&s, 4);
+    let cms = res(&s, "", "configmaps");
+    let opts = ListOptions {
+        label_selector: Some("parity=even".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        names(&s.list(&cms, None, &opts).unwrap()),
+        vec!["cm-00", "cm-02"]
+    );
+    let opts = ListOptions {
+        label_selector: Some("parity notin (even),!missing".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        names(&s.list(&cms, None, &opts).unwrap()),
+        vec!["cm-01", "cm-03"]
+    );
+    let opts = ListOptions {
+        field_selector: Some("metadata.name=cm-01".into()),
+        ..Default::default()
+    };
+    assert_eq!(names(&s.list(&cms, None, &opts).unwrap()), vec!["cm-01"]);
+    let opts = ListOptions {
+        field_selector: Some("metadata.namespace!=default".into()),
+        ..Default::default()
+    };
+    assert!(names(&s.list(&cms, None, &opts).unwrap()).is_empty());
+    let opts = ListOptions {
+        field_selector: Some("status.phase=Running".into()),
+        ..Default::default()
+    };
+    let err = s.list(&cms, None, &opts).unwrap_err();
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (400, "field label not supported: status.phase")
+    );
+    let ns = res(&s, "", "namespaces");
+    let opts = ListOptions {
+        field_selector: Some("status.phase=Active".into()),
+        ..Default::default()
+    };
+    assert_eq!(names(&s.list(&ns, None, &opts).unwrap()).len(), 4);
+    let pods = res(&s, "", "pods");
+    let pod = |name: &str, node: &str| json!({"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}});
+    s.create(&pods, Some("default"), pod("p1", "n1"), &w())
+        .unwrap();
+    s.create(&pods, Some("default"), pod("p2", "n2"), &w())
+        .unwrap();
+    let opts = ListOptions {
+        field_selector: Some("spec.nodeName=n2,status.phase=Pending".into()),
+        ..Default::default()
+    };
+    assert_eq!(names(&s.list(&pods, None, &opts).unwrap()), vec!["p2"]);
+    let opts = ListOptions {
+        label_selector: Some("a in (".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.list(&cms, None, &opts).unwrap_err().code, 400);
+}
+
+#[test]
+fn pages_come_from_the_first_page_snapshot() {
+    let s = store();
+    seed(&s, 5);
+    let cms = res(&s, "", "configmaps");
+    let first = s
+        .list(
+            &cms,
+            Some("default"),
+            &ListOptions {
+                limit: Some(2),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(names(&first), vec!["cm-00", "cm-01"]);
+    assert_eq!(first["metadata"]["remainingItemCount"], 3);
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    let list_rv = first["metadata"]["resourceVersion"].clone();
+    // Writes after the first page are not seen by later pages.
+    s.delete(&cms, Some("default"), "cm-02", &DeleteOptions::default())
+        .unwrap();
+    s.create(&cms, Some("default"), cm("cm-99", json!({})), &w())
+        .unwrap();
+    let second = s
+        .list(
+            &cms,
+            Some("default"),
+            &ListOptions {
+                limit: Some(2),
+                continue_token: Some(token),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(names(&second), vec!["cm-02", "cm-03"]);
+    assert_eq!(second["metadata"]["resourceVersion"], list_rv);
+    let token = second["metadata"]["continue"].as_str().unwrap().to_string();
+    let third = s
+        .list(
+            &cms,
+            Some("default"),
+            &ListOptions {
+                limit: Some(2),
+                continue_token: Some(token),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(names(&third), vec!["cm-04"]);
+    assert!(third["metadata"].get("continue").is_none());
+    assert!(third["metadata"].get("remainingItemCount").is_none());
+    // A fresh list sees the writes.
+    let fresh = s
+        .list(&cms, Some("default"), &ListOptions::default())
+        .unwrap();
+    assert!(names(&fresh).contains(&"cm-99".to_string()));
+    assert!(!names(&fresh).contains(&"cm-02".to_string()));
+}
+
+#[test]
+fn selected_pages_have_no_remaining_count() {
+    let s = store();
+    seed(&s, 6);
+    let cms = res(&s, "", "configmaps");
+    let opts = ListOptions {
+        limit: Some(2),
+        label_selector: Some("parity=odd".into()),
+        ..Default::default()
+    };
+    let first = s.list(&cms, None, &opts).unwrap();
+    assert_eq!(names(&first), vec!["cm-01", "cm-03"]);
+    assert!(first["metadata"].get("remainingItemCount").is_none());
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    let second = s
+        .list(
+            &cms,
+            None,
+            &ListOptions {
+                continue_token: Some(token),
+                ..opts
+            },
+        )
+        .unwrap();
+    assert_eq!(names(&second), vec!["cm-05"]);
+}
+
+#[test]
+fn expired_continue_token_is_gone() {
+    let s = store();
+    seed(&s, 3);
+    let cms = res(&s, "", "configmaps");
+    let first = s
+        .list(
+            &cms,
+            None,
+            &ListOptions {
+                limit: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    create_cm(&s, "after");
+    s.compact();
+    let err = s
+        .list(
+            &cms,
+            None,
+            &ListOptions {
+                limit: Some(1),
+                continue_token: Some(token),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+    assert_eq!(
+        err.message,
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the returned list."
+    );
+    let err = s
+        .list(
+            &cms,
+            None,
+            &ListOptions {
+                continue_token: Some("garbage".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(err.code, 400);
+}
+
+#[test]
+fn old_snapshots_are_dropped() {
+    let config = StorageConfig {
+        list_snapshots: 2,
+        ..Default::default()
+    };
+    let s = Storage::new(config);
+    seed(&s, 3);
+    let cms = res(&s, "", "configmaps");
+    let mut tokens = Vec::new();
+    for i in 0..3 {
+        let page = s
+            .list(
+                &cms,
+                None,
+                &ListOptions {
+                    limit: Some(1),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        tokens.push(page["metadata"]["continue"].as_str().unwrap().to_string());
+        s.create(
+            &cms,
+            Some("default"),
+            cm(&format!("more-{i}"), json!({})),
+            &w(),
+        )
+        .unwrap();
+    }
+    let cont = |t: &String| {
+        s.list(
+            &cms,
+            None,
+            &ListOptions {
+                continue_token: Some(t.clone()),
+                ..Default::default()
+            },
+        )
+    };
+    assert_eq!(cont(&tokens[0]).unwrap_err().code, 410);
+    assert!(cont(&tokens[1]).is_ok());
+    assert!(cont(&tokens[2]).is_ok());
+}
+
+#[test]
+fn resource_version_semantics() {
+    let s = store();
+    seed(&s, 2);
+    let cms = res(&s, "", "configmaps");
+    let rv = s.resource_version();
+    let page = s
+        .list(
+            &cms,
+            None,
+            &ListOptions {
+                limit: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(page["metadata"]["resourceVersion"], rv.to_string());
+    create_cm(&s, "later");
+    // Exact at a kept snapshot: the old state.
+    let exact = ListOptions {
+        resource_version: Some(rv.to_string()),
+        resource_version_match: Some("Exact".into()),
+        ..Default::default()
+    };
+    let old = s.list(&cms, None, &exact).unwrap();
+    assert_eq!(names(&old), vec!["cm-00", "cm-01"]);
+    assert_eq!(old["metadata"]["resourceVersion"], rv.to_string());
+    // Exact at a state never snapshotted: too old.
+    let gone = ListOptions {
+        resource_version: Some("1".into()),
+        ..exact.clone()
+    };
+    assert_eq!(s.list(&cms, None, &gone).unwrap_err().code, 410);
+    // NotOlderThan / legacy / "0": the latest state.
+    for opts in [
+        ListOptions {
+            resource_version: Some(rv.to_string()),
+            resource_version_match: Some("NotOlderThan".into()),
+            ..Default::default()
+        },
+        ListOptions {
+            resource_version: Some(rv.to_string()),
+            ..Default::default()
+        },
+        ListOptions {
+            resource_version: Some("0".into()),
+            ..Default::default()
+        },
+    ] {
+        let l = s.list(&cms, None, &opts).unwrap();
+        assert_eq!(names(&l).len(), 3);
+        assert_eq!(
+            l["metadata"]["resourceVersion"],
+            s.resource_version().to_string()
+        );
+    }
+    let future = ListOptions {
+        resource_version: Some("999999".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.list(&cms, None, &future).unwrap_err().code, 504);
+    let bad = ListOptions {
+        resource_version: Some("abc".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.list(&cms, None, &bad).unwrap_err().code, 400);
+}

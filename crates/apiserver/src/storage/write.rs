@@ -1,0 +1,520 @@
+//! Create, update and patch: request checks, system metadata, status isolation, generation,
+//! then one commit. Nothing is stored until every check passed.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::gc::{self, Task};
+use super::invalid::{FieldError, invalid, name_format, validate_name};
+use super::store::{ObjKey, State, res_key};
+use super::watch::as_version;
+use super::{PatchType, WriteOptions, crd, meta, rules, scale};
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// The namespaces every cluster starts with.
+pub(crate) const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Creates the system namespaces of a new store.
+pub(crate) fn create_system_namespaces(st: &mut State) {
+    let res = st
+        .registry
+        .resolve("", "v1", "namespaces")
+        .cloned()
+        .expect("namespaces are built in");
+    for name in SYSTEM_NAMESPACES {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        if let Err(e) = create(st, &res, None, body, &WriteOptions::default()) {
+            tracing::error!("creating namespace {name}: {e}");
+        }
+    }
+}
+
+/// The object key of a request: `(namespace, name)`, namespace `""` when cluster-scoped.
+pub(crate) fn obj_key(res: &ResourceInfo, namespace: Option<&str>, name: &str) -> ObjKey {
+    let ns = if res.namespaced {
+        namespace.unwrap_or("")
+    } else {
+        ""
+    };
+    (ns.to_string(), name.to_string())
+}
+
+/// Checks a request body: a JSON object whose `apiVersion` and `kind` (when given) are the
+/// resource's; answers it with both set.
+pub(crate) fn check_body(res: &ResourceInfo, body: Value) -> Result<Value, ApiError> {
+    let Value::Object(mut map) = body else {
+        return Err(ApiError::bad_request(format!(
+            "the body of the request was not a JSON object: cannot be handled as a {}",
+            res.kind
+        )));
+    };
+    let api_version = res.api_version();
+    match map.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() && v != api_version => {
+            let group_of = |v: &str| {
+                v.rsplit_once('/')
+                    .map(|(g, _)| g.to_string())
+                    .unwrap_or_default()
+            };
+            if group_of(v) != res.group || !crate_version_known(v) {
+                return Err(ApiError::bad_request(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({api_version})"
+                )));
+            }
+        }
+        _ => {}
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != res.kind => {
+            return Err(ApiError::bad_request(format!(
+                "{k} in version \"{}\" cannot be handled as a {}: the kind in the data ({k}) does not match the expected kind ({})",
+                res.version, res.kind, res.kind
+            )));
+        }
+        _ => {}
+    }
+    map.insert("apiVersion".into(), Value::from(api_version));
+    map.insert("kind".into(), Value::from(res.kind.clone()));
+    if !map
+        .get("metadata")
+        .is_none_or(|m| m.is_object() || m.is_null())
+    {
+        return Err(ApiError::bad_request(format!(
+            "{} in version \"{}\" cannot be handled as a {}: metadata must be an object",
+            res.kind, res.version, res.kind
+        )));
+    }
+    Ok(Value::Object(map))
+}
+
+/// Another version of the same group is accepted (the real server converts; versions of one
+/// resource share their stored form here).
+fn crate_version_known(v: &str) -> bool {
+    !v.is_empty()
+}
+
+/// Checks the body's namespace against the request's and sets it (removes it for cluster-scoped
+/// resources).
+fn scope_namespace(
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    obj: &mut Value,
+) -> Result<String, ApiError> {
+    if !res.namespaced {
+        meta::set_meta(obj, "namespace", Value::Null);
+        return Ok(String::new());
+    }
+    let Some(ns) = namespace.filter(|n| !n.is_empty()) else {
+        return Err(ApiError::bad_request(
+            "the server could not find the requested resource: a namespace is required",
+        ));
+    };
+    if let Some(body_ns) = meta::meta_str(obj, "namespace")
+        && !body_ns.is_empty()
+        && body_ns != ns
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    meta::set_meta(obj, "namespace", Value::from(ns));
+    Ok(ns.to_string())
+}
+
+/// Namespace lifecycle: the namespace must exist (404) and not be terminating (403).
+fn check_namespace_open(st: &State, ns: &str) -> Result<(), ApiError> {
+    let Some(nsobj) = st.get("namespaces", &(String::new(), ns.to_string())) else {
+        return Err(ApiError::not_found("namespaces", ns));
+    };
+    if meta::is_deleting(nsobj) {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ),
+        )
+        .with_details(json!({"name": ns, "kind": "namespaces"})));
+    }
+    Ok(())
+}
+
+/// POST.
+pub(crate) fn create(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let mut obj = check_body(res, body)?;
+    let ns = scope_namespace(res, namespace, &mut obj)?;
+    if !meta::resource_version(&obj).is_empty() {
+        return Err(ApiError::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
+    let mut errs = Vec::new();
+    if meta::name(&obj).is_empty() {
+        match meta::meta_str(&obj, "generateName").filter(|g| !g.is_empty()) {
+            Some(prefix) => {
+                let name = meta::generate_name(prefix);
+                meta::set_meta(&mut obj, "name", Value::from(name));
+            }
+            None => errs.push(FieldError::required(
+                "metadata.name",
+                "name or generateName is required",
+            )),
+        }
+    }
+    let name = meta::name(&obj).to_string();
+    if !name.is_empty() {
+        errs.extend(validate_name(name_format(res), &name, "metadata.name"));
+    }
+    // System fields: whatever the client sent is replaced.
+    meta::set_meta(&mut obj, "uid", Value::from(meta::new_uid()));
+    meta::set_meta(&mut obj, "creationTimestamp", Value::from(meta::now()));
+    for f in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "managedFields",
+        "selfLink",
+    ] {
+        meta::set_meta(&mut obj, f, Value::Null);
+    }
+    meta::set_meta(
+        &mut obj,
+        "generation",
+        if res.generation {
+            Value::from(1)
+        } else {
+            Value::Null
+        },
+    );
+    if res.status_subresource
+        && let Some(map) = obj.as_object_mut()
+    {
+        map.remove("status");
+        if let Some(status) = rules::initial_status(res) {
+            map.insert("status".into(), status);
+        }
+    }
+    let mut next_ip = st.next_cluster_ip;
+    if res.custom {
+        errs.extend(crd::validate_custom(st, res, &mut obj, None));
+    } else {
+        rules::apply_defaults(res, &mut obj, &mut next_ip);
+        errs.extend(rules::validate_required(res, &obj));
+    }
+    match (res.group.as_str(), res.plural.as_str()) {
+        ("", "namespaces") => rules::namespace_on_create(&mut obj),
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            errs.extend(crd::prepare_create(&mut obj))
+        }
+        _ => {}
+    }
+    if !errs.is_empty() {
+        return Err(invalid(res, &name, &errs));
+    }
+    if res.namespaced {
+        check_namespace_open(st, &ns)?;
+    }
+    let key = (ns, name.clone());
+    let rk = res_key(res);
+    if st.get(&rk, &key).is_some() {
+        return Err(ApiError::already_exists(&res.group_resource(), &name));
+    }
+    if opts.dry_run {
+        return Ok(obj);
+    }
+    st.next_cluster_ip = next_ip;
+    let stored = st.put(&rk, key, obj);
+    if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
+        crd::register(st, &stored);
+    }
+    Ok(as_version(&stored, &res.api_version()))
+}
+
+/// PUT, on the object or its `status` or `scale` subresource.
+pub(crate) fn update(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    if subresource == Some("scale") {
+        return scale::update(st, res, namespace, name, body, opts);
+    }
+    let mut body = check_body(res, body)?;
+    if meta::name(&body) != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            meta::name(&body)
+        )));
+    }
+    scope_namespace(res, namespace, &mut body)?;
+    let key = obj_key(res, namespace, name);
+    let old = current(st, res, &key, subresource)?;
+    check_precondition(res, &old, &body)?;
+    let new = match subresource {
+        None => prepare_main_update(res, &old, body),
+        Some(_) => prepare_status_update(&old, body),
+    };
+    commit_update(st, res, key, old, new, opts)
+}
+
+/// The stored object for an update of `subresource`, or 404.
+pub(crate) fn current(
+    st: &State,
+    res: &ResourceInfo,
+    key: &ObjKey,
+    subresource: Option<&str>,
+) -> Result<Arc<Value>, ApiError> {
+    match subresource {
+        None => {}
+        Some("status") if res.status_subresource => {}
+        Some("scale") if res.scale.is_some() => {}
+        Some(_) => return Err(super::not_served()),
+    }
+    st.get(&res_key(res), key)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&res.group_resource(), &key.1))
+}
+
+/// 409 Conflict when the body names a resourceVersion other than the stored one.
+pub(crate) fn check_precondition(
+    res: &ResourceInfo,
+    old: &Value,
+    body: &Value,
+) -> Result<(), ApiError> {
+    let wanted = meta::resource_version(body);
+    if !wanted.is_empty() && wanted != meta::resource_version(old) {
+        return Err(ApiError::conflict(
+            &res.group_resource(),
+            meta::name(old),
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    Ok(())
+}
+
+/// The proposed object of a main-resource update: the body, with the system fields of the
+/// stored object and (for resources with a status subresource) its status.
+fn prepare_main_update(res: &ResourceInfo, old: &Value, mut new: Value) -> Value {
+    for f in [
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        let v = old
+            .get("metadata")
+            .and_then(|m| m.get(f))
+            .cloned()
+            .unwrap_or(Value::Null);
+        meta::set_meta(&mut new, f, v);
+    }
+    if meta::uid(&new).is_empty() {
+        meta::set_meta(&mut new, "uid", Value::from(meta::uid(old)));
+    }
+    meta::set_meta(
+        &mut new,
+        "resourceVersion",
+        Value::from(meta::resource_version(old)),
+    );
+    meta::set_meta(&mut new, "managedFields", Value::Null);
+    if res.status_subresource
+        && let Some(map) = new.as_object_mut()
+    {
+        match old.get("status") {
+            Some(s) => map.insert("status".into(), s.clone()),
+            None => map.remove("status"),
+        };
+    }
+    rules::carry_over(res, old, &mut new);
+    new
+}
+
+/// The proposed object of a status update: the stored object with the body's status.
+fn prepare_status_update(old: &Value, body: Value) -> Value {
+    let mut new = old.clone();
+    if let Some(map) = new.as_object_mut() {
+        match body.get("status") {
+            Some(s) => map.insert("status".into(), s.clone()),
+            None => map.remove("status"),
+        };
+    }
+    new
+}
+
+/// Validates a proposed update and commits it: generation, no-op detection, finalizer
+/// removal of a deleting object, then the follow-ups (GC, namespace and CRD re-checks).
+pub(crate) fn commit_update(
+    st: &mut State,
+    res: &ResourceInfo,
+    key: ObjKey,
+    old: Arc<Value>,
+    mut new: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let name = key.1.clone();
+    let mut errs = Vec::new();
+    if meta::uid(&new) != meta::uid(&old) {
+        errs.push(FieldError::invalid(
+            "metadata.uid",
+            &Value::from(meta::uid(&new)),
+            "field is immutable",
+        ));
+    }
+    if meta::is_deleting(&old) {
+        let before = meta::finalizers(&old);
+        let added: Vec<String> = meta::finalizers(&new)
+            .into_iter()
+            .filter(|f| !before.contains(f))
+            .collect();
+        if !added.is_empty() {
+            errs.push(FieldError::forbidden(
+                "metadata.finalizers",
+                &format!("no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
+            ));
+        }
+    }
+    if res.custom {
+        errs.extend(crd::validate_custom(st, res, &mut new, Some(&old)));
+    } else {
+        errs.extend(rules::validate_immutable(res, &old, &new));
+        errs.extend(rules::validate_required(res, &new));
+    }
+    if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
+        errs.extend(crd::validate_update(&old, &new));
+    }
+    if !errs.is_empty() {
+        return Err(invalid(res, &name, &errs));
+    }
+    if res.generation && meta::spec_part(&old) != meta::spec_part(&new) {
+        let g = old
+            .get("metadata")
+            .and_then(|m| m.get("generation"))
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta::set_meta(&mut new, "generation", Value::from(g + 1));
+    }
+    if meta::same_content(&old, &new) {
+        return Ok(as_version(&old, &res.api_version()));
+    }
+    if opts.dry_run {
+        return Ok(as_version(&new, &res.api_version()));
+    }
+    let rk = res_key(res);
+    let deleting_done =
+        meta::is_deleting(&new) && meta::finalizers(&new).is_empty() && !gc::held_by_spec(&new);
+    if deleting_done {
+        // The last finalizer is gone: the object goes (watchers see only the deletion, with the
+        // last stored state, as etcd's delete event carries it).
+        let last = gc::remove_now(st, &rk, &key)
+            .ok_or_else(|| ApiError::not_found(&res.group_resource(), &name))?;
+        return Ok(as_version(&last, &res.api_version()));
+    }
+    let stored = st.put(&rk, key, new);
+    let mut tasks = Vec::new();
+    for owner in meta::owner_uids(&old) {
+        tasks.push(Task::Recheck(owner));
+    }
+    tasks.push(Task::Recheck(meta::uid(&stored).to_string()));
+    if res.group == "apiextensions.k8s.io"
+        && res.plural == "customresourcedefinitions"
+        && !meta::is_deleting(&stored)
+    {
+        crd::register(st, &stored);
+    }
+    gc::run(st, tasks);
+    Ok(as_version(&stored, &res.api_version()))
+}
+
+/// PATCH, on the object or its `status` or `scale` subresource.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn patch(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    patch_type: PatchType,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    if res.custom && patch_type == PatchType::Strategic {
+        return Err(ApiError::unsupported_media_type(
+            "application/strategic-merge-patch+json",
+        ));
+    }
+    let key = obj_key(res, namespace, name);
+    if patch_type == PatchType::Apply
+        && subresource.is_none()
+        && st.get(&res_key(res), &key).is_none()
+    {
+        return apply_create(st, res, namespace, name, body, opts);
+    }
+    let old = current(st, res, &key, subresource)?;
+    if subresource == Some("scale") {
+        let base = scale::to_scale(res, &old);
+        let patched = apply_patch(res, &base, patch_type, body)?;
+        return scale::update(st, res, namespace, name, patched, opts);
+    }
+    let base = as_version(&old, &res.api_version());
+    let patched = apply_patch(res, &base, patch_type, body)?;
+    update(st, res, namespace, name, subresource, patched, opts)
+}
+
+/// Server-side apply of an object that does not exist yet: a create from the applied
+/// configuration (no managed fields yet: the hook for server-side apply).
+fn apply_create(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let obj: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    if meta::name(&obj) != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            meta::name(&obj)
+        )));
+    }
+    create(st, res, namespace, obj, opts)
+}
+
+/// Applies a patch document to `base`.
+fn apply_patch(
+    res: &ResourceInfo,
+    base: &Value,
+    patch_type: PatchType,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let patch: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let mut doc = base.clone();
+    match patch_type {
+        PatchType::Merge | PatchType::Apply => json_patch::merge(&mut doc, &patch),
+        PatchType::Strategic => {
+            let _ = res;
+            json_patch::merge(&mut doc, &patch)
+        }
+        PatchType::Json => {
+            let ops: json_patch::Patch = serde_json::from_value(patch)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            json_patch::patch(&mut doc, &ops)
+                .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+        }
+    }
+    Ok(doc)
+}
