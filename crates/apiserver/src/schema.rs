@@ -1,1 +1,170 @@
-//! schema (in progress).
+//! CRD structural schemas (`apiextensions.k8s.io/v1` `openAPIV3Schema`): the structural
+//! check, pruning, defaulting and validation of custom objects, as
+//! `k8s.io/apiextensions-apiserver/pkg/apiserver/schema` does them.
+//!
+//! # The API the storage layer calls
+//!
+//! ```text
+//! pub struct StructuralSchema;
+//! impl StructuralSchema {
+//!     pub fn from_value(schema: &Value) -> Result<StructuralSchema, SchemaError>;
+//!     pub fn prune(&self, obj: &mut Value);
+//!     pub fn apply_defaults(&self, obj: &mut Value);
+//!     pub fn validate(&self, obj: &Value) -> Vec<FieldError>;
+//! }
+//! pub struct FieldError { pub path: String, pub reason: &'static str, pub message: String }
+//! pub struct SchemaError { pub errors: Vec<FieldError> }
+//! ```
+//!
+//! On create and update of a custom object the real server does, in order:
+//! [`apply_defaults`](StructuralSchema::apply_defaults), [`prune`](StructuralSchema::prune),
+//! then [`validate`](StructuralSchema::validate) (an answer of 422 `Invalid` with one cause per
+//! [`FieldError`]: `field` = `path`, `message` = `message`, `reason` = `reason`). Build the
+//! schema once per CRD version with [`from_value`](StructuralSchema::from_value); a schema
+//! that is not structural is a 422 on the CRD itself, with the errors' paths relative to
+//! `spec.versions[i].schema.openAPIV3Schema`.
+//!
+//! At the root, `apiVersion`, `kind` and `metadata` are never pruned (metadata is the
+//! server's to check); an `x-kubernetes-embedded-resource` object keeps them too and must
+//! have `apiVersion` and `kind`.
+//!
+//! ```
+//! use crt_apiserver::schema::StructuralSchema;
+//! use serde_json::json;
+//!
+//! let schema = StructuralSchema::from_value(&json!({
+//!     "type": "object",
+//!     "properties": {"spec": {"type": "object", "required": ["replicas"], "properties": {
+//!         "replicas": {"type": "integer", "minimum": 0},
+//!         "mode": {"type": "string", "enum": ["a", "b"], "default": "a"}}}}
+//! })).unwrap();
+//! let mut obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"},
+//!                      "spec": {"replicas": "three", "junk": 1}});
+//! schema.apply_defaults(&mut obj);
+//! schema.prune(&mut obj);
+//! assert_eq!(obj["spec"], json!({"replicas": "three", "mode": "a"}));
+//! let errs = schema.validate(&obj);
+//! assert_eq!(errs[0].to_string(),
+//!     r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#);
+//! ```
+
+mod format;
+mod node;
+mod prune;
+#[cfg(test)]
+mod tests;
+mod validate;
+
+use std::fmt;
+
+use serde_json::Value;
+
+use node::Node;
+
+/// One problem with an object (or with a schema), as a `metav1.StatusCause`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field, as the real server writes it: `spec.replicas`, `spec.ports[0].name`,
+    /// `spec.labels[key]`.
+    pub path: String,
+    /// The cause's reason: `FieldValueInvalid`, `FieldValueRequired`,
+    /// `FieldValueNotSupported`, `FieldValueDuplicate`, `FieldValueTooLong`,
+    /// `FieldValueTooMany`, `FieldValueForbidden`.
+    pub reason: &'static str,
+    /// The message without the path, e.g. `Required value` or
+    /// `Invalid value: "string": spec.replicas in body must be of type integer: "string"`.
+    pub message: String,
+}
+
+impl FieldError {
+    pub(crate) fn new(path: &str, reason: &'static str, message: impl Into<String>) -> Self {
+        FieldError {
+            path: path.to_string(),
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    /// `path: message`, the form the real server joins into a 422's `Status.message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// A schema that cannot serve: not structural, or with an invalid keyword value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", join(.errors))]
+pub struct SchemaError {
+    /// Every problem found, with paths relative to `openAPIV3Schema`.
+    pub errors: Vec<FieldError>,
+}
+
+fn join(errors: &[FieldError]) -> String {
+    let parts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    if parts.len() == 1 {
+        parts.into_iter().next().unwrap_or_default()
+    } else {
+        format!("[{}]", parts.join(", "))
+    }
+}
+
+/// A checked structural schema of one CRD version.
+#[derive(Debug, Clone)]
+pub struct StructuralSchema {
+    root: Node,
+}
+
+impl StructuralSchema {
+    /// Checks that `schema` (an `openAPIV3Schema` value) is structural, and compiles it.
+    pub fn from_value(schema: &Value) -> Result<Self, SchemaError> {
+        let mut errors = Vec::new();
+        let root = Node::parse(schema, "", &mut errors);
+        if root.ty.as_deref() != Some("object") && errors.is_empty() {
+            errors.push(FieldError::new(
+                "type",
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: must be object at the root",
+                    quote(root.ty.as_deref().unwrap_or(""))
+                ),
+            ));
+        }
+        if errors.is_empty() {
+            Ok(StructuralSchema { root })
+        } else {
+            Err(SchemaError { errors })
+        }
+    }
+
+    /// Drops fields the schema does not know (unless preserved by
+    /// `x-kubernetes-preserve-unknown-fields` or an `additionalProperties` schema), keeping
+    /// `apiVersion`, `kind` and `metadata` at the root and in embedded resources.
+    pub fn prune(&self, obj: &mut Value) {
+        prune::prune(&self.root, obj, true);
+    }
+
+    /// Sets the `default` of every absent property (and of `null` where the property is not
+    /// nullable), recursing into what it sets.
+    pub fn apply_defaults(&self, obj: &mut Value) {
+        prune::default(&self.root, obj);
+    }
+
+    /// Checks `obj` against the schema; empty when valid. `metadata` at the root is not
+    /// checked here.
+    pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        validate::validate(&self.root, obj, "", true, &mut errors);
+        errors
+    }
+}
+
+/// Quotes a string as Go's `%q` does for printable text.
+pub(crate) fn quote(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
+}

@@ -1,0 +1,83 @@
+//! Pruning of unknown fields and defaulting, as `apiextensions-apiserver`'s
+//! `schema/pruning` and `schema/defaulting` do them.
+
+use serde_json::Value;
+
+use super::node::{Additional, Node};
+
+/// Fields of an object that pruning never drops at the root or in an embedded resource.
+const RESOURCE_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+
+/// Drops what `node` does not know from `v`. `keep_resource_fields`: `v` is the root object
+/// or an embedded resource.
+pub(crate) fn prune(node: &Node, v: &mut Value, keep_resource_fields: bool) {
+    match v {
+        Value::Object(map) => {
+            let keep_meta = keep_resource_fields || node.embedded;
+            map.retain(|k, child| {
+                if keep_meta && RESOURCE_FIELDS.contains(&k.as_str()) {
+                    // metadata is checked by the server's ObjectMeta rules; apiVersion and
+                    // kind are strings. A schema for them, if any, still prunes below.
+                    if let Some(p) = node.properties.get(k.as_str()) {
+                        prune(p, child, false);
+                    }
+                    return true;
+                }
+                if let Some(p) = node.properties.get(k.as_str()) {
+                    prune(p, child, false);
+                    return true;
+                }
+                match &node.additional {
+                    Some(Additional::Schema(s)) => {
+                        prune(s, child, false);
+                        true
+                    }
+                    Some(Additional::Bool(true)) => true,
+                    _ => node.preserve_unknown,
+                }
+            });
+        }
+        Value::Array(items) => {
+            if let Some(item) = &node.items {
+                for child in items {
+                    prune(item, child, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Sets defaults in `v` following `node`.
+pub(crate) fn default(node: &Node, v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (k, p) in &node.properties {
+                let Some(d) = &p.default else { continue };
+                let missing = match map.get(k) {
+                    None => true,
+                    Some(Value::Null) => !p.nullable,
+                    Some(_) => false,
+                };
+                if missing {
+                    map.insert(k.clone(), d.clone());
+                }
+            }
+            for (k, child) in map.iter_mut() {
+                if let Some(p) = node.properties.get(k) {
+                    default(p, child);
+                } else if let Some(Additional::Schema(s)) = &node.additional {
+                    default(s, child);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = &node.items {
+                for child in items {
+                    default(item, child);
+                }
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,397 @@
+//! Tests of the structural check, pruning, defaulting and validation.
+
+use serde_json::{Value, json};
+
+use super::StructuralSchema;
+
+fn schema(spec_props: Value) -> StructuralSchema {
+    StructuralSchema::from_value(&json!({
+        "type": "object",
+        "properties": {"spec": {"type": "object", "properties": spec_props}}
+    }))
+    .unwrap()
+}
+
+/// The `path: message` lines for `spec` validated against `spec_props`.
+fn errors(spec_props: Value, spec: Value) -> Vec<String> {
+    schema(spec_props)
+        .validate(&json!({"apiVersion": "v", "kind": "K", "metadata": {"name": "n"}, "spec": spec}))
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+fn assert_one(spec_props: Value, spec: Value, want: &str) {
+    let got = errors(spec_props, spec);
+    assert_eq!(got, [want.to_string()]);
+}
+
+fn assert_valid(spec_props: Value, spec: Value) {
+    let got = errors(spec_props.clone(), spec.clone());
+    assert!(got.is_empty(), "{spec} against {spec_props}: {got:?}");
+}
+
+#[test]
+fn types() {
+    let props = json!({"i": {"type": "integer"}, "n": {"type": "number"}, "s": {"type": "string"},
+                       "b": {"type": "boolean"}, "o": {"type": "object"}, "a": {"type": "array", "items": {"type": "string"}}});
+    assert_valid(
+        props.clone(),
+        json!({"i": 1, "n": 1.5, "s": "x", "b": true, "o": {}, "a": ["x"]}),
+    );
+    assert_valid(props.clone(), json!({"i": 2.0, "n": 3}));
+    assert_one(
+        props.clone(),
+        json!({"i": "string"}),
+        r#"spec.i: Invalid value: "string": spec.i in body must be of type integer: "string""#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"i": 1.5}),
+        r#"spec.i: Invalid value: "number": spec.i in body must be of type integer: "number""#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"s": 1}),
+        r#"spec.s: Invalid value: "integer": spec.s in body must be of type string: "integer""#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"b": "true"}),
+        r#"spec.b: Invalid value: "string": spec.b in body must be of type boolean: "string""#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"o": []}),
+        r#"spec.o: Invalid value: "array": spec.o in body must be of type object: "array""#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"a": [1]}),
+        r#"spec.a[0]: Invalid value: "integer": spec.a[0] in body must be of type string: "integer""#,
+    );
+    assert_one(
+        props,
+        json!({"s": null}),
+        r#"spec.s: Invalid value: "null": spec.s in body must be of type string: "null""#,
+    );
+    assert_valid(
+        json!({"s": {"type": "string", "nullable": true}}),
+        json!({"s": null}),
+    );
+}
+
+#[test]
+fn required_enum_and_bounds() {
+    let props = json!({"r": {"type": "object", "required": ["x", "y"], "properties": {"x": {"type": "string"}, "y": {"type": "string"}}}});
+    assert_eq!(
+        errors(props, json!({"r": {}})),
+        ["spec.r.x: Required value", "spec.r.y: Required value"]
+    );
+    let props = json!({"e": {"type": "string", "enum": ["a", "b"]}});
+    assert_one(
+        props.clone(),
+        json!({"e": "x"}),
+        r#"spec.e: Unsupported value: "x": supported values: "a", "b""#,
+    );
+    assert_valid(props, json!({"e": "b"}));
+    let props = json!({"n": {"type": "integer", "minimum": 1, "maximum": 10},
+                       "x": {"type": "number", "minimum": 0, "exclusiveMinimum": true, "maximum": 1, "exclusiveMaximum": true}});
+    assert_valid(props.clone(), json!({"n": 10, "x": 0.5}));
+    assert_one(
+        props.clone(),
+        json!({"n": 0}),
+        "spec.n: Invalid value: 0: spec.n in body should be greater than or equal to 1",
+    );
+    assert_one(
+        props.clone(),
+        json!({"n": 11}),
+        "spec.n: Invalid value: 11: spec.n in body should be less than or equal to 10",
+    );
+    assert_one(
+        props.clone(),
+        json!({"x": 0}),
+        "spec.x: Invalid value: 0: spec.x in body should be greater than 0",
+    );
+    assert_one(
+        props,
+        json!({"x": 1}),
+        "spec.x: Invalid value: 1: spec.x in body should be less than 1",
+    );
+    let props =
+        json!({"s": {"type": "string", "minLength": 2, "maxLength": 3, "pattern": "^[a-z]+$"}});
+    assert_valid(props.clone(), json!({"s": "abc"}));
+    assert_one(
+        props.clone(),
+        json!({"s": "a"}),
+        r#"spec.s: Invalid value: "a": spec.s in body should be at least 2 chars long"#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"s": "abcd"}),
+        "spec.s: Too long: may not be more than 3 bytes",
+    );
+    assert_one(
+        props,
+        json!({"s": "AB"}),
+        r#"spec.s: Invalid value: "AB": spec.s in body should match '^[a-z]+$'"#,
+    );
+}
+
+#[test]
+fn formats_and_int_or_string() {
+    let props = json!({"t": {"type": "string", "format": "date-time"}, "i": {"type": "integer", "format": "int32"},
+                       "p": {"x-kubernetes-int-or-string": true}});
+    assert_valid(
+        props.clone(),
+        json!({"t": "2024-01-01T00:00:00Z", "i": 5, "p": 80}),
+    );
+    assert_valid(props.clone(), json!({"p": "http"}));
+    assert_one(
+        props.clone(),
+        json!({"t": "soon"}),
+        r#"spec.t: Invalid value: "soon": spec.t in body must be of type date-time: "soon""#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"i": 4294967296_i64}),
+        "spec.i: Invalid value: 4294967296: spec.i in body must be of type int32: 4294967296",
+    );
+    assert_one(
+        props,
+        json!({"p": true}),
+        r#"spec.p: Invalid value: "boolean": spec.p in body must be of type integer,string: "boolean""#,
+    );
+}
+
+#[test]
+fn arrays_and_list_types() {
+    let props = json!({
+        "a": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "string"}},
+        "u": {"type": "array", "uniqueItems": true, "items": {"type": "integer"}},
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "v": {"type": "integer"}}}}
+    });
+    assert_valid(
+        props.clone(),
+        json!({"a": ["x"], "u": [1, 2], "set": ["a", "b"], "map": [{"name": "a", "v": 1}, {"name": "b", "v": 1}]}),
+    );
+    assert_one(
+        props.clone(),
+        json!({"a": []}),
+        "spec.a: Invalid value: 0: spec.a in body should have at least 1 items",
+    );
+    assert_one(
+        props.clone(),
+        json!({"a": ["1", "2", "3"]}),
+        "spec.a: Too many: 3: must have at most 2 items",
+    );
+    assert_one(
+        props.clone(),
+        json!({"u": [1, 2, 1]}),
+        "spec.u[2]: Duplicate value: 1",
+    );
+    assert_one(
+        props.clone(),
+        json!({"set": ["a", "a"]}),
+        r#"spec.set[1]: Duplicate value: "a""#,
+    );
+    assert_one(
+        props,
+        json!({"map": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]}),
+        r#"spec.map[1]: Duplicate value: {"name":"a"}"#,
+    );
+}
+
+#[test]
+fn additional_properties_and_junctors() {
+    let props = json!({"m": {"type": "object", "additionalProperties": {"type": "integer"}},
+                       "any": {"type": "string", "anyOf": [{"pattern": "^a"}, {"pattern": "^b"}]},
+                       "not": {"type": "string", "not": {"enum": ["x"]}}});
+    assert_valid(
+        props.clone(),
+        json!({"m": {"a": 1, "b": 2}, "any": "bee", "not": "y"}),
+    );
+    assert_one(
+        props.clone(),
+        json!({"m": {"a": "x"}}),
+        r#"spec.m[a]: Invalid value: "string": spec.m[a] in body must be of type integer: "string""#,
+    );
+    assert_one(
+        props.clone(),
+        json!({"any": "c"}),
+        r#"spec.any: Invalid value: "c": spec.any in body must validate at least one schema (anyOf)"#,
+    );
+    assert_one(
+        props,
+        json!({"not": "x"}),
+        r#"spec.not: Invalid value: "x": spec.not in body must not validate the schema (not)"#,
+    );
+}
+
+#[test]
+fn pruning() {
+    let s = StructuralSchema::from_value(&json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {
+                "known": {"type": "string"},
+                "nested": {"type": "object", "properties": {"a": {"type": "string"}}},
+                "list": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"p": {"type": "object", "properties": {}}}},
+                "map": {"type": "object", "additionalProperties": {"type": "object", "properties": {"a": {"type": "string"}}}},
+                "embedded": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object"}}}
+            }}
+        }
+    }))
+    .unwrap();
+    let mut obj = json!({
+        "apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n", "labels": {"a": "b"}},
+        "unknownTop": 1,
+        "spec": {
+            "known": "k", "unknown": 1,
+            "nested": {"a": "a", "b": "b"},
+            "list": [{"a": "a", "b": "b"}],
+            "free": {"anything": {"deep": 1}, "p": {"gone": 1}},
+            "map": {"k": {"a": "a", "b": "b"}},
+            "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": 1}, "extra": 1}
+        }
+    });
+    s.prune(&mut obj);
+    assert_eq!(
+        obj,
+        json!({
+            "apiVersion": "x/v1", "kind": "K", "metadata": {"name": "n", "labels": {"a": "b"}},
+            "spec": {
+                "known": "k",
+                "nested": {"a": "a"},
+                "list": [{"a": "a"}],
+                "free": {"anything": {"deep": 1}, "p": {}},
+                "map": {"k": {"a": "a"}},
+                "embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}
+            }
+        })
+    );
+    // An embedded resource must say what it is.
+    let errs = s.validate(&json!({"spec": {"embedded": {"spec": {}}}}));
+    let errs: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errs,
+        [
+            "spec.embedded.apiVersion: Required value: must not be empty",
+            "spec.embedded.kind: Required value: must not be empty"
+        ]
+    );
+    // Preserving at the root keeps everything.
+    let free = StructuralSchema::from_value(
+        &json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    )
+    .unwrap();
+    let mut obj = json!({"a": {"b": 1}});
+    free.prune(&mut obj);
+    assert_eq!(obj, json!({"a": {"b": 1}}));
+}
+
+#[test]
+fn defaulting() {
+    let s = schema(json!({
+        "replicas": {"type": "integer", "default": 1},
+        "mode": {"type": "string", "nullable": true, "default": "a"},
+        "strategy": {"type": "object", "default": {}, "properties": {"type": {"type": "string", "default": "Rolling"}}},
+        "items": {"type": "array", "items": {"type": "object", "properties": {"w": {"type": "integer", "default": 5}}}}
+    }));
+    let mut obj = json!({"spec": {"items": [{}, {"w": 2}], "replicas": null, "mode": null}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(
+        obj["spec"]["replicas"], 1,
+        "a null non-nullable field is defaulted"
+    );
+    assert_eq!(
+        obj["spec"]["mode"],
+        Value::Null,
+        "a null nullable field is kept"
+    );
+    assert_eq!(
+        obj["spec"]["strategy"],
+        json!({"type": "Rolling"}),
+        "defaults apply inside defaults"
+    );
+    assert_eq!(obj["spec"]["items"], json!([{"w": 5}, {"w": 2}]));
+    let mut empty = json!({});
+    s.apply_defaults(&mut empty);
+    assert_eq!(empty, json!({}), "no spec, nothing to default below it");
+}
+
+#[test]
+fn non_structural_schemas_are_rejected() {
+    let cases = [
+        (
+            json!({"type": "object", "properties": {"spec": {"properties": {}}}}),
+            "properties[spec].type: Required value: must not be empty for specified object fields",
+        ),
+        (
+            json!({"type": "object", "properties": {"l": {"type": "array"}}}),
+            "properties[l].items: Required value: must be specified",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}}),
+            "additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive",
+        ),
+        (
+            json!({"type": "object", "properties": {"p": {"type": "string", "x-kubernetes-int-or-string": true}}}),
+            "properties[p].type: Invalid value: \"string\": must be empty to be structural if x-kubernetes-int-or-string is true",
+        ),
+        (
+            json!({"type": "object", "properties": {"p": {"type": "strin"}}}),
+            "properties[p].type: Unsupported value: \"strin\": supported values: \"object\", \"array\", \"string\", \"integer\", \"number\", \"boolean\"",
+        ),
+        (
+            json!({"type": "object", "properties": {"p": {"type": "string", "pattern": "("}}}),
+            "properties[p].pattern: Invalid value: \"(\": must be a valid regular expression",
+        ),
+        (
+            json!({"type": "object", "properties": {"p": {"$ref": "#/x"}}}),
+            "properties[p].$ref: Forbidden: $ref is not supported",
+        ),
+        (
+            json!({"type": "object", "properties": {"l": {"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object", "properties": {"a": {"type": "string"}}}}}}),
+            "properties[l].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map",
+        ),
+        (
+            json!({"type": "object", "properties": {"e": {"type": "string", "x-kubernetes-embedded-resource": true}}}),
+            "properties[e].type: Invalid value: \"string\": must be object if x-kubernetes-embedded-resource is true",
+        ),
+        (
+            json!({"type": "string"}),
+            "type: Invalid value: \"string\": must be object at the root",
+        ),
+        (
+            json!({"properties": {}}),
+            "type: Required value: must not be empty at the root",
+        ),
+        (
+            json!("nope"),
+            "Invalid value: \"nope\": must be a schema object",
+        ),
+    ];
+    for (s, want) in cases {
+        let err = StructuralSchema::from_value(&s).unwrap_err();
+        assert!(
+            err.to_string().contains(want),
+            "{s}: got {err}, want {want}"
+        );
+    }
+    // Preserve-unknown and int-or-string nodes need no type.
+    StructuralSchema::from_value(&json!({"type": "object", "properties": {
+        "a": {"x-kubernetes-preserve-unknown-fields": true},
+        "b": {"x-kubernetes-int-or-string": true}}}))
+    .unwrap();
+}
+
+#[test]
+fn metadata_is_not_validated_or_pruned_by_the_schema() {
+    let s = schema(json!({}));
+    let obj = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": 5}});
+    assert!(s.validate(&obj).is_empty());
+}

@@ -1,0 +1,394 @@
+//! Validation of a value against a schema node, with the real server's messages
+//! (`spec.replicas in body must be of type integer: "string"`).
+
+use serde_json::{Map, Value};
+
+use super::FieldError;
+use super::format::check_format;
+use super::node::{Additional, ListType, Node};
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if is_integer(n) => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn is_integer(n: &serde_json::Number) -> bool {
+    n.is_i64()
+        || n.is_u64()
+        || n.as_f64()
+            .is_some_and(|f| f.fract() == 0.0 && f.is_finite())
+}
+
+/// Prints a bound without a trailing `.0`.
+fn num(f: f64) -> String {
+    if f.fract() == 0.0 && f.abs() < 1e15 {
+        format!("{}", f as i64)
+    } else {
+        format!("{f}")
+    }
+}
+
+fn invalid(errors: &mut Vec<FieldError>, path: &str, value: &Value, msg: String) {
+    errors.push(FieldError::new(
+        path,
+        "FieldValueInvalid",
+        format!("Invalid value: {value}: {msg}"),
+    ));
+}
+
+fn type_error(errors: &mut Vec<FieldError>, path: &str, want: &str, v: &Value) {
+    let actual = type_name(v);
+    invalid(
+        errors,
+        path,
+        &Value::String(actual.into()),
+        format!("{path} in body must be of type {want}: \"{actual}\""),
+    );
+}
+
+/// Whether `v` has the node's type; reports a type error when not.
+fn check_type(node: &Node, v: &Value, path: &str, errors: &mut Vec<FieldError>) -> bool {
+    if v.is_null() {
+        if node.nullable || (node.ty.is_none() && !node.int_or_string) {
+            return false; // valid, and nothing more to check
+        }
+        let want = node.ty.as_deref().unwrap_or("integer,string");
+        type_error(errors, path, want, v);
+        return false;
+    }
+    if node.int_or_string {
+        let ok = matches!(v, Value::String(_)) || matches!(v, Value::Number(n) if is_integer(n));
+        if !ok {
+            type_error(errors, path, "integer,string", v);
+        }
+        return ok;
+    }
+    let ok = match node.ty.as_deref() {
+        None => true,
+        Some("object") => v.is_object(),
+        Some("array") => v.is_array(),
+        Some("string") => v.is_string(),
+        Some("integer") => matches!(v, Value::Number(n) if is_integer(n)),
+        Some("number") => v.is_number(),
+        Some("boolean") => v.is_boolean(),
+        Some(_) => true,
+    };
+    if !ok {
+        type_error(errors, path, node.ty.as_deref().unwrap_or(""), v);
+    }
+    ok
+}
+
+/// Validates `v` at `path` against `node`; `root` skips `metadata` (the server's to check).
+pub(crate) fn validate(
+    node: &Node,
+    v: &Value,
+    path: &str,
+    root: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    if !check_type(node, v, path, errors) {
+        return;
+    }
+    if let Some(allowed) = &node.enumeration
+        && !allowed.contains(v)
+    {
+        let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        errors.push(FieldError::new(
+            path,
+            "FieldValueNotSupported",
+            format!(
+                "Unsupported value: {v}: supported values: {}",
+                list.join(", ")
+            ),
+        ));
+    }
+    match v {
+        Value::String(s) => validate_string(node, s, v, path, errors),
+        Value::Number(n) => validate_number(node, n, v, path, errors),
+        Value::Object(m) => validate_object(node, m, path, root, errors),
+        Value::Array(a) => validate_array(node, a, path, errors),
+        _ => {}
+    }
+    validate_junctors(node, v, path, errors);
+}
+
+fn validate_string(node: &Node, s: &str, v: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    let len = s.chars().count() as u64;
+    if let Some(min) = node.min_length
+        && len < min
+    {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body should be at least {min} chars long"),
+        );
+    }
+    if let Some(max) = node.max_length
+        && len > max
+    {
+        errors.push(FieldError::new(
+            path,
+            "FieldValueTooLong",
+            format!("Too long: may not be more than {max} bytes"),
+        ));
+    }
+    if let Some(re) = &node.pattern
+        && !re.is_match(s)
+    {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body should match '{}'", re.as_str()),
+        );
+    }
+    if let Some(f) = &node.format
+        && !check_format(f, v)
+    {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body must be of type {f}: {v}"),
+        );
+    }
+}
+
+fn validate_number(
+    node: &Node,
+    n: &serde_json::Number,
+    v: &Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    let Some(x) = n.as_f64() else { return };
+    if let Some(min) = node.minimum {
+        if node.exclusive_minimum && x <= min {
+            invalid(
+                errors,
+                path,
+                v,
+                format!("{path} in body should be greater than {}", num(min)),
+            );
+        } else if x < min {
+            invalid(
+                errors,
+                path,
+                v,
+                format!(
+                    "{path} in body should be greater than or equal to {}",
+                    num(min)
+                ),
+            );
+        }
+    }
+    if let Some(max) = node.maximum {
+        if node.exclusive_maximum && x >= max {
+            invalid(
+                errors,
+                path,
+                v,
+                format!("{path} in body should be less than {}", num(max)),
+            );
+        } else if x > max {
+            invalid(
+                errors,
+                path,
+                v,
+                format!(
+                    "{path} in body should be less than or equal to {}",
+                    num(max)
+                ),
+            );
+        }
+    }
+    if let Some(f) = &node.format
+        && !check_format(f, v)
+    {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body must be of type {f}: {v}"),
+        );
+    }
+}
+
+fn validate_object(
+    node: &Node,
+    m: &Map<String, Value>,
+    path: &str,
+    root: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    for key in &node.required {
+        if !m.contains_key(key) {
+            errors.push(FieldError::new(
+                &child(path, key),
+                "FieldValueRequired",
+                "Required value",
+            ));
+        }
+    }
+    if node.embedded {
+        for key in ["apiVersion", "kind"] {
+            let present = m
+                .get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty());
+            if !present {
+                errors.push(FieldError::new(
+                    &child(path, key),
+                    "FieldValueRequired",
+                    "Required value: must not be empty",
+                ));
+            }
+        }
+    }
+    let count = m.len() as u64;
+    if let Some(min) = node.min_properties
+        && count < min
+    {
+        invalid(
+            errors,
+            path,
+            &Value::from(count),
+            format!("{path} in body should have at least {min} properties"),
+        );
+    }
+    if let Some(max) = node.max_properties
+        && count > max
+    {
+        errors.push(FieldError::new(
+            path,
+            "FieldValueTooMany",
+            format!("Too many: {count}: must have at most {max} items"),
+        ));
+    }
+    for (k, child_v) in m {
+        if root && k == "metadata" {
+            continue;
+        }
+        if let Some(p) = node.properties.get(k) {
+            validate(p, child_v, &child(path, k), false, errors);
+        } else if let Some(Additional::Schema(s)) = &node.additional {
+            validate(s, child_v, &format!("{path}[{k}]"), false, errors);
+        }
+    }
+}
+
+fn validate_array(node: &Node, a: &[Value], path: &str, errors: &mut Vec<FieldError>) {
+    let count = a.len() as u64;
+    if let Some(min) = node.min_items
+        && count < min
+    {
+        invalid(
+            errors,
+            path,
+            &Value::from(count),
+            format!("{path} in body should have at least {min} items"),
+        );
+    }
+    if let Some(max) = node.max_items
+        && count > max
+    {
+        errors.push(FieldError::new(
+            path,
+            "FieldValueTooMany",
+            format!("Too many: {count}: must have at most {max} items"),
+        ));
+    }
+    match node.list_type {
+        Some(ListType::Map) => {
+            let keys: Vec<Value> = a
+                .iter()
+                .map(|item| {
+                    let mut k = Map::new();
+                    for name in &node.list_map_keys {
+                        if let Some(v) = item.get(name) {
+                            k.insert(name.clone(), v.clone());
+                        }
+                    }
+                    Value::Object(k)
+                })
+                .collect();
+            report_duplicates(&keys, path, errors);
+        }
+        Some(ListType::Set) => report_duplicates(a, path, errors),
+        _ if node.unique_items => report_duplicates(a, path, errors),
+        _ => {}
+    }
+    if let Some(item) = &node.items {
+        for (i, v) in a.iter().enumerate() {
+            validate(item, v, &format!("{path}[{i}]"), false, errors);
+        }
+    }
+}
+
+/// `Duplicate value` at every index that repeats an earlier element.
+fn report_duplicates(values: &[Value], path: &str, errors: &mut Vec<FieldError>) {
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            errors.push(FieldError::new(
+                &format!("{path}[{i}]"),
+                "FieldValueDuplicate",
+                format!("Duplicate value: {v}"),
+            ));
+        }
+    }
+}
+
+fn passes(node: &Node, v: &Value, path: &str) -> bool {
+    let mut e = Vec::new();
+    validate(node, v, path, false, &mut e);
+    e.is_empty()
+}
+
+fn validate_junctors(node: &Node, v: &Value, path: &str, errors: &mut Vec<FieldError>) {
+    for sub in &node.all_of {
+        validate(sub, v, path, false, errors);
+    }
+    if !node.any_of.is_empty() && !node.any_of.iter().any(|s| passes(s, v, path)) {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body must validate at least one schema (anyOf)"),
+        );
+    }
+    if !node.one_of.is_empty() && node.one_of.iter().filter(|s| passes(s, v, path)).count() != 1 {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body must validate one and only one schema (oneOf)"),
+        );
+    }
+    if let Some(not) = &node.not
+        && passes(not, v, path)
+    {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body must not validate the schema (not)"),
+        );
+    }
+}
