@@ -275,7 +275,8 @@ fn label_selector_predicate() {
         c
     };
     // (selector, labels, matches)
-    let cases: &[(&str, &[(&str, &str)], bool)] = &[
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], bool);
+    let cases: &[Case] = &[
         ("app=web", &[("app", "web")], true),
         ("app=web", &[("app", "db")], false),
         ("app=web", &[], false),

@@ -22,7 +22,7 @@ use crate::workqueue::{QueueItem, RateLimiter, default_controller_rate_limiter};
 /// assert!(options.recover_panic);
 /// assert_eq!(options.cache_sync_timeout, Duration::from_secs(120));
 /// ```
-pub struct ControllerOptions<T> {
+pub struct ControllerOptions<T = crate::Request> {
     /// How many reconciles run at once (workers). Default 1; 0 is an error.
     pub max_concurrent_reconciles: usize,
     /// The delay of a key's retries (errors and `Action::requeue`). Default: the max of a per-key

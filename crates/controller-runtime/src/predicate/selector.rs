@@ -40,12 +40,12 @@ pub enum Error {
 /// use controller_runtime::{event::GenericEvent, predicate::{self, Predicate}};
 /// use k8s_openapi::api::core::v1::Pod;
 ///
-/// let p = predicate::label_selector("app=web, tier notin (db)").unwrap();
+/// let p = predicate::label_selector::<Pod>("app=web, tier notin (db)").unwrap();
 /// let mut pod = Pod::default();
 /// pod.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
 /// assert!(p.generic(&GenericEvent { object: Arc::new(pod) }));
 ///
-/// assert!(predicate::label_selector("app in (web").is_err());
+/// assert!(predicate::label_selector::<Pod>("app in (web").is_err());
 /// ```
 #[derive(Clone, Debug)]
 pub struct LabelSelectorPredicate {
