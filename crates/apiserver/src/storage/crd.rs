@@ -2,15 +2,18 @@
 //! acceptedNames), the resources it serves, and the checks of custom objects against the
 //! version's structural schema (validation, pruning and defaulting live in `crate::schema`).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
-use super::gc::CRD_KEY;
 use super::invalid::{
     FieldError, NameFormat, is_dns1123_label, is_dns1123_subdomain, validate_name,
 };
 use super::meta;
 use super::store::{State, res_key};
 use crate::resource::{ResourceInfo, ScaleInfo};
+use crate::schema::StructuralSchema;
 
 fn s<'a>(v: &'a Value, path: &str) -> &'a str {
     meta::get_path(v, path)
@@ -290,40 +293,65 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
 /// Serves (or re-serves) the resources of a stored CRD.
 pub(crate) fn register(st: &mut State, crd: &Value) {
     let resources = resources_of(crd);
-    st.registry.set_crd(meta::name(crd), resources);
+    st.registry
+        .set_crd(meta::name(crd), resources, compile_schemas(crd));
 }
 
-/// The schema of the CRD version serving `res`.
-fn schema_of(st: &State, res: &ResourceInfo) -> Option<Value> {
-    let crd = st.get(CRD_KEY, &(String::new(), res_key(res)))?;
+/// The compiled schema of every version of a CRD (a CRD is only stored when each one is
+/// structural, so versions that fail to compile are simply absent).
+pub(crate) fn compile_schemas(crd: &Value) -> BTreeMap<String, Arc<StructuralSchema>> {
     versions(crd)
-        .into_iter()
-        .find(|v| v.get("name").and_then(Value::as_str) == Some(res.version.as_str()))?
-        .get("schema")?
-        .get("openAPIV3Schema")
-        .cloned()
+        .iter()
+        .filter_map(|v| {
+            let name = v.get("name")?.as_str()?.to_string();
+            let schema =
+                StructuralSchema::from_value(v.get("schema")?.get("openAPIV3Schema")?).ok()?;
+            Some((name, Arc::new(schema)))
+        })
+        .collect()
 }
 
-/// Checks a custom object against its version's schema: prunes unknown fields, applies
-/// defaults, and answers the violations.
+/// Checks a custom object against its version's schema as the real server does: defaults,
+/// then pruning of unknown fields, then validation; answers the violations.
 pub(crate) fn validate_custom(
     st: &State,
     res: &ResourceInfo,
     obj: &mut Value,
     _old: Option<&Value>,
 ) -> Vec<FieldError> {
-    let Some(schema) = schema_of(st, res) else {
+    let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
         return Vec::new();
     };
-    object_errors(&schema, obj)
+    schema.apply_defaults(obj);
+    schema.prune(obj);
+    schema
+        .validate(obj)
+        .into_iter()
+        .map(|e| from_schema_error(e, ""))
+        .collect()
 }
 
-/// The structural-schema errors of a CRD version's schema (delegates to `crate::schema`).
-fn schema_errors(_schema: &Value, _field: &str) -> Vec<FieldError> {
-    Vec::new()
+fn from_schema_error(e: crate::schema::FieldError, prefix: &str) -> FieldError {
+    let field = match (prefix.is_empty(), e.path.is_empty()) {
+        (true, _) => e.path,
+        (false, true) => prefix.to_string(),
+        (false, false) => format!("{prefix}.{}", e.path),
+    };
+    FieldError {
+        reason: e.reason,
+        field,
+        message: e.message,
+    }
 }
 
-/// Prunes and defaults `obj` by `schema`, then validates it (delegates to `crate::schema`).
-fn object_errors(_schema: &Value, _obj: &mut Value) -> Vec<FieldError> {
-    Vec::new()
+/// The structural-schema errors of a CRD version's schema, with paths under `field`.
+fn schema_errors(schema: &Value, field: &str) -> Vec<FieldError> {
+    match StructuralSchema::from_value(schema) {
+        Ok(_) => Vec::new(),
+        Err(e) => e
+            .errors
+            .into_iter()
+            .map(|e| from_schema_error(e, field))
+            .collect(),
+    }
 }

@@ -7,7 +7,7 @@
 //! (`plural.group`), all in an `imbl::HashMap`. Cloning the whole [`Data`] is O(1): that is a
 //! snapshot.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,6 +17,7 @@ use super::StorageConfig;
 use super::meta;
 use super::watch::{Event, EventKind, Watchers, Window};
 use crate::resource::{ResourceInfo, builtin_resources};
+use crate::schema::StructuralSchema;
 
 /// `(namespace, name)`; namespace `""` for cluster-scoped objects.
 pub(crate) type ObjKey = (String, String);
@@ -44,14 +45,17 @@ pub(crate) struct Loc {
 pub(crate) struct Registry {
     builtin: Vec<ResourceInfo>,
     /// Per CRD name, the resource at each served version (storage version first).
-    crds: std::collections::BTreeMap<String, Vec<ResourceInfo>>,
+    crds: BTreeMap<String, Vec<ResourceInfo>>,
+    /// Per CRD name (= storage key), the compiled schema of each version.
+    schemas: BTreeMap<String, BTreeMap<String, Arc<StructuralSchema>>>,
 }
 
 impl Registry {
     fn new() -> Self {
         Registry {
             builtin: builtin_resources(),
-            crds: Default::default(),
+            crds: BTreeMap::new(),
+            schemas: BTreeMap::new(),
         }
     }
 
@@ -81,14 +85,26 @@ impl Registry {
         self.crds.get(name)
     }
 
-    /// Registers (or re-registers) the resources of a CRD.
-    pub(crate) fn set_crd(&mut self, name: &str, resources: Vec<ResourceInfo>) {
+    /// Registers (or re-registers) the resources of a CRD and their schemas.
+    pub(crate) fn set_crd(
+        &mut self,
+        name: &str,
+        resources: Vec<ResourceInfo>,
+        schemas: BTreeMap<String, Arc<StructuralSchema>>,
+    ) {
         self.crds.insert(name.to_string(), resources);
+        self.schemas.insert(name.to_string(), schemas);
     }
 
     /// Unregisters a CRD's resources.
     pub(crate) fn remove_crd(&mut self, name: &str) -> Option<Vec<ResourceInfo>> {
+        self.schemas.remove(name);
         self.crds.remove(name)
+    }
+
+    /// The compiled schema of a custom resource at a version.
+    pub(crate) fn schema(&self, key: &str, version: &str) -> Option<Arc<StructuralSchema>> {
+        self.schemas.get(key)?.get(version).cloned()
     }
 }
 

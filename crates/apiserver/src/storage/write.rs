@@ -11,6 +11,7 @@ use super::store::{ObjKey, State, res_key};
 use super::watch::as_version;
 use super::{PatchType, WriteOptions, crd, meta, rules, scale};
 use crate::error::ApiError;
+use crate::patch::{MergeKeys, PatchKind};
 use crate::resource::ResourceInfo;
 
 /// The namespaces every cluster starts with.
@@ -493,28 +494,19 @@ fn apply_create(
     create(st, res, namespace, obj, opts)
 }
 
-/// Applies a patch document to `base`.
+/// Applies a patch document to `base` (`crate::patch`); strategic merge patches use the merge
+/// keys of the built-in kind.
 fn apply_patch(
     res: &ResourceInfo,
     base: &Value,
     patch_type: PatchType,
     body: &[u8],
 ) -> Result<Value, ApiError> {
-    let patch: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-    let mut doc = base.clone();
-    match patch_type {
-        PatchType::Merge | PatchType::Apply => json_patch::merge(&mut doc, &patch),
-        PatchType::Strategic => {
-            let _ = res;
-            json_patch::merge(&mut doc, &patch)
-        }
-        PatchType::Json => {
-            let ops: json_patch::Patch = serde_json::from_value(patch)
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-            json_patch::patch(&mut doc, &ops)
-                .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
-        }
-    }
-    Ok(doc)
+    let keys = (!res.custom).then(|| MergeKeys::builtin(&res.group, &res.kind));
+    let kind = match patch_type {
+        PatchType::Merge | PatchType::Apply => PatchKind::Merge,
+        PatchType::Json => PatchKind::Json,
+        PatchType::Strategic => PatchKind::StrategicMerge,
+    };
+    Ok(crate::patch::apply_patch(kind, base, body, keys.as_ref())?)
 }

@@ -274,3 +274,74 @@ async fn deleting_a_crd_removes_its_objects_and_watches() {
     let (_, again) = install(&s);
     assert!(names(&s.list(&again, None, &ListOptions::default()).unwrap()).is_empty());
 }
+
+#[test]
+fn custom_objects_are_defaulted_pruned_and_validated() {
+    let s = store();
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let mut body = crd_body();
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({
+        "type": "object",
+        "required": ["size"],
+        "properties": {
+            "size": {"type": "integer", "minimum": 1},
+            "replicas": {"type": "integer"},
+            "mode": {"type": "string", "enum": ["fast", "slow"], "default": "slow"},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        },
+    });
+    s.create(&crds, None, body, &w()).unwrap();
+    let widgets = s.resolve("example.com", "v1", "widgets").unwrap();
+    let mut obj = widget("ok");
+    obj["spec"]["junk"] = json!(1);
+    obj["spec"]["free"] = json!({"anything": {"goes": true}});
+    obj["topLevelJunk"] = json!("x");
+    let created = s.create(&widgets, Some("default"), obj, &w()).unwrap();
+    assert_eq!(created["spec"]["mode"], "slow", "defaulted");
+    assert!(created["spec"].get("junk").is_none(), "pruned");
+    assert!(created.get("topLevelJunk").is_none(), "pruned");
+    assert_eq!(
+        created["spec"]["free"]["anything"]["goes"], true,
+        "preserved"
+    );
+    let mut bad = widget("bad");
+    bad["spec"] = json!({"size": "big", "mode": "medium"});
+    let err = fails_unchanged(&s, 422, || s.create(&widgets, Some("default"), bad, &w()));
+    assert!(
+        err.message
+            .starts_with("Widget.example.com \"bad\" is invalid"),
+        "{}",
+        err.message
+    );
+    assert!(err.message.contains("spec.size"), "{}", err.message);
+    assert!(err.message.contains("spec.mode"), "{}", err.message);
+    let mut missing = widget("missing");
+    missing["spec"] = json!({});
+    let err = fails_unchanged(&s, 422, || {
+        s.create(&widgets, Some("default"), missing, &w())
+    });
+    assert!(
+        err.message.contains("spec.size: Required value"),
+        "{}",
+        err.message
+    );
+    // Updates are checked too.
+    let mut upd = created.clone();
+    upd["spec"]["size"] = json!(0);
+    fails_unchanged(&s, 422, || {
+        s.update(&widgets, Some("default"), "ok", None, upd, &w())
+    });
+    // A schema that is not structural is rejected with the CRD.
+    let mut not_structural = crd_body();
+    not_structural["metadata"]["name"] = json!("gizmos.example.com");
+    not_structural["spec"]["names"] = json!({"plural": "gizmos", "kind": "Gizmo"});
+    not_structural["spec"]["versions"][0]["schema"]["openAPIV3Schema"] =
+        json!({"type": "object", "properties": {"spec": {}}});
+    let err = fails_unchanged(&s, 422, || s.create(&crds, None, not_structural, &w()));
+    assert!(
+        err.message
+            .contains("spec.versions[0].schema.openAPIV3Schema"),
+        "{}",
+        err.message
+    );
+}
