@@ -10,8 +10,10 @@
 //!   "delete"}` and `{"$patch": "replace"}` as list elements, `$retainKeys: [..]`,
 //!   `$setElementOrder/<field>: [..]` and `$deleteFromPrimitiveList/<field>: [..]`. No
 //!   directive survives into the result.
-//! * Order of a merged list: elements only the server had keep their relative places, patched
-//!   elements follow the patch's order (or `$setElementOrder`'s), new elements come after.
+//! * Order of a merged list (upstream's `normalizeElementOrder`): patched elements follow the
+//!   patch's order (or `$setElementOrder`'s), server-only elements keep their relative order
+//!   and are interleaved by their places on the server; a new element goes before the
+//!   server-only elements it meets (`kubectl patch` of a new container puts it first).
 
 use serde_json::{Map, Value};
 
@@ -143,6 +145,9 @@ fn set_element_order(
         Some(Value::Null) | None => None,
         Some(_) => return Err(bad(format!("the value of {field} must be a list"))),
     };
+    if let Some(p) = &patch_list {
+        check_order_matches(p, &order, meta.merge_key, field)?;
+    }
     let merged = match (&server, patch_list) {
         (None, None) => return Ok(()),
         (Some(s), None) => s.clone(),
@@ -155,6 +160,24 @@ fn set_element_order(
     let server = server.unwrap_or_default();
     let ordered = normalize(in_order, server_only, &order, &server, key);
     original.insert(field.to_string(), Value::Array(ordered));
+    Ok(())
+}
+
+/// The patch list's elements (directives aside) must appear in the `$setElementOrder` list,
+/// in the same relative order.
+fn check_order_matches(patch: &[Value], order: &[Value], key: Option<&str>, field: &str) -> R<()> {
+    let mut rest = order.iter();
+    for item in patch.iter().filter(|v| v.get(DIRECTIVE).is_none()) {
+        let same = |o: &&Value| match key {
+            Some(k) => item.get(k).is_some() && o.get(k) == item.get(k),
+            None => *o == item,
+        };
+        if !rest.any(|o| same(&o)) {
+            return Err(bad(format!(
+                "the order in the patch list {field} doesn't match its $setElementOrder list"
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -253,6 +276,8 @@ fn merge_list(
         )));
     };
     let (mut original, patch) = split_special_elements(original, patch, key, meta.ty)?;
+    // The server's order is the list before the new elements join it.
+    let server_order = original.clone();
     for item in &patch {
         let wanted = item.get(key);
         match original.iter_mut().find(|o| o.get(key) == wanted) {
@@ -267,7 +292,6 @@ fn merge_list(
             None => original.push(clean(item.clone(), meta.ty)?),
         }
     }
-    let server_order = original.clone();
     let (from_patch, server_only) = original
         .into_iter()
         .partition(|v| index_of(&patch, v, Some(key)).is_some());
@@ -340,7 +364,8 @@ fn index_of(list: &[Value], item: &Value, key: Option<&str>) -> Option<usize> {
 
 /// Sorts patched elements by `patch_order` and server-only ones by `server_order`, then
 /// interleaves them: where both appear in `server_order` the earlier goes first, otherwise
-/// the server-only element does.
+/// the patched element does (so new elements come before the server-only ones they meet, as
+/// upstream's `mergeSortedSlice`).
 fn normalize(
     mut from_patch: Vec<Value>,
     mut server_only: Vec<Value>,
@@ -365,7 +390,7 @@ fn normalize(
                     index_of(server_order, r, key),
                 ) {
                     (Some(li), Some(ri)) => li < ri,
-                    _ => true,
+                    _ => false,
                 }
             }
         };

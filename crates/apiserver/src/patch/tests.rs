@@ -148,7 +148,8 @@ fn smp_unsupported_for_custom_resources() {
 
 #[test]
 fn smp_containers_merge_by_name() {
-    // The upstream documentation's example: patching a container list adds, it does not replace.
+    // The upstream documentation's example: patching a container list adds, it does not
+    // replace, and (as the documented output shows) the new container comes first.
     let orig = json!({"spec": {"containers": [{"name": "patch-demo-ctr", "image": "nginx"}]}});
     let got = pod_smp(
         orig,
@@ -156,7 +157,7 @@ fn smp_containers_merge_by_name() {
     );
     assert_eq!(
         names(&got["spec"]["containers"], "name"),
-        ["patch-demo-ctr", "patch-demo-ctr-2"]
+        ["patch-demo-ctr-2", "patch-demo-ctr"]
     );
     // Merging one container by name keeps its other fields and merges its env by name.
     let orig = json!({"spec": {"containers": [
@@ -176,7 +177,7 @@ fn smp_containers_merge_by_name() {
         a["env"],
         json!([{"name": "X", "value": "1"}, {"name": "Y", "value": "3"}, {"name": "Z", "value": "4"}])
     );
-    assert_eq!(names(&a["ports"], "containerPort"), ["80", "443"]);
+    assert_eq!(names(&a["ports"], "containerPort"), ["443", "80"]);
     assert_eq!(
         a["args"],
         json!(["z"]),
@@ -248,7 +249,7 @@ fn smp_directives_in_lists_and_maps() {
     assert!(got["metadata"].get("name").is_none());
     assert_eq!(got["metadata"]["labels"], json!({"a": "1"}));
     assert_eq!(
-        got["spec"]["containers"][2],
+        got["spec"]["containers"][0],
         json!({"name": "n", "image": "n", "env": []})
     );
     assert!(!got.to_string().contains('$'));
@@ -339,9 +340,9 @@ fn smp_merge_keys_of_builtin_kinds() {
     assert_eq!(t["containers"][0]["image"], "v1");
     assert_eq!(
         names(&t["containers"][0]["volumeMounts"], "mountPath"),
-        ["/a", "/b"]
+        ["/b", "/a"]
     );
-    assert_eq!(names(&t["volumes"], "name"), ["x", "y"]);
+    assert_eq!(names(&t["volumes"], "name"), ["y", "x"]);
     // CronJob: spec.jobTemplate.spec.template.spec.containers.
     let cj = json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b"}]}}}}}});
     let got = smp("batch", "CronJob", cj, json!({"spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "2"}]}}}}}})).unwrap();
@@ -363,7 +364,7 @@ fn smp_merge_keys_of_builtin_kinds() {
     .unwrap();
     assert_eq!(
         names(&got["metadata"]["ownerReferences"], "uid"),
-        ["1", "2"]
+        ["2", "1"]
     );
     // Service ports by port.
     let svc =
@@ -426,6 +427,10 @@ fn smp_bad_bodies_are_errors() {
         (json!({"spec": {"$retainKeys": "notalist"}}), 400),
         (json!({"spec": {"$retainKeys": ["a"], "b": 1}}), 422),
         (json!({"spec": {"$setElementOrder/containers": "x"}}), 400),
+        (
+            json!({"spec": {"$setElementOrder/containers": [{"name": "a"}], "containers": [{"name": "b"}]}}),
+            400,
+        ),
         (
             json!({"metadata": {"$deleteFromPrimitiveList/finalizers": "x"}}),
             400,
