@@ -1,0 +1,523 @@
+//! The embedded API server driven by the real `kubectl` (skipped, with a note, when kubectl is
+//! not on PATH). Each kubectl gets its own discovery cache and a timeout; children are killed
+//! on timeout and on drop.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crt_apiserver::Server;
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+struct Out {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+impl Kubectl {
+    fn new(server: &Server) -> Option<Kubectl> {
+        if std::process::Command::new("kubectl")
+            .arg("version")
+            .arg("--client")
+            .output()
+            .is_err()
+        {
+            eprintln!("kubectl not found on PATH: skipping");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig(&kubeconfig).unwrap();
+        Some(Kubectl { kubeconfig, dir })
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new("kubectl");
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .env("KUBECACHEDIR", self.dir.path().join("cache"))
+            .env_remove("KUBECONFIG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn run(&self, args: &[&str], stdin: Option<&str>) -> Out {
+        let mut child = self.command(args).spawn().expect("kubectl starts");
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).await.unwrap();
+        }
+        drop(input);
+        let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+            .unwrap();
+        Out {
+            ok: output.status.success(),
+            stdout: String::from_utf8_lossy(&output.stdout).into(),
+            stderr: String::from_utf8_lossy(&output.stderr).into(),
+        }
+    }
+
+    /// Runs kubectl and asserts success; the stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        self.ok_with(args, None).await
+    }
+
+    async fn ok_with(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin).await;
+        assert!(
+            out.ok,
+            "kubectl {args:?} failed: {}{}",
+            out.stdout, out.stderr
+        );
+        out.stdout
+    }
+
+    /// Runs kubectl, asserts failure; the stderr.
+    async fn fails(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.run(args, stdin).await;
+        assert!(!out.ok, "kubectl {args:?} should fail: {}", out.stdout);
+        out.stderr
+    }
+
+    async fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&all).await).unwrap()
+    }
+
+    /// Starts a long-running kubectl whose stdout accumulates in the returned buffer.
+    fn spawn(&self, args: &[&str]) -> (Child, Arc<Mutex<String>>) {
+        let mut child = self.command(args).spawn().expect("kubectl starts");
+        let mut stdout = child.stdout.take().unwrap();
+        let buf = Arc::new(Mutex::new(String::new()));
+        let sink = buf.clone();
+        tokio::spawn(async move {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut chunk).await {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        });
+        (child, buf)
+    }
+}
+
+fn configmap(name: &str, extra: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{extra}data:\n  a: \"1\"\n"
+    )
+}
+
+async fn wait_for(what: &str, buf: &Mutex<String>, needle: &str) {
+    for _ in 0..500 {
+        if buf.lock().contains(needle) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}: {needle:?} in {}", buf.lock());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_apply_get_label_annotate_patch_replace() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    assert!(
+        k.ok_with(&["create", "-f", "-"], Some(&configmap("c1", "")))
+            .await
+            .contains("configmap/c1 created")
+    );
+    assert!(
+        k.ok_with(&["apply", "-f", "-"], Some(&configmap("c2", "")))
+            .await
+            .contains("created")
+    );
+    let changed = configmap("c2", "").replace("a: \"1\"", "a: \"2\"");
+    assert!(
+        k.ok_with(&["apply", "-f", "-"], Some(&changed))
+            .await
+            .contains("configured")
+    );
+    assert_eq!(k.json(&["get", "cm", "c2"]).await["data"]["a"], "2");
+
+    let table = k.ok(&["get", "configmaps"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "DATA", "AGE"]);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("c1 ") && l.split_whitespace().nth(1) == Some("1"))
+    );
+
+    k.ok(&["label", "cm", "c1", "tier=web"]).await;
+    k.ok(&["annotate", "cm", "c1", "note=hi"]).await;
+    k.ok(&[
+        "patch",
+        "cm",
+        "c1",
+        "--type",
+        "strategic",
+        "-p",
+        r#"{"data":{"s":"1"}}"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "cm",
+        "c1",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"add","path":"/data/j","value":"2"}]"#,
+    ])
+    .await;
+    k.ok(&[
+        "patch",
+        "cm",
+        "c1",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"m":"3"}}"#,
+    ])
+    .await;
+    let c1 = k.json(&["get", "cm", "c1"]).await;
+    assert_eq!(c1["metadata"]["labels"]["tier"], "web");
+    assert_eq!(c1["metadata"]["annotations"]["note"], "hi");
+    assert_eq!(c1["data"].as_object().unwrap().len(), 4);
+    assert_eq!(
+        k.ok(&["get", "cm", "-l", "tier=web", "-o", "name"])
+            .await
+            .trim(),
+        "configmap/c1"
+    );
+
+    let stale = serde_json::to_string(&c1).unwrap();
+    k.ok(&[
+        "patch",
+        "cm",
+        "c1",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"m":"4"}}"#,
+    ])
+    .await;
+    let err = k.fails(&["replace", "-f", "-"], Some(&stale)).await;
+    assert!(err.contains("Conflict"), "{err}");
+
+    let dry = k
+        .ok_with(
+            &["create", "--dry-run=server", "-f", "-"],
+            Some(&configmap("dry", "")),
+        )
+        .await;
+    assert!(dry.contains("server dry run"), "{dry}");
+    assert!(
+        k.fails(&["get", "cm", "dry"], None)
+            .await
+            .contains("NotFound")
+    );
+
+    // kubectl's typed clients send protobuf bodies.
+    k.ok(&["create", "namespace", "team"]).await;
+    k.ok(&[
+        "create",
+        "configmap",
+        "typed",
+        "-n",
+        "team",
+        "--from-literal=x=y",
+    ])
+    .await;
+    assert_eq!(
+        k.json(&["get", "cm", "typed", "-n", "team"]).await["data"]["x"],
+        "y"
+    );
+    k.ok(&["create", "secret", "generic", "s1", "--from-literal=p=q"])
+        .await;
+    assert_eq!(k.json(&["get", "secret", "s1"]).await["data"]["p"], "cQ==");
+
+    for i in 0..5 {
+        k.ok_with(
+            &["create", "-f", "-"],
+            Some(&configmap(&format!("page{i}"), "")),
+        )
+        .await;
+    }
+    let out = k
+        .run(&["get", "cm", "--chunk-size=2", "-o", "name", "-v=6"], None)
+        .await;
+    assert!(out.ok);
+    assert_eq!(
+        out.stdout
+            .lines()
+            .filter(|l| l.starts_with("configmap/page"))
+            .count(),
+        5
+    );
+    assert!(
+        out.stderr.matches("limit=2").count() >= 3,
+        "paged requests: {}",
+        out.stderr
+    );
+
+    let bad = k.dir.path().join("bad");
+    std::fs::write(&bad, server.kubeconfig().replace(server.token(), "nope")).unwrap();
+    let out = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&bad)
+        .args(["get", "cm"])
+        .env("KUBECACHEDIR", k.dir.path().join("cache-bad"))
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(20), out)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("provide credentials") || stderr.contains("Unauthorized"),
+        "{stderr}"
+    );
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 2\n  \
+selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      \
+containers:\n      - {name: c, image: nginx}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployments_scale_and_status() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok_with(&["apply", "-f", "-"], Some(DEPLOYMENT)).await;
+    k.ok(&["scale", "deployment", "web", "--replicas=4"]).await;
+    assert_eq!(
+        k.json(&["get", "deploy", "web"]).await["spec"]["replicas"],
+        4
+    );
+    let status =
+        r#"{"status":{"replicas":4,"readyReplicas":3,"updatedReplicas":4,"availableReplicas":3}}"#;
+    k.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        status,
+    ])
+    .await;
+    let table = k.ok(&["get", "deployments"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
+    let row: Vec<&str> = table.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["web", "3/4", "4", "3"]);
+    // A status patch through the main resource is ignored.
+    k.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"readyReplicas":0}}"#,
+    ])
+    .await;
+    assert_eq!(
+        k.json(&["get", "deploy", "web"]).await["status"]["readyReplicas"],
+        3
+    );
+    let ns = k.ok(&["get", "namespaces"]).await;
+    assert!(
+        ns.lines()
+            .any(|l| l.starts_with("kube-system ") && l.contains("Active")),
+        "{ns}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_shows_added_modified_deleted() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok_with(&["create", "-f", "-"], Some(&configmap("w0", "")))
+        .await;
+    let (mut child, buf) = k.spawn(&["get", "cm", "-w", "--output-watch-events", "-o", "json"]);
+    wait_for("the initial list", &buf, "\"w0\"").await;
+    k.ok_with(&["create", "-f", "-"], Some(&configmap("w1", "")))
+        .await;
+    k.ok(&["label", "cm", "w1", "x=y"]).await;
+    k.ok(&["delete", "cm", "w1"]).await;
+    wait_for("the deletion", &buf, "\"DELETED\"").await;
+    child.kill().await.unwrap();
+    let text = buf.lock().clone();
+    let events: Vec<Value> = serde_json::Deserializer::from_str(&text)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .collect();
+    let w1: Vec<&str> = events
+        .iter()
+        .filter(|e| e["object"]["metadata"]["name"] == "w1")
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(w1, ["ADDED", "MODIFIED", "DELETED"]);
+
+    // The table form of `get -w` streams Table rows.
+    let (mut child, buf) = k.spawn(&["get", "cm", "-w"]);
+    wait_for("the table header", &buf, "w0").await;
+    k.ok_with(&["create", "-f", "-"], Some(&configmap("w2", "")))
+        .await;
+    wait_for("the new row", &buf, "w2").await;
+    child.kill().await.unwrap();
+}
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  \
+name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, \
+singular: widget, kind: Widget, shortNames: [wd]}\n  versions:\n  - name: v1\n    served: true\n    \
+storage: true\n    subresources: {status: {}}\n    additionalPrinterColumns:\n    - {name: Size, type: \
+integer, jsonPath: .spec.size}\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+properties:\n          spec:\n            type: object\n            required: [size]\n            \
+properties:\n              size: {type: integer}\n              color: {type: string, enum: [red, blue]}\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok_with(&["create", "-f", "-"], Some(CRD)).await;
+    k.ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ])
+    .await;
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3, color: red}\n";
+    k.ok_with(&["create", "-f", "-"], Some(widget)).await;
+    let table = k.ok(&["get", "wd"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SIZE"]);
+    assert_eq!(
+        table
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["w1", "3"]
+    );
+    assert_eq!(
+        k.json(&["get", "widgets.example.com", "w1"]).await["spec"]["size"],
+        3
+    );
+    k.ok_with(
+        &["apply", "-f", "-"],
+        Some(&widget.replace("size: 3", "size: 5")),
+    )
+    .await;
+    assert_eq!(k.json(&["get", "widget", "w1"]).await["spec"]["size"], 5);
+
+    let invalid = widget.replace("w1", "bad").replace("size: 3, ", "");
+    let err = k.fails(&["create", "-f", "-"], Some(&invalid)).await;
+    assert!(err.contains("Invalid") || err.contains("invalid"), "{err}");
+    assert!(
+        k.fails(&["get", "wd", "bad"], None)
+            .await
+            .contains("NotFound")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finalizers_garbage_collection_and_namespace_deletion() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok_with(
+        &["create", "-f", "-"],
+        Some(&configmap("held", "  finalizers: [example.com/hold]\n")),
+    )
+    .await;
+    k.ok(&["delete", "cm", "held", "--wait=false"]).await;
+    assert!(k.json(&["get", "cm", "held"]).await["metadata"]["deletionTimestamp"].is_string());
+    k.ok(&[
+        "patch",
+        "cm",
+        "held",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ])
+    .await;
+    assert!(
+        k.fails(&["get", "cm", "held"], None)
+            .await
+            .contains("NotFound")
+    );
+
+    k.ok_with(&["create", "-f", "-"], Some(&configmap("owner", "")))
+        .await;
+    let uid = k.json(&["get", "cm", "owner"]).await["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let owner_ref = format!(
+        "  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}}}\n"
+    );
+    k.ok_with(
+        &["create", "-f", "-"],
+        Some(&configmap("owned", &owner_ref)),
+    )
+    .await;
+    k.ok(&["delete", "cm", "owner"]).await;
+    k.ok(&["wait", "--for=delete", "cm/owned", "--timeout=10s"])
+        .await;
+
+    let ns = "apiVersion: v1\nkind: Namespace\nmetadata: {name: doomed}\n";
+    k.ok_with(&["create", "-f", "-"], Some(ns)).await;
+    k.ok_with(
+        &["create", "-n", "doomed", "-f", "-"],
+        Some(&configmap("inside", "")),
+    )
+    .await;
+    k.ok(&["delete", "namespace", "doomed", "--timeout=10s"])
+        .await;
+    assert!(
+        k.fails(&["get", "namespace", "doomed"], None)
+            .await
+            .contains("NotFound")
+    );
+    assert!(
+        k.ok(&["get", "cm", "-n", "doomed", "-o", "name"])
+            .await
+            .trim()
+            .is_empty()
+    );
+}
