@@ -675,3 +675,61 @@ fn bad_options_are_errors() {
     assert!(c.need_leader_election());
     assert_eq!(c.name(), "c");
 }
+
+/// A source whose initial list is `names`, delivered as initial-list creates.
+struct InitialList {
+    names: Vec<&'static str>,
+}
+
+impl Source<ConfigMap> for InitialList {
+    fn start(
+        &self,
+        _ctx: CancellationToken,
+        dispatcher: EventDispatcher<ConfigMap>,
+    ) -> BoxFuture<'_, Result<(), source::Error>> {
+        for name in &self.names {
+            dispatcher.create(&controller_runtime::event::CreateEvent {
+                object: cm("ns", name),
+                is_in_initial_list: true,
+            });
+        }
+        Box::pin(async { Ok(()) })
+    }
+
+    fn describe(&self) -> String {
+        "initial list".into()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn real_changes_overtake_the_initial_list_on_the_priority_queue() {
+    for (use_priority_queue, want) in [(true, ["l0", "urgent", "l1"]), (false, ["l0", "l1", "l2"])]
+    {
+        let options = ControllerOptions {
+            use_priority_queue,
+            ..Default::default()
+        };
+        let mut r = Running::start(options, |_, _| {
+            Box::pin(async {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                Ok(Action::done())
+            })
+        })
+        .await;
+        let list = InitialList {
+            names: vec!["l0", "l1", "l2", "l3"],
+        };
+        r.controller
+            .watch(list, EnqueueRequestForObject, vec![])
+            .await
+            .unwrap();
+        // The worker is busy with l0 when the real change arrives.
+        assert_eq!(r.next_call().await.req.name, "l0");
+        r.send("ns", "urgent").await;
+        let mut order = vec!["l0".to_string()];
+        order.push(r.next_call().await.req.name);
+        order.push(r.next_call().await.req.name);
+        assert_eq!(order, want, "use_priority_queue = {use_priority_queue}");
+        r.stop().await;
+    }
+}

@@ -61,7 +61,7 @@ use crate::metrics::{ControllerMetrics, ControllerSeries};
 use crate::predicate::BoxPredicate;
 use crate::reconcile::Reconciler;
 use crate::source::{self, Source, Watch};
-use crate::workqueue::{Queue, QueueConfig, QueueItem, Workqueue};
+use crate::workqueue::{PriorityQueue, Queue, QueueConfig, QueueItem, Workqueue};
 
 mod options;
 mod worker;
@@ -363,7 +363,9 @@ fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Arc<dy
         rate_limiter: options.rate_limiter.clone(),
         metrics: options.metrics.as_ref().map(|m| m.workqueue.clone()),
     };
-    // The priority queue is chosen here once the workqueue module offers it.
-    let _ = options.use_priority_queue;
-    Workqueue::new(config)
+    if options.use_priority_queue {
+        PriorityQueue::new(config)
+    } else {
+        Workqueue::new(config)
+    }
 }
