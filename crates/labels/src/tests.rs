@@ -63,6 +63,42 @@ fn every_operator_matches_as_upstream() {
 }
 
 #[test]
+fn upstream_parse_cases() {
+    // apimachinery's TestSelectorParse: good strings print back without their spaces.
+    for good in [
+        "x=a,y=b,z=c",
+        "",
+        "x!=a,y=b",
+        "x=",
+        "x= ",
+        "x=,z= ",
+        "x= ,z= ",
+        "!x",
+        "x>1",
+        "x>1,z<5",
+    ] {
+        let s = parse(good).unwrap_or_else(|e| panic!("{good:?}: {e}"));
+        assert_eq!(s.to_string(), good.replace(' ', ""), "{good:?}");
+    }
+    for bad in ["x=a||y=b", "x==a==b", "!x=a", "x<a"] {
+        assert!(parse(bad).is_err(), "{bad:?} should not parse");
+    }
+    // Deterministic: requirement order does not matter.
+    assert_eq!(parse("x=a,a=x").unwrap(), parse("a=x,x=a").unwrap());
+    assert!(
+        parse("notin=in")
+            .unwrap()
+            .matches(&labels(&[("notin", "in")]))
+    );
+    let s = parse("0.1.2.domain/99 notin (10.10.100.1, tick.tack.clock)").unwrap();
+    assert_eq!(
+        s.requirements()[0].values(),
+        ["10.10.100.1", "tick.tack.clock"]
+    );
+    assert!(parse(&"a".repeat(254)).is_err());
+}
+
+#[test]
 fn parses_into_requirements() {
     let s = parse("x in (foo,,baz),y,z notin ()").unwrap();
     let r = s.requirements();
