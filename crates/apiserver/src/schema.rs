@@ -65,7 +65,7 @@ use node::Node;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FieldError {
     /// The field, as the real server writes it: `spec.replicas`, `spec.ports[0].name`,
-    /// `spec.labels[key]`.
+    /// `spec.labels.key` (a key under `additionalProperties`), as kube-openapi names them.
     pub path: String,
     /// The cause's reason: `FieldValueInvalid`, `FieldValueRequired`,
     /// `FieldValueNotSupported`, `FieldValueDuplicate`, `FieldValueTooLong`,

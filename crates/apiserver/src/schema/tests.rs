@@ -118,6 +118,18 @@ fn required_enum_and_bounds() {
         json!({"x": 1}),
         "spec.x: Invalid value: 1: spec.x in body should be less than 1",
     );
+    let props = json!({"e": {"type": "integer", "enum": [1, 2]}, "m": {"type": "number", "multipleOf": 0.5}});
+    assert_one(
+        props.clone(),
+        json!({"e": 3}),
+        r#"spec.e: Unsupported value: 3: supported values: "1", "2""#,
+    );
+    assert_valid(props.clone(), json!({"e": 1, "m": 1.5}));
+    assert_one(
+        props,
+        json!({"m": 1.2}),
+        "spec.m: Invalid value: 1.2: spec.m in body should be a multiple of 0.5",
+    );
     let props =
         json!({"s": {"type": "string", "minLength": 2, "maxLength": 3, "pattern": "^[a-z]+$"}});
     assert_valid(props.clone(), json!({"s": "abc"}));
@@ -216,7 +228,7 @@ fn additional_properties_and_junctors() {
     assert_one(
         props.clone(),
         json!({"m": {"a": "x"}}),
-        r#"spec.m[a]: Invalid value: "string": spec.m[a] in body must be of type integer: "string""#,
+        r#"spec.m.a: Invalid value: "string": spec.m.a in body must be of type integer: "string""#,
     );
     assert_one(
         props.clone(),

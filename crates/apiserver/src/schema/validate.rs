@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
-use super::FieldError;
 use super::format::check_format;
 use super::node::{Additional, ListType, Node};
+use super::{FieldError, quote};
 
 fn child(path: &str, key: &str) -> String {
     if path.is_empty() {
@@ -108,7 +108,14 @@ pub(crate) fn validate(
     if let Some(allowed) = &node.enumeration
         && !allowed.contains(v)
     {
-        let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
+        // As upstream: every allowed value quoted, non-strings as their JSON.
+        let list: Vec<String> = allowed
+            .iter()
+            .map(|a| match a {
+                Value::String(s) => quote(s),
+                other => quote(&other.to_string()),
+            })
+            .collect();
         errors.push(FieldError::new(
             path,
             "FieldValueNotSupported",
@@ -179,6 +186,17 @@ fn validate_number(
     errors: &mut Vec<FieldError>,
 ) {
     let Some(x) = n.as_f64() else { return };
+    if let Some(m) = node.multiple_of
+        && m > 0.0
+        && ((x / m) - (x / m).round()).abs() > 1e-9
+    {
+        invalid(
+            errors,
+            path,
+            v,
+            format!("{path} in body should be a multiple of {}", num(m)),
+        );
+    }
     if let Some(min) = node.minimum {
         if node.exclusive_minimum && x <= min {
             invalid(
@@ -289,7 +307,7 @@ fn validate_object(
         if let Some(p) = node.properties.get(k) {
             validate(p, child_v, &child(path, k), false, errors);
         } else if let Some(Additional::Schema(s)) = &node.additional {
-            validate(s, child_v, &format!("{path}[{k}]"), false, errors);
+            validate(s, child_v, &child(path, k), false, errors);
         }
     }
 }
