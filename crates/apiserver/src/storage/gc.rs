@@ -9,12 +9,13 @@
 //! watchers see are those of the real server; tests need no waiting.
 
 use std::collections::VecDeque;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::invalid::{FieldError, invalid_kind};
-use super::store::{Loc, State, res_key};
+use super::store::{Loc, ObjKey, State, res_key};
 use super::watch::as_version;
 use super::write::{SYSTEM_NAMESPACES, obj_key};
 use super::{DeleteOptions, ListOptions, meta, select::Selection};
@@ -78,6 +79,14 @@ enum Outcome {
     Marked(Arc<Value>),
     /// Removed (its last state).
     Removed(Arc<Value>),
+}
+
+/// The keys of one namespace in an object map.
+pub(crate) fn namespace_range(ns: &str) -> (Bound<ObjKey>, Bound<ObjKey>) {
+    (
+        Bound::Included((ns.to_string(), String::new())),
+        Bound::Excluded((format!("{ns}\u{0}"), String::new())),
+    )
 }
 
 /// Whether a namespace is held by `spec.finalizers` (the namespace controller's `kubernetes`).
@@ -206,7 +215,7 @@ fn delete_one(
         if loc.res == "namespaces" {
             let ns = loc.key.1.clone();
             for (res, objs) in st.data.iter() {
-                for key in objs.keys().filter(|k| k.0 == ns) {
+                for (key, _) in objs.range(namespace_range(&ns)) {
                     queue.push_back(Task::Delete(
                         Loc {
                             res: res.clone(),
@@ -307,7 +316,7 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
         let empty = st
             .data
             .iter()
-            .all(|(_, objs)| objs.keys().all(|k| &k.0 != ns));
+            .all(|(_, objs)| objs.range(namespace_range(ns)).next().is_none());
         if empty {
             meta::set_path(&mut new, ".spec.finalizers", Value::Array(Vec::new()));
             if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {

@@ -1,8 +1,6 @@
 //! Small helpers over `metadata` of JSON objects, and the system values the server fills in
 //! (uid, timestamps, generated names).
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 
 /// `metadata.<field>` as a string, if present.
@@ -43,19 +41,6 @@ pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
         .map(|a| {
             a.iter()
                 .filter_map(|s| s.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// `metadata.labels` as a map of strings.
-pub(crate) fn labels(obj: &Value) -> BTreeMap<String, String> {
-    obj.get("metadata")
-        .and_then(|m| m.get("labels"))
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                 .collect()
         })
         .unwrap_or_default()

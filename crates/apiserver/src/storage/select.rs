@@ -142,21 +142,6 @@ impl Selection {
         })
     }
 
-    /// Everything of a resource in a namespace (or all namespaces).
-    pub(crate) fn all(res: &ResourceInfo, namespace: Option<&str>) -> Self {
-        Selection {
-            group: res.group.clone(),
-            kind: res.kind.clone(),
-            namespace: if res.namespaced {
-                namespace.map(str::to_string)
-            } else {
-                None
-            },
-            labels: None,
-            fields: None,
-        }
-    }
-
     /// Whether the object is selected.
     pub(crate) fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = &self.namespace

@@ -75,16 +75,6 @@ impl Registry {
             .find(|r| r.group == group && r.version == version && r.plural == plural)
     }
 
-    /// A resource (its preferred version) by storage key.
-    pub(crate) fn by_key(&self, key: &str) -> Option<&ResourceInfo> {
-        self.all().find(|r| res_key(r) == key)
-    }
-
-    /// The resources a CRD serves.
-    pub(crate) fn crd(&self, name: &str) -> Option<&Vec<ResourceInfo>> {
-        self.crds.get(name)
-    }
-
     /// Registers (or re-registers) the resources of a CRD and their schemas.
     pub(crate) fn set_crd(
         &mut self,
