@@ -22,7 +22,7 @@
 //!         // Retrying cannot fix a bad request: say so.
 //!         return Err(TerminalError::msg("empty name").into());
 //!     }
-//!     Ok::<_, ReconcileError>(Action::requeue_after(Duration::from_secs(60)))
+//!     Ok(Action::requeue_after(Duration::from_secs(60)))
 //! });
 //! # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 //! let action = rt.block_on(reconciler.reconcile(Request::new("default", "cm"))).unwrap();
@@ -300,25 +300,23 @@ pub struct FnReconciler<F>(F);
 
 /// Makes a [`Reconciler`] from a closure returning a future (`|req| async move { ... }`).
 ///
-/// The error type may be anything that converts into [`ReconcileError`].
-pub fn from_fn<T, F, Fut, E>(f: F) -> FnReconciler<F>
+/// The future returns a [`ReconcileResult`], so `Ok(Action::done())` needs no annotation and
+/// `?` converts any error.
+pub fn from_fn<T, F, Fut>(f: F) -> FnReconciler<F>
 where
     F: Fn(T) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: Into<ReconcileError>,
+    Fut: Future<Output = ReconcileResult> + Send + 'static,
 {
     FnReconciler(f)
 }
 
-impl<T, F, Fut, E> Reconciler<T> for FnReconciler<F>
+impl<T, F, Fut> Reconciler<T> for FnReconciler<F>
 where
     F: Fn(T) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-    E: Into<ReconcileError>,
+    Fut: Future<Output = ReconcileResult> + Send + 'static,
 {
     fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult> {
-        let fut = (self.0)(req);
-        Box::pin(async move { fut.await.map_err(Into::into) })
+        Box::pin((self.0)(req))
     }
 }
 

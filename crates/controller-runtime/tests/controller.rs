@@ -556,7 +556,7 @@ async fn start_waits_for_syncing_sources_before_running_workers() {
     let (tx, mut calls) = mpsc::unbounded_channel();
     let reconciler = reconcile::from_fn(move |req: Request| {
         let _ = tx.send((req, Instant::now()));
-        async { Ok::<_, ReconcileError>(Action::done()) }
+        async { Ok(Action::done()) }
     });
     let controller = Controller::new("sync", reconciler, ControllerOptions::default()).unwrap();
     controller
@@ -595,8 +595,7 @@ async fn start_waits_for_syncing_sources_before_running_workers() {
 
 #[tokio::test(start_paused = true)]
 async fn sync_timeout_is_an_error_naming_the_source() {
-    let reconciler =
-        reconcile::from_fn(|_: Request| async { Ok::<_, ReconcileError>(Action::done()) });
+    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
     let options = ControllerOptions {
         cache_sync_timeout: Duration::from_secs(10),
         ..Default::default()
@@ -631,8 +630,7 @@ async fn sync_timeout_is_an_error_naming_the_source() {
     assert!(controller.queue().is_shutting_down());
 
     // Cancelled while waiting for sync: start returns Ok, not an error.
-    let reconciler =
-        reconcile::from_fn(|_: Request| async { Ok::<_, ReconcileError>(Action::done()) });
+    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
     let controller =
         Controller::new("cancelled", reconciler, ControllerOptions::default()).unwrap();
     controller
@@ -654,7 +652,7 @@ async fn sync_timeout_is_an_error_naming_the_source() {
 
 #[test]
 fn bad_options_are_errors() {
-    let r = || reconcile::from_fn(|_: Request| async { Ok::<_, ReconcileError>(Action::done()) });
+    let r = || reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
     let err = Controller::new("", r(), ControllerOptions::default()).unwrap_err();
     assert!(matches!(err, Error::MissingName));
     let zero = ControllerOptions {

@@ -28,7 +28,7 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let reconciler = reconcile::from_fn(|req: Request| async move {
 //!     println!("reconcile {req}");
-//!     Ok::<_, ReconcileError>(Action::done())
+//!     Ok(Action::done())
 //! });
 //! let controller = Controller::new("configmaps", reconciler, ControllerOptions::default()).unwrap();
 //! let (tx, channel) = source::channel::<ConfigMap>(16);
