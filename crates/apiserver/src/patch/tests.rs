@@ -447,3 +447,80 @@ fn smp_bad_bodies_are_errors() {
         assert_eq!(e.code(), 400);
     }
 }
+
+/// A small random JSON value drawn from keys and values that exercise every directive and
+/// merge key, so that malformed combinations come up often.
+fn random_value(rng: &mut rand::rngs::StdRng, depth: u32) -> Value {
+    use rand::Rng;
+    const KEYS: [&str; 14] = [
+        "spec",
+        "containers",
+        "name",
+        "env",
+        "metadata",
+        "finalizers",
+        "$patch",
+        "$retainKeys",
+        "$setElementOrder/containers",
+        "$deleteFromPrimitiveList/finalizers",
+        "ports",
+        "containerPort",
+        "image",
+        "volumes",
+    ];
+    const STRINGS: [&str; 6] = ["a", "b", "replace", "delete", "merge", "x"];
+    let pick = if depth == 0 {
+        rng.random_range(0..4)
+    } else {
+        rng.random_range(0..7)
+    };
+    match pick {
+        0 => Value::Null,
+        1 => Value::from(rng.random_range(0..3)),
+        2 | 3 => Value::from(STRINGS[rng.random_range(0..STRINGS.len())]),
+        4 | 5 => {
+            let mut m = serde_json::Map::new();
+            for _ in 0..rng.random_range(0..4) {
+                let k = KEYS[rng.random_range(0..KEYS.len())];
+                m.insert(k.to_string(), random_value(rng, depth - 1));
+            }
+            Value::Object(m)
+        }
+        _ => Value::Array(
+            (0..rng.random_range(0..4))
+                .map(|_| random_value(rng, depth - 1))
+                .collect(),
+        ),
+    }
+}
+
+#[test]
+fn random_strategic_patches_never_panic() {
+    use rand::SeedableRng;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let keys = MergeKeys::builtin("", "Pod");
+    let (mut ok, mut err) = (0, 0);
+    for _ in 0..3000 {
+        let original = random_value(&mut rng, 4);
+        let patch = random_value(&mut rng, 4);
+        for kind in [PatchKind::StrategicMerge, PatchKind::Merge, PatchKind::Json] {
+            match apply_patch(kind, &original, patch.to_string().as_bytes(), Some(&keys)) {
+                Ok(v) => {
+                    assert!(v.is_object());
+                    // Directives come from the patch only: the original may hold
+                    // anything.
+                    if kind == PatchKind::StrategicMerge && !original.to_string().contains("\"$") {
+                        assert!(!v.to_string().contains("\"$"), "a directive survived: {v}");
+                    }
+                    ok += 1;
+                }
+                Err(e) => {
+                    assert!(matches!(e.code(), 400 | 413 | 415 | 422));
+                    err += 1;
+                }
+            }
+        }
+    }
+    // Both outcomes are exercised.
+    assert!(ok > 100 && err > 100, "ok {ok}, err {err}");
+}
