@@ -4,6 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -26,6 +27,8 @@ pub struct ReconcilePanic {
 #[derive(Debug, thiserror::Error)]
 #[error("reconcile timed out after {0:?}")]
 pub struct ReconcileTimeout(pub Duration);
+
+static NEXT_RECONCILE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Marks the key done (and the worker idle) however processing ends, panics included.
 struct Processing<'a, T: QueueItem> {
@@ -62,7 +65,15 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
 /// Reconciles one key and acts on the result as controller-runtime's `reconcileHandler`.
 async fn reconcile_handler<T: QueueItem + fmt::Debug>(inner: &Inner<T>, item: T) {
     let started = tokio::time::Instant::now();
-    let span = tracing::debug_span!("reconcile", controller = %inner.name, request = ?item);
+    // A number per reconcile, so the log lines of one reconcile can be told apart from the next
+    // of the same key (controller-runtime's reconcileID).
+    let reconcile_id = NEXT_RECONCILE_ID.fetch_add(1, Ordering::Relaxed);
+    let span = tracing::info_span!(
+        "reconcile",
+        controller = %inner.name,
+        request = ?item,
+        reconcile_id,
+    );
     let result = reconcile(inner, item.clone())
         .instrument(span.clone())
         .await;
