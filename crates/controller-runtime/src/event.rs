@@ -48,22 +48,33 @@ pub struct GenericEvent<K> {
 // Manual impls: deriving Clone would needlessly require `K: Clone`; cloning an event clones Arcs.
 impl<K> Clone for CreateEvent<K> {
     fn clone(&self) -> Self {
-        CreateEvent { object: self.object.clone(), is_in_initial_list: self.is_in_initial_list }
+        CreateEvent {
+            object: self.object.clone(),
+            is_in_initial_list: self.is_in_initial_list,
+        }
     }
 }
 impl<K> Clone for UpdateEvent<K> {
     fn clone(&self) -> Self {
-        UpdateEvent { old: self.old.clone(), new: self.new.clone() }
+        UpdateEvent {
+            old: self.old.clone(),
+            new: self.new.clone(),
+        }
     }
 }
 impl<K> Clone for DeleteEvent<K> {
     fn clone(&self) -> Self {
-        DeleteEvent { object: self.object.clone(), delete_state_unknown: self.delete_state_unknown }
+        DeleteEvent {
+            object: self.object.clone(),
+            delete_state_unknown: self.delete_state_unknown,
+        }
     }
 }
 impl<K> Clone for GenericEvent<K> {
     fn clone(&self) -> Self {
-        GenericEvent { object: self.object.clone() }
+        GenericEvent {
+            object: self.object.clone(),
+        }
     }
 }
 
