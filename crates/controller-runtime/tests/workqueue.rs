@@ -186,6 +186,25 @@ async fn add_after_keeps_the_earliest_time() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn huge_delays_do_not_overflow() {
+    for (kind, q) in all_queues(QueueConfig::default) {
+        q.add_after("never", Duration::MAX);
+        q.add_with_opts(
+            AddOpts {
+                after: Some(Duration::MAX),
+                priority: Some(i32::MAX),
+                rate_limited: false,
+            },
+            "never2",
+        );
+        tokio::time::advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
+        assert!(q.is_empty(), "{kind}");
+        q.add("now");
+        assert_eq!(q.get().await, Some("now"), "{kind}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn get_sleeps_until_the_earliest_delayed_item() {
     for (kind, q) in all_queues(QueueConfig::default) {
         let start = Instant::now();

@@ -13,9 +13,20 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::future::Future;
 use std::pin::{Pin, pin};
+use std::time::Duration;
 
 use tokio::sync::{Notify, futures::Notified};
 use tokio::time::Instant;
+
+/// The longest delay a queue honours: about 100 years. Longer delays (up to `Duration::MAX`)
+/// are shortened to it instead of overflowing the clock.
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The time an item added now with `delay` becomes ready.
+pub(crate) fn ready_time(delay: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(delay.min(MAX_DELAY)).unwrap_or(now)
+}
 
 /// One delayed item in the heap.
 pub(crate) struct Delayed<T> {

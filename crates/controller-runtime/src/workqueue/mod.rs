@@ -11,7 +11,45 @@
 //!   dirty, and `done` puts it back in the queue. So one item is never processed by two workers at
 //!   once, and an add during processing is delivered exactly once more, after `done`.
 //! - After `shut_down`, `get` still hands out what is left and returns `None` only once the
-//!   queue is empty.
+//!   queue is empty. Delayed adds that are still waiting are dropped at shutdown.
+//!
+//! ## The queues
+//! - [`Workqueue`]: client-go's queue with its delaying and rate-limiting layers in one type:
+//!   FIFO order; a delayed add of an item already waiting for an earlier time is ignored
+//!   ([`Queue::add_after`]).
+//! - [`PriorityQueue`]: controller-runtime's priority queue: [`AddOpts`] carry a priority;
+//!   re-adds keep the highest priority and the earliest time; ready items go out by priority,
+//!   then FIFO.
+//!
+//! Both are built from a [`QueueConfig`] (name, [`RateLimiter`], optional
+//! [`WorkqueueMetrics`]) and return an `Arc` that coerces to `Arc<dyn Queue<T>>`.
+//!
+//! ## How they work
+//! One `parking_lot::Mutex` guards each queue's state and a `tokio::sync::Notify` wakes waiting
+//! getters, one per item made ready. Delayed items wait in a min-heap by ready time; there is no
+//! timer task: `add`, `get` and `len` move the items that are due, and a `get` with nothing ready
+//! sleeps until the earliest ready time or a notification. Time is tokio's clock, so tests can
+//! pause it. A `get` that finds an item ready returns it without sleeping.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use controller_runtime::Request;
+//! use controller_runtime::workqueue::{PriorityQueue, Queue, QueueConfig};
+//!
+//! let queue: Arc<dyn Queue<Request>> = PriorityQueue::new(QueueConfig {
+//!     name: "configmaps".into(),
+//!     ..Default::default()
+//! });
+//! queue.add(Request::new("default", "a"));
+//! let item = queue.get().await.unwrap();
+//! // ... reconcile ...
+//! queue.forget(&item); // success: reset its backoff
+//! queue.done(&item);
+//! queue.shut_down();
+//! assert_eq!(queue.get().await, None);
+//! # });
+//! ```
 
 use std::hash::Hash;
 use std::time::Duration;
@@ -19,10 +57,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 mod delay;
-mod metrics;
-mod priority;
-mod queue;
-mod rate_limiter;
+pub mod metrics;
+pub mod priority;
+pub mod queue;
+pub mod rate_limiter;
 
 pub use metrics::WorkqueueMetrics;
 pub use priority::PriorityQueue;
@@ -43,7 +81,8 @@ impl<T: Clone + Eq + Hash + Send + Sync + 'static> QueueItem for T {}
 pub struct AddOpts {
     /// Make the item ready only after this delay (`AddAfter`).
     pub after: Option<Duration>,
-    /// Delay the item by the queue's rate limiter (`AddRateLimited`); `after` is ignored then.
+    /// Delay the item by the queue's rate limiter (`AddRateLimited`). The plain queue then
+    /// ignores `after`; the priority queue takes the shorter of the two, as controller-runtime does.
     pub rate_limited: bool,
     /// Priority; higher goes first. `None` is priority 0.
     pub priority: Option<i32>,

@@ -11,9 +11,9 @@
 //! again is handed out again only after [`Queue::done`], and then with the priority it was added
 //! with.
 
-use std::cmp::Reverse;
+use std::cmp::Ordering;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -24,7 +24,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::delay::{Attempt, DelayHeap, boxed, wait_loop};
+use super::delay::{Attempt, DelayHeap, boxed, ready_time, wait_loop};
 use super::metrics::{ProcessingStats, QueueMetrics};
 use super::queue::QueueConfig;
 use super::rate_limiter::RateLimiter;
@@ -49,12 +49,66 @@ struct ItemState {
     started_at: Option<std::time::Instant>,
 }
 
-type ReadyKey = (Reverse<i32>, u64);
+/// An entry of the ready heap. Entries are not removed in place: when a ready item's priority
+/// rises, a second entry is pushed, and the stale one is skipped when it surfaces (it no longer
+/// matches the item's priority and order).
+struct Ready<T> {
+    priority: i32,
+    seq: u64,
+    item: T,
+}
+
+impl<T> PartialEq for Ready<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.priority == other.priority && self.seq == other.seq
+    }
+}
+impl<T> Eq for Ready<T> {}
+impl<T> PartialOrd for Ready<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Ready<T> {
+    /// The greatest entry goes first: the highest priority, then the lowest order number.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.priority
+            .cmp(&other.priority)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+/// Ready items that are not processing, in hand-out order (a max-heap: unlike a tree, it keeps
+/// its allocation when it runs empty, so a steady add/get/done cycle allocates nothing here).
+struct ReadyHeap<T> {
+    heap: BinaryHeap<Ready<T>>,
+    /// Live entries (the heap may also hold stale ones).
+    len: usize,
+}
+
+impl<T> ReadyHeap<T> {
+    fn push(&mut self, priority: i32, seq: u64, item: T) {
+        self.heap.push(Ready {
+            priority,
+            seq,
+            item,
+        });
+        self.len += 1;
+    }
+
+    /// Pushes the entry of a ready item whose priority rose; its old entry goes stale.
+    fn repush(&mut self, priority: i32, seq: u64, item: T) {
+        self.heap.push(Ready {
+            priority,
+            seq,
+            item,
+        });
+    }
+}
 
 struct State<T> {
     items: HashMap<T, ItemState>,
-    /// Queued, ready items that are not processing, in hand-out order.
-    ready: BTreeMap<ReadyKey, T>,
+    ready: ReadyHeap<T>,
     delayed: DelayHeap<T>,
     seq: u64,
     processing: usize,
@@ -98,7 +152,7 @@ impl<T: QueueItem> fmt::Debug for PriorityQueue<T> {
         let s = self.state.lock();
         f.debug_struct("PriorityQueue")
             .field("name", &self.name)
-            .field("ready", &s.ready.len())
+            .field("ready", &s.ready.len)
             .field("processing", &s.processing)
             .field("shutting_down", &s.shutting_down)
             .finish()
@@ -121,7 +175,10 @@ impl<T: QueueItem> PriorityQueue<T> {
         let queue = Arc::new(PriorityQueue {
             state: Mutex::new(State {
                 items: HashMap::new(),
-                ready: BTreeMap::new(),
+                ready: ReadyHeap {
+                    heap: BinaryHeap::new(),
+                    len: 0,
+                },
                 delayed: DelayHeap::default(),
                 seq: 0,
                 processing: 0,
@@ -202,7 +259,7 @@ impl<T: QueueItem> PriorityQueue<T> {
         {
             m.retries.inc();
         }
-        let ready_at = after.map(|d| Instant::now() + d);
+        let ready_at = after.map(ready_time);
         let priority = opts.priority.unwrap_or(0);
         // taken up front so the map is hashed once; an unused number leaves a harmless gap
         let seq = s.next_seq();
@@ -211,9 +268,13 @@ impl<T: QueueItem> PriorityQueue<T> {
 
         let (key, st) = match s.items.entry(item) {
             MapEntry::Occupied(o) => {
-                // a copy of the key is needed unless the item is ready already (the common
-                // re-add, which at most changes the priority)
-                let needs_key = o.get().queued.as_ref().is_none_or(|q| q.ready_at.is_some());
+                // a copy of the key is needed unless the item is ready already at this
+                // priority or higher (the common re-add, which changes nothing)
+                let needs_key = o
+                    .get()
+                    .queued
+                    .as_ref()
+                    .is_none_or(|q| q.ready_at.is_some() || q.priority < priority);
                 let key = needs_key.then(|| o.key().clone());
                 (key, o.into_mut())
             }
@@ -235,7 +296,7 @@ impl<T: QueueItem> PriorityQueue<T> {
                 match ready_at {
                     None => {
                         depth_add(&mut s.depth, metrics, priority, 1);
-                        s.ready.insert((Reverse(priority), seq), key);
+                        s.ready.push(priority, seq, key);
                         wake.pushed += 1;
                     }
                     Some(at) => wake.earlier_timer |= s.delayed.push(at, key),
@@ -276,10 +337,8 @@ impl<T: QueueItem> PriorityQueue<T> {
                 if new_priority != old_priority {
                     depth_add(&mut s.depth, metrics, old_priority, -1);
                     depth_add(&mut s.depth, metrics, new_priority, 1);
-                    if !processing
-                        && let Some(item) = s.ready.remove(&(Reverse(old_priority), old_seq))
-                    {
-                        s.ready.insert((Reverse(new_priority), old_seq), item);
+                    if !processing && let Some(key) = key {
+                        s.ready.repush(new_priority, old_seq, key);
                     }
                 }
             }
@@ -289,7 +348,7 @@ impl<T: QueueItem> PriorityQueue<T> {
                 q.seq = seq;
                 depth_add(&mut s.depth, metrics, new_priority, 1);
                 if !processing && let Some(key) = key {
-                    s.ready.insert((Reverse(new_priority), seq), key);
+                    s.ready.push(new_priority, seq, key);
                     wake.pushed += 1;
                 }
             }
@@ -327,7 +386,7 @@ impl<T: QueueItem> PriorityQueue<T> {
             s.seq = seq;
             depth_add(&mut s.depth, self.metrics.as_ref(), priority, 1);
             if !processing {
-                s.ready.insert((Reverse(priority), seq), d.item);
+                s.ready.push(priority, seq, d.item);
                 pushed += 1;
             }
         }
@@ -338,14 +397,25 @@ impl<T: QueueItem> PriorityQueue<T> {
     /// made ready meanwhile (to wake other getters for).
     fn pop_locked(&self, s: &mut State<T>) -> Option<(T, i32, usize)> {
         let promoted = self.promote_due_locked(s);
-        let ((Reverse(priority), _), item) = s.ready.pop_first()?;
         let now = self.now_for_metrics();
-        let mut added_at = None;
-        if let Some(st) = s.items.get_mut(&item) {
-            added_at = st.queued.take().and_then(|q| q.added_at);
+        let (item, priority, added_at) = loop {
+            let r = s.ready.heap.pop()?;
+            let Some(st) = s.items.get_mut(&r.item) else {
+                continue;
+            };
+            let live = !st.processing
+                && st.queued.as_ref().is_some_and(|q| {
+                    q.ready_at.is_none() && q.priority == r.priority && q.seq == r.seq
+                });
+            if !live {
+                continue; // stale entry of a raised priority
+            }
+            let added_at = st.queued.take().and_then(|q| q.added_at);
             st.processing = true;
             st.started_at = now;
-        }
+            break (r.item, r.priority, added_at);
+        };
+        s.ready.len -= 1;
         s.processing += 1;
         if let (Some(m), Some(now)) = (&self.metrics, now) {
             m.observe_queued(added_at, now);
@@ -474,7 +544,7 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
                 None => {}
                 Some(q) => {
                     if q.ready_at.is_none() {
-                        s.ready.insert((Reverse(q.priority), q.seq), key.clone());
+                        s.ready.push(q.priority, q.seq, key.clone());
                         pushed = true;
                     }
                     s.items.insert(key, st);
@@ -493,7 +563,7 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
     fn len(&self) -> usize {
         let mut s = self.state.lock();
         let promoted = self.promote_due_locked(&mut s);
-        let len = s.ready.len();
+        let len = s.ready.len;
         drop(s);
         self.notify_pushed(promoted);
         len

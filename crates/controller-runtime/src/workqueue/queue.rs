@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::delay::{Attempt, DelayHeap, boxed, wait_loop};
+use super::delay::{Attempt, DelayHeap, boxed, ready_time, wait_loop};
 use super::metrics::{ProcessingStats, QueueMetrics, WorkqueueMetrics};
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 use super::{Queue, QueueItem};
@@ -289,7 +289,7 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
                 self.notify_pushed(usize::from(pushed));
                 return;
             }
-            let at = Instant::now() + delay;
+            let at = ready_time(delay);
             let st = s.items.entry(item.clone()).or_default();
             if st.waiting_until.is_some_and(|w| w <= at) {
                 return; // already waiting for an earlier time
