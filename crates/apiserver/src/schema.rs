@@ -125,6 +125,9 @@ impl StructuralSchema {
     pub fn from_value(schema: &Value) -> Result<Self, SchemaError> {
         let mut errors = Vec::new();
         let root = Node::parse(schema, "", &mut errors);
+        if errors.is_empty() {
+            check_defaults(&root, "", "", &mut errors);
+        }
         if root.ty.as_deref() != Some("object") && errors.is_empty() {
             errors.push(FieldError::new(
                 "type",
@@ -161,6 +164,51 @@ impl StructuralSchema {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
         errors
+    }
+}
+
+/// A `default` must validate against its own schema and hold no field pruning would drop,
+/// as the real server requires of a structural schema. `path` is in the schema, `body` the
+/// field the default is for.
+fn check_defaults(node: &Node, path: &str, body: &str, errors: &mut Vec<FieldError>) {
+    let at = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    if let Some(d) = &node.default {
+        let mut found = Vec::new();
+        validate::validate(node, d, body, false, &mut found);
+        for e in found {
+            errors.push(FieldError::new(&at("default"), e.reason, e.message));
+        }
+        let mut pruned = d.clone();
+        prune::prune(node, &mut pruned, false);
+        if &pruned != d {
+            errors.push(FieldError::new(
+                &at("default"),
+                "FieldValueInvalid",
+                format!("Invalid value: {d}: must not have unknown fields"),
+            ));
+        }
+    }
+    let child = |k: &str| {
+        if body.is_empty() {
+            k.to_string()
+        } else {
+            format!("{body}.{k}")
+        }
+    };
+    for (k, p) in &node.properties {
+        check_defaults(p, &format!("{}[{k}]", at("properties")), &child(k), errors);
+    }
+    if let Some(node::Additional::Schema(s)) = &node.additional {
+        check_defaults(s, &at("additionalProperties"), &child("*"), errors);
+    }
+    if let Some(items) = &node.items {
+        check_defaults(items, &at("items"), &format!("{body}[*]"), errors);
     }
 }
 

@@ -386,6 +386,14 @@ fn non_structural_schemas_are_rejected() {
             json!("nope"),
             "Invalid value: \"nope\": must be a schema object",
         ),
+        (
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"n": {"type": "integer", "default": "one"}}}}}),
+            "properties[spec].properties[n].default: Invalid value: \"string\": spec.n in body must be of type integer: \"string\"",
+        ),
+        (
+            json!({"type": "object", "properties": {"o": {"type": "object", "default": {"x": 1}, "properties": {"y": {"type": "integer"}}}}}),
+            "properties[o].default: Invalid value: {\"x\":1}: must not have unknown fields",
+        ),
     ];
     for (s, want) in cases {
         let err = StructuralSchema::from_value(&s).unwrap_err();
