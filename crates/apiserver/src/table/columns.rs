@@ -245,7 +245,7 @@ pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
                     .iter()
                     .find(|item| match item.get(key.trim()) {
                         Some(Value::String(s)) => s == want,
-                        Some(other) => other.to_string() == want,
+                        Some(other) => *other == serde_json::from_str::<Value>(want).unwrap_or(Value::Null),
                         None => false,
                     })?;
             } else {
