@@ -731,3 +731,43 @@ async fn real_changes_overtake_the_initial_list_on_the_priority_queue() {
         r.stop().await;
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn two_controllers_share_one_channel() {
+    let (tx, channel) = source::channel::<ConfigMap>(8);
+    let (seen_tx, mut seen) = mpsc::unbounded_channel::<(String, Request)>();
+    let ctx = CancellationToken::new();
+    let mut handles = Vec::new();
+    for name in ["first", "second"] {
+        let seen_tx = seen_tx.clone();
+        let reconciler = reconcile::from_fn(move |req: Request| {
+            let _ = seen_tx.send((name.to_string(), req));
+            async { Ok(Action::done()) }
+        });
+        let c = Controller::new(name, reconciler, ControllerOptions::default()).unwrap();
+        c.watch(channel.clone(), EnqueueRequestForObject, vec![])
+            .await
+            .unwrap();
+        let ctx = ctx.clone();
+        handles.push(tokio::spawn(async move { c.start(ctx).await }));
+    }
+    tx.send(GenericEvent {
+        object: cm("ns", "shared"),
+    })
+    .await
+    .unwrap();
+    let mut got = vec![seen.recv().await.unwrap(), seen.recv().await.unwrap()];
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    let want = Request::new("ns", "shared");
+    assert_eq!(
+        got,
+        [
+            ("first".to_string(), want.clone()),
+            ("second".to_string(), want)
+        ]
+    );
+    ctx.cancel();
+    for h in handles {
+        h.await.unwrap().unwrap();
+    }
+}

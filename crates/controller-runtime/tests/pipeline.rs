@@ -893,3 +893,81 @@ fn owner_of_typed_kinds_reads_group_and_scope() {
     assert_eq!(q.take(), vec![plain("ns", "web")]);
     let _: Channel<Pod> = Channel::new(tokio::sync::mpsc::channel(1).1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn channel_source_drains_then_stops_when_every_sender_is_gone() {
+    let (tx, channel) = source::channel::<ConfigMap>(8);
+    let q = Arc::new(RecordingQueue::default());
+    let ctx = CancellationToken::new();
+    let d = EventDispatcher::new(Arc::new(EnqueueRequestForObject), q.clone(), vec![]);
+    Source::<ConfigMap>::start(&channel, ctx.clone(), d.clone())
+        .await
+        .unwrap();
+    for name in ["a", "b", "c"] {
+        tx.send(generic(cm("ns", name))).await.unwrap();
+    }
+    drop(tx);
+    wait_for(&q, 3).await;
+    let names: Vec<_> = q.take().into_iter().map(|a| a.item.name).collect();
+    assert_eq!(
+        names,
+        ["a", "b", "c"],
+        "events sent before the close are delivered"
+    );
+
+    // Starting a closed channel is not an error; it just delivers nothing.
+    Source::<ConfigMap>::start(&channel, ctx.clone(), d)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(q.len(), 0);
+}
+
+#[test]
+fn events_expose_their_object_and_kind() {
+    use controller_runtime::event::Event;
+    let obj = Arc::new(cm("ns", "a"));
+    let newer = Arc::new(cm("ns", "b"));
+    let cases = [
+        (
+            Event::Create(CreateEvent {
+                object: obj.clone(),
+                is_in_initial_list: false,
+            }),
+            "create",
+            &obj,
+        ),
+        (
+            Event::Update(UpdateEvent {
+                old: obj.clone(),
+                new: newer.clone(),
+            }),
+            "update",
+            &newer,
+        ),
+        (
+            Event::Delete(DeleteEvent {
+                object: obj.clone(),
+                delete_state_unknown: true,
+            }),
+            "delete",
+            &obj,
+        ),
+        (
+            Event::Generic(GenericEvent {
+                object: obj.clone(),
+            }),
+            "generic",
+            &obj,
+        ),
+    ];
+    for (event, kind, want) in cases {
+        assert_eq!(event.kind(), kind);
+        // The same allocation: events share objects, never copy them.
+        assert!(Arc::ptr_eq(event.object(), want), "{kind}");
+        assert!(
+            Arc::ptr_eq(event.clone().object(), want),
+            "{kind}: clone shares too"
+        );
+    }
+}
