@@ -10,6 +10,7 @@
 //! | `controller_runtime_reconcile_errors_total` | counter | `controller` |
 //! | `controller_runtime_terminal_reconcile_errors_total` | counter | `controller` |
 //! | `controller_runtime_reconcile_panics_total` | counter | `controller` |
+//! | `controller_runtime_reconcile_timeouts_total` | counter | `controller` |
 //! | `controller_runtime_reconcile_time_seconds` | histogram | `controller` |
 //! | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
 //! | `controller_runtime_active_workers` | gauge | `controller` |
@@ -84,6 +85,7 @@ pub struct ControllerMetrics {
     errors: Family<ControllerLabels, Counter>,
     terminal_errors: Family<ControllerLabels, Counter>,
     panics: Family<ControllerLabels, Counter>,
+    timeouts: Family<ControllerLabels, Counter>,
     time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     max_concurrent: Family<ControllerLabels, Gauge>,
     active_workers: Family<ControllerLabels, Gauge>,
@@ -104,6 +106,7 @@ impl ControllerMetrics {
             errors: Family::default(),
             terminal_errors: Family::default(),
             panics: Family::default(),
+            timeouts: Family::default(),
             time: Family::new_with_constructor(reconcile_time_histogram),
             max_concurrent: Family::default(),
             active_workers: Family::default(),
@@ -133,6 +136,11 @@ impl ControllerMetrics {
             "controller_runtime_reconcile_panics",
             "Total number of reconciliation panics per controller",
             m.panics.clone(),
+        );
+        registry.register(
+            "controller_runtime_reconcile_timeouts",
+            "Total number of reconciliation timeouts per controller",
+            m.timeouts.clone(),
         );
         registry.register(
             "controller_runtime_reconcile_time_seconds",
@@ -174,6 +182,7 @@ impl ControllerMetrics {
             errors: self.errors.get_or_create(&labels).clone(),
             terminal_errors: self.terminal_errors.get_or_create(&labels).clone(),
             panics: self.panics.get_or_create(&labels).clone(),
+            timeouts: self.timeouts.get_or_create(&labels).clone(),
             time: self.time.get_or_create(&labels).clone(),
             max_concurrent: self.max_concurrent.get_or_create(&labels).clone(),
             active_workers: self.active_workers.get_or_create(&labels).clone(),
@@ -191,6 +200,7 @@ pub(crate) struct ControllerSeries {
     pub(crate) errors: Counter,
     pub(crate) terminal_errors: Counter,
     pub(crate) panics: Counter,
+    pub(crate) timeouts: Counter,
     pub(crate) time: Histogram,
     pub(crate) max_concurrent: Gauge,
     pub(crate) active_workers: Gauge,

@@ -386,6 +386,7 @@ async fn reconciliation_timeout_counts_as_an_error() {
     // Gave up after 1 s, then retried after the first backoff step.
     assert_eq!(t1 - t0, Duration::from_secs(1) + Duration::from_millis(5));
     r.assert_metric(r#"controller_runtime_reconcile_errors_total{controller="test"} 1"#);
+    r.assert_metric(r#"controller_runtime_reconcile_timeouts_total{controller="test"} 1"#);
     r.stop().await;
 }
 
@@ -770,4 +771,89 @@ async fn two_controllers_share_one_channel() {
     for h in handles {
         h.await.unwrap().unwrap();
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn warm_up_starts_sources_before_start_runs_workers() {
+    let (tx, mut calls) = mpsc::unbounded_channel();
+    let reconciler = reconcile::from_fn(move |req: Request| {
+        let _ = tx.send((req, Instant::now()));
+        async { Ok(Action::done()) }
+    });
+    let options = ControllerOptions {
+        enable_warm_up: true,
+        ..Default::default()
+    };
+    let controller = Controller::new("warm", reconciler, options).unwrap();
+    let sync = SlowSync {
+        sync_after: Some(Duration::from_secs(3)),
+    };
+    controller
+        .watch(sync, EnqueueRequestForObject, vec![])
+        .await
+        .unwrap();
+
+    let ctx = CancellationToken::new();
+    let begin = Instant::now();
+    controller.warm_up(ctx.clone()).await.unwrap();
+    assert_eq!(
+        begin.elapsed(),
+        Duration::from_secs(3),
+        "warm-up waits for the sync"
+    );
+    assert_eq!(controller.queue().len(), 1, "the initial list is queued");
+    controller.warm_up(ctx.clone()).await.unwrap(); // again: nothing
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        calls.try_recv().is_err(),
+        "no reconcile before start (not the leader yet)"
+    );
+
+    // Leadership: start only runs the workers, no second sync wait.
+    let started = Instant::now();
+    let handle = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    let (req, at) = calls.recv().await.unwrap();
+    assert_eq!(req, Request::new("ns", "listed"));
+    assert_eq!(at, started, "reconciles at once");
+    ctx.cancel();
+    handle.await.unwrap().unwrap();
+
+    // Without enable_warm_up, warm_up does nothing: the sources start with start.
+    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let cold = Controller::new("cold", reconciler, ControllerOptions::default()).unwrap();
+    cold.watch(
+        SlowSync { sync_after: None },
+        EnqueueRequestForObject,
+        vec![],
+    )
+    .await
+    .unwrap();
+    cold.warm_up(CancellationToken::new()).await.unwrap();
+    assert_eq!(cold.queue().len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_queue_option_builds_the_queue() {
+    use controller_runtime::workqueue::{QueueConfig, Workqueue};
+    let built = Arc::new(parking_lot::Mutex::new(None::<String>));
+    let seen = built.clone();
+    let options = ControllerOptions {
+        new_queue: Some(Arc::new(move |name: &str, rate_limiter| {
+            *seen.lock() = Some(name.to_string());
+            Workqueue::new(QueueConfig {
+                name: name.into(),
+                rate_limiter,
+                metrics: None,
+            })
+        })),
+        ..Default::default()
+    };
+    let mut r = Running::start(options, |_, _| ok()).await;
+    assert_eq!(built.lock().as_deref(), Some("test"));
+    r.send("ns", "a").await;
+    assert_eq!(r.next_call().await.req.name, "a");
+    r.stop().await;
 }

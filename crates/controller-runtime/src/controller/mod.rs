@@ -66,7 +66,7 @@ use crate::workqueue::{PriorityQueue, Queue, QueueConfig, QueueItem, Workqueue};
 mod options;
 mod worker;
 
-pub use options::ControllerOptions;
+pub use options::{ControllerOptions, NewQueueFn};
 pub use worker::{ReconcilePanic, ReconcileTimeout};
 
 /// Why a controller could not be built or started.
@@ -94,6 +94,15 @@ pub enum Error {
         /// The source's error.
         #[source]
         source: source::Error,
+    },
+    /// The sources failed to start or sync during [`Controller::warm_up`], so the controller
+    /// cannot start.
+    #[error("controller {controller}: sources failed during warm-up: {reason}")]
+    WarmUpFailed {
+        /// The controller.
+        controller: String,
+        /// The warm-up error.
+        reason: String,
     },
     /// A syncing source did not sync within `cache_sync_timeout`.
     #[error(
@@ -133,11 +142,20 @@ pub(crate) struct Inner<T: QueueItem> {
 }
 
 struct State<T: QueueItem> {
+    /// `start` was called.
     started: bool,
-    /// The token `start` was given, for watches added later.
+    /// Whether the watches were started (by `warm_up` or `start`), once.
+    sources: Sources,
+    /// The token the watches were started with, for watches added later.
     ctx: Option<CancellationToken>,
-    /// Watches added before `start`.
+    /// Watches added before the sources started.
     pending: Vec<Arc<dyn Watch<T>>>,
+}
+
+enum Sources {
+    NotStarted,
+    Started,
+    Failed(String),
 }
 
 impl<T: QueueItem> fmt::Debug for Controller<T> {
@@ -182,6 +200,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                 metrics,
                 state: Mutex::new(State {
                     started: false,
+                    sources: Sources::NotStarted,
                     ctx: None,
                     pending: Vec::new(),
                 }),
@@ -210,8 +229,9 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     }
 
     /// Watches `source`: its events go through `predicates` (all must pass), then `handler`,
-    /// which fills the queue. Before [`start`](Self::start) the watch is kept until start; after,
-    /// the source is started at once (without waiting for it to sync).
+    /// which fills the queue. Before [`start`](Self::start) (or [`warm_up`](Self::warm_up)) the
+    /// watch is kept until then; after, the source is started at once (without waiting for it to
+    /// sync).
     pub async fn watch<K, S, H>(
         &self,
         source: S,
@@ -231,8 +251,8 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     /// [`watch`](Self::watch).
     pub async fn add_watch(&self, watch: impl Watch<T> + 'static) -> Result<(), Error> {
         let mut state = self.inner.state.lock().await;
-        match (&state.ctx, state.started) {
-            (Some(ctx), true) => {
+        match (&state.ctx, &state.sources) {
+            (Some(ctx), Sources::Started) => {
                 tracing::info!(controller = %self.inner.name, source = %watch.describe(), "Starting EventSource");
                 watch
                     .start(ctx.clone(), self.inner.queue.clone())
@@ -264,10 +284,8 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             return Err(Error::AlreadyStarted(inner.name.clone()));
         }
         state.started = true;
-        state.ctx = Some(ctx.clone());
-        let watches = std::mem::take(&mut state.pending);
 
-        match self.start_watches(&ctx, &watches).await {
+        match self.start_sources_locked(&mut state, &ctx).await {
             Ok(true) => {}
             Ok(false) => {
                 // Cancelled while starting: not an error.
@@ -311,6 +329,59 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             std::panic::resume_unwind(payload);
         }
         Ok(())
+    }
+
+    /// Starts the sources before the controller starts, when `enable_warm_up` is set (else does
+    /// nothing): the Manager calls it before leader election, so that a new leader has its
+    /// caches synced and its queue filled and reconciles at once. Waits for the syncing sources
+    /// like `start`. The sources then run until `ctx` is cancelled; [`start`](Self::start)
+    /// later only runs the workers. Calling it again, or after `start`, does nothing.
+    pub async fn warm_up(&self, ctx: CancellationToken) -> Result<(), Error> {
+        if !self.inner.options.enable_warm_up {
+            return Ok(());
+        }
+        let mut state = self.inner.state.lock().await;
+        if !matches!(state.sources, Sources::NotStarted) {
+            return Ok(());
+        }
+        let started = self.start_sources_locked(&mut state, &ctx).await?;
+        if started {
+            // Nothing else shuts the queue down if the controller never starts.
+            let queue = self.inner.queue.clone();
+            tokio::spawn(async move {
+                ctx.cancelled().await;
+                queue.shut_down();
+            });
+        }
+        Ok(())
+    }
+
+    /// Starts the pending watches once, with `ctx`, and waits for them to sync. `Ok(false)`
+    /// when `ctx` was cancelled meanwhile.
+    async fn start_sources_locked(
+        &self,
+        state: &mut State<T>,
+        ctx: &CancellationToken,
+    ) -> Result<bool, Error> {
+        match &state.sources {
+            Sources::Started => return Ok(true),
+            Sources::Failed(reason) => {
+                return Err(Error::WarmUpFailed {
+                    controller: self.inner.name.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            Sources::NotStarted => {}
+        }
+        state.ctx = Some(ctx.clone());
+        let watches = std::mem::take(&mut state.pending);
+        let result = self.start_watches(ctx, &watches).await;
+        state.sources = match &result {
+            Ok(true) => Sources::Started,
+            Ok(false) => Sources::Failed("cancelled while starting".into()),
+            Err(e) => Sources::Failed(e.to_string()),
+        };
+        result
     }
 
     /// Starts the watches and waits for them to sync. `Ok(false)` when `ctx` was cancelled
@@ -363,6 +434,9 @@ fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Arc<dy
         rate_limiter: options.rate_limiter.clone(),
         metrics: options.metrics.as_ref().map(|m| m.workqueue.clone()),
     };
+    if let Some(build) = &options.new_queue {
+        return build(name, options.rate_limiter.clone());
+    }
     if options.use_priority_queue {
         PriorityQueue::new(config)
     } else {

@@ -5,7 +5,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::metrics::Metrics;
-use crate::workqueue::{QueueItem, RateLimiter, default_controller_rate_limiter};
+use crate::workqueue::{Queue, QueueItem, RateLimiter, default_controller_rate_limiter};
+
+/// Builds a controller's queue from its name and rate limiter; see
+/// [`ControllerOptions::new_queue`].
+pub type NewQueueFn<T> =
+    Arc<dyn Fn(&str, Arc<dyn RateLimiter<T>>) -> Arc<dyn Queue<T>> + Send + Sync>;
 
 /// How a [`Controller`](super::Controller) runs. Every field has controller-runtime's default.
 ///
@@ -42,6 +47,13 @@ pub struct ControllerOptions<T = crate::Request> {
     /// Whether the controller must run only on the elected leader (default `true`); read by the
     /// Manager.
     pub need_leader_election: bool,
+    /// Let [`Controller::warm_up`](super::Controller::warm_up) start the sources before the
+    /// controller starts (before winning leadership), so a new leader reconciles at once.
+    /// Default `false`: `warm_up` does nothing.
+    pub enable_warm_up: bool,
+    /// Builds the queue instead of the built-in choice (`use_priority_queue`); controller-runtime's
+    /// `NewQueue`. Default `None`.
+    pub new_queue: Option<NewQueueFn<T>>,
     /// Where to report metrics. Default: counted but not registered anywhere.
     pub metrics: Option<Metrics>,
 }
@@ -56,6 +68,8 @@ impl<T: QueueItem> Default for ControllerOptions<T> {
             cache_sync_timeout: Duration::from_secs(120),
             use_priority_queue: true,
             need_leader_election: true,
+            enable_warm_up: false,
+            new_queue: None,
             metrics: None,
         }
     }
@@ -71,6 +85,8 @@ impl<T> Clone for ControllerOptions<T> {
             cache_sync_timeout: self.cache_sync_timeout,
             use_priority_queue: self.use_priority_queue,
             need_leader_election: self.need_leader_election,
+            enable_warm_up: self.enable_warm_up,
+            new_queue: self.new_queue.clone(),
             metrics: self.metrics.clone(),
         }
     }
@@ -85,6 +101,8 @@ impl<T> fmt::Debug for ControllerOptions<T> {
             .field("cache_sync_timeout", &self.cache_sync_timeout)
             .field("use_priority_queue", &self.use_priority_queue)
             .field("need_leader_election", &self.need_leader_election)
+            .field("enable_warm_up", &self.enable_warm_up)
+            .field("new_queue", &self.new_queue.is_some())
             .field("metrics", &self.metrics.is_some())
             .finish_non_exhaustive()
     }

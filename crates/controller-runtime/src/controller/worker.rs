@@ -118,9 +118,10 @@ async fn reconcile<T: QueueItem>(inner: &Inner<T>, item: T) -> ReconcileResult {
     let run = async move {
         let fut = inner.reconciler.reconcile(item);
         match timeout {
-            Some(limit) => tokio::time::timeout(limit, fut)
-                .await
-                .unwrap_or_else(|_| Err(ReconcileError::new(ReconcileTimeout(limit)))),
+            Some(limit) => tokio::time::timeout(limit, fut).await.unwrap_or_else(|_| {
+                inner.metrics.timeouts.inc();
+                Err(ReconcileError::new(ReconcileTimeout(limit)))
+            }),
             None => fut.await,
         }
     };
