@@ -133,30 +133,42 @@ pub(crate) fn generate_name(prefix: &str) -> String {
 }
 
 /// Whether two objects are the same apart from `metadata.resourceVersion` and
-/// `metadata.managedFields` (a write that changes nothing else is not stored).
+/// `metadata.managedFields` (a write that changes nothing else is not stored). Compares in
+/// place, without copying either object.
 pub(crate) fn same_content(a: &Value, b: &Value) -> bool {
-    strip_volatile(a) == strip_volatile(b)
+    const VOLATILE: [&str; 2] = ["resourceVersion", "managedFields"];
+    equal_except(a, b, &["metadata"]) && {
+        match (a.get("metadata"), b.get("metadata")) {
+            (Some(ma), Some(mb)) => equal_except(ma, mb, &VOLATILE),
+            (None, None) => true,
+            (Some(m), None) | (None, Some(m)) => m
+                .as_object()
+                .is_some_and(|m| m.keys().all(|k| VOLATILE.contains(&k.as_str()))),
+        }
+    }
 }
 
-fn strip_volatile(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        m.remove("resourceVersion");
-        m.remove("managedFields");
-    }
-    v
+/// Whether the parts of two objects that `generation` tracks (all but `metadata`, `status`,
+/// `apiVersion` and `kind`) are equal.
+pub(crate) fn same_spec(a: &Value, b: &Value) -> bool {
+    equal_except(a, b, &["metadata", "status", "apiVersion", "kind"])
 }
 
-/// The object without `metadata` and `status`: what `generation` tracks.
-pub(crate) fn spec_part(v: &Value) -> Value {
-    let mut v = v.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("metadata");
-        m.remove("status");
-        m.remove("apiVersion");
-        m.remove("kind");
+/// Whether two JSON objects have equal members apart from the `skip`ped keys.
+fn equal_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    match (a.as_object(), b.as_object()) {
+        (Some(ma), Some(mb)) => {
+            let kept = |m: &'_ serde_json::Map<String, Value>| {
+                m.keys().filter(|k| !skip.contains(&k.as_str())).count()
+            };
+            kept(ma) == kept(mb)
+                && ma
+                    .iter()
+                    .filter(|(k, _)| !skip.contains(&k.as_str()))
+                    .all(|(k, v)| mb.get(k) == Some(v))
+        }
+        _ => a == b,
     }
-    v
 }
 
 /// The value at a dotted JSON path such as `.spec.replicas`.
@@ -225,6 +237,12 @@ mod tests {
         let a = json!({"metadata": {"name": "a", "resourceVersion": "1"}, "data": {"x": "1"}});
         let b = json!({"metadata": {"name": "a", "resourceVersion": "2"}, "data": {"x": "1"}});
         assert!(same_content(&a, &b));
-        assert_eq!(spec_part(&a), json!({"data": {"x": "1"}}));
+        let c = json!({"metadata": {"name": "a", "resourceVersion": "2", "labels": {}}, "data": {"x": "1"}});
+        assert!(!same_content(&a, &c));
+        let d = json!({"metadata": {"name": "a"}, "data": {"x": "2"}, "status": {"y": 1}});
+        assert!(!same_content(&a, &d));
+        assert!(!same_spec(&a, &d));
+        let e = json!({"metadata": {"name": "b"}, "data": {"x": "1"}, "status": {"y": 2}});
+        assert!(same_spec(&a, &e));
     }
 }

@@ -398,7 +398,7 @@ pub(crate) fn commit_update(
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
     }
-    if res.generation && meta::spec_part(&old) != meta::spec_part(&new) {
+    if res.generation && !meta::same_spec(&old, &new) {
         let g = old
             .get("metadata")
             .and_then(|m| m.get("generation"))
