@@ -1,0 +1,537 @@
+//! The cache, the Kind source and the client against the embedded API server, over HTTP.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use controller_runtime::cache::{ByObject, Cache, CacheOptions, ListOptions, ObjectKey};
+use controller_runtime::client::Client;
+use controller_runtime::controller::{Controller, ControllerOptions};
+use controller_runtime::handler::Funcs;
+use controller_runtime::reconcile::{self, Action};
+use controller_runtime::source::Kind;
+use controller_runtime::{Request, controller};
+use crt_apiserver::{Config, Server};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_client::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube_client::core::{
+    ApiResource, DynamicObject, GroupVersionKind, ObjectMeta, PartialObjectMeta,
+};
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+async fn server() -> (Server, kube_client::Client) {
+    let server = Server::start(Config::default())
+        .await
+        .expect("server starts");
+    let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+    let config = kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let client = kube_client::Client::try_from(config).unwrap();
+    (server, client)
+}
+
+fn cm(ns: &str, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            namespace: Some(ns.into()),
+            name: Some(name.into()),
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Waits (at most 20 s, polling) until `cond` holds; panics with `what` otherwise.
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while !cond() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// A handler that logs `create NAME`, `update NAME`, `delete NAME [unknown]`.
+fn logging_handler<K: kube_core::Resource + Send + Sync + 'static>(log: &Log) -> Funcs<K> {
+    let name = |o: &K| o.meta().name.clone().unwrap_or_default();
+    let (l1, l2, l3) = (log.clone(), log.clone(), log.clone());
+    Funcs::new()
+        .on_create(move |e, _| l1.lock().push(format!("create {}", name(&e.object))))
+        .on_update(move |e, _| l2.lock().push(format!("update {}", name(&e.new))))
+        .on_delete(move |e, _| {
+            let unknown = if e.delete_state_unknown {
+                " unknown"
+            } else {
+                ""
+            };
+            l3.lock()
+                .push(format!("delete {}{unknown}", name(&e.object)))
+        })
+}
+
+fn noop_controller(name: &str, options: ControllerOptions) -> Controller {
+    Controller::new(
+        name,
+        reconcile::from_fn(|_req: Request| async { Ok(Action::done()) }),
+        options,
+    )
+    .unwrap()
+}
+
+fn has(log: &Log, line: &str) -> bool {
+    log.lock().iter().any(|l| l == line)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_source_sees_every_change_through_watch_closes_and_compaction() {
+    let (server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &cm("default", "before", &[]))
+        .await
+        .unwrap();
+
+    let cache = Cache::new(client.clone(), CacheOptions::default());
+    let log: Log = Default::default();
+    let controller = noop_controller("configmaps", ControllerOptions::default());
+    controller
+        .watch(
+            Kind::<ConfigMap>::new(cache.clone()),
+            logging_handler(&log),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let running = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    eventually("the initial list is seen", || has(&log, "create before")).await;
+
+    api.create(&PostParams::default(), &cm("default", "a", &[]))
+        .await
+        .unwrap();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
+    api.delete("before", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("create, update and delete are seen", || {
+        has(&log, "create a") && has(&log, "update a") && has(&log, "delete before")
+    })
+    .await;
+
+    // Every watch closed by the server: the informer resumes from its last resourceVersion.
+    server.faults().close_watches();
+    api.create(&PostParams::default(), &cm("default", "after-close", &[]))
+        .await
+        .unwrap();
+    eventually("a change after the watch was closed is seen", || {
+        has(&log, "create after-close")
+    })
+    .await;
+
+    // A deletion the informer cannot see (listener down), then compaction: resuming gets 410,
+    // the informer lists again and reports the vanished object with delete_state_unknown.
+    server.stop_listener().await;
+    let res = server.storage().resolve("", "v1", "configmaps").unwrap();
+    server
+        .storage()
+        .delete(&res, Some("default"), "a", &Default::default())
+        .unwrap();
+    server.faults().compact();
+    server.restart_listener().await.unwrap();
+    api.create(
+        &PostParams::default(),
+        &cm("default", "after-compaction", &[]),
+    )
+    .await
+    .unwrap();
+    eventually("the vanished object arrives as an unknown delete", || {
+        has(&log, "delete a unknown") && has(&log, "create after-compaction")
+    })
+    .await;
+    // Nothing was seen twice as created.
+    let creates = log
+        .lock()
+        .iter()
+        .filter(|l| l.as_str() == "create a")
+        .count();
+    assert_eq!(creates, 1, "{:?}", log.lock());
+
+    ctx.cancel();
+    running.await.unwrap().unwrap();
+}
+
+fn widget_crd() -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+            "scope": "Namespaced",
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}
+                }}}
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+fn widget_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v1", "Widget"),
+        "widgets",
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_source_waits_for_a_crd_installed_later() {
+    let (_server, client) = server().await;
+    let cache = Cache::new(client.clone(), CacheOptions::default());
+    let log: Log = Default::default();
+    let controller = noop_controller("widgets", ControllerOptions::default());
+    let source = Kind::<DynamicObject>::new_with(cache.clone(), widget_resource())
+        .with_retry_period(Duration::from_millis(100));
+    controller
+        .watch(source, logging_handler(&log), vec![])
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let running = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        cache.informer_count(),
+        0,
+        "no informer while the type is not served"
+    );
+
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(&PostParams::default(), &widget_crd())
+        .await
+        .unwrap();
+    let widgets: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &widget_resource());
+    let widget: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "namespace": "default"}, "spec": {"size": 3}
+    }))
+    .unwrap();
+    // The CRD may take a moment to be served by the source's retry; create once it is.
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    eventually("the widget is seen once the CRD is served", || {
+        has(&log, "create w1")
+    })
+    .await;
+    assert_eq!(cache.informer_count(), 1);
+    ctx.cancel();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kind_source_for_a_type_never_served_fails_after_cache_sync_timeout() {
+    let (_server, client) = server().await;
+    let cache = Cache::new(client, CacheOptions::default());
+    let options = ControllerOptions {
+        cache_sync_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let controller = noop_controller("widgets", options);
+    let source = Kind::<DynamicObject>::new_with(cache.clone(), widget_resource())
+        .with_retry_period(Duration::from_millis(100));
+    controller
+        .watch(source, Funcs::new(), vec![])
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let err = controller
+        .start(ctx.clone())
+        .await
+        .expect_err("the source never syncs");
+    assert!(
+        matches!(err, controller::Error::SyncTimeout { .. }),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("Widget") && message.contains("widgets"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_controllers_on_one_type_share_one_informer() {
+    let (server, client) = server().await;
+    let cache = Cache::new(client.clone(), CacheOptions::default());
+    let (log1, log2): (Log, Log) = Default::default();
+    let c1 = noop_controller("one", ControllerOptions::default());
+    let c2 = noop_controller("two", ControllerOptions::default());
+    c1.watch(
+        Kind::<ConfigMap>::new(cache.clone()),
+        logging_handler(&log1),
+        vec![],
+    )
+    .await
+    .unwrap();
+    c2.watch(
+        Kind::<ConfigMap>::new(cache.clone()),
+        logging_handler(&log2),
+        vec![],
+    )
+    .await
+    .unwrap();
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let r1 = tokio::spawn({
+        let (c, ctx) = (c1.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    let r2 = tokio::spawn({
+        let (c, ctx) = (c2.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &cm("default", "shared", &[]))
+        .await
+        .unwrap();
+    eventually("both controllers see the object", || {
+        has(&log1, "create shared") && has(&log2, "create shared")
+    })
+    .await;
+    assert_eq!(cache.informer_count(), 1);
+    assert_eq!(
+        server.storage().watch_count(),
+        1,
+        "one watch connection on the server"
+    );
+    ctx.cancel();
+    r1.await.unwrap().unwrap();
+    r2.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
+    let (_server, client) = server().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    for (name, node) in [("p1", "n1"), ("p2", "n2"), ("p3", "n1")] {
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "busybox"}]}
+        }))
+        .unwrap();
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+    }
+    let kube_system: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    let default: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    kube_system
+        .create(
+            &PostParams::default(),
+            &cm("kube-system", "sys", &[("team", "a")]),
+        )
+        .await
+        .unwrap();
+    default
+        .create(
+            &PostParams::default(),
+            &cm("default", "mine", &[("team", "a")]),
+        )
+        .await
+        .unwrap();
+    default
+        .create(
+            &PostParams::default(),
+            &cm("default", "theirs", &[("team", "b")]),
+        )
+        .await
+        .unwrap();
+
+    // ConfigMaps cached from "default" only, with a transform; everything else unscoped.
+    let transform: controller_runtime::cache::MetaTransform =
+        Arc::new(|meta: &mut kube_core::ObjectMeta| {
+            meta.annotations
+                .get_or_insert_default()
+                .insert("cached".into(), "yes".into());
+        });
+    let options = CacheOptions::default().by_object::<ConfigMap>(
+        &(),
+        ByObject {
+            namespace: Some("default".into()),
+            transform: Some(transform),
+            ..Default::default()
+        },
+    );
+    let cache = Cache::new(client.clone(), options);
+    cache
+        .index_field::<Pod>(&(), "spec.nodeName", |p: &Pod| {
+            p.spec
+                .as_ref()
+                .and_then(|s| s.node_name.clone())
+                .into_iter()
+                .collect()
+        })
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let client = Client::new(cache.clone());
+
+    let on_n1 = client
+        .objects::<Pod>()
+        .list(&ListOptions::default().fields("spec.nodeName=n1").unwrap())
+        .await
+        .unwrap();
+    let mut names: Vec<_> = on_n1
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["p1", "p3"]);
+    let unindexed = client
+        .objects::<Pod>()
+        .list(
+            &ListOptions::default()
+                .fields("spec.schedulerName=x")
+                .unwrap(),
+        )
+        .await;
+    assert!(
+        unindexed.is_err(),
+        "a field without an index is an error, not a silent full list"
+    );
+
+    let cms = client
+        .objects::<ConfigMap>()
+        .list(&ListOptions::default())
+        .await
+        .unwrap();
+    let mut names: Vec<_> = cms
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["mine", "theirs"],
+        "only the default namespace is cached"
+    );
+    assert!(
+        cms.iter()
+            .all(|c| c.metadata.annotations.as_ref().unwrap()["cached"] == "yes")
+    );
+    let team_a = client
+        .objects::<ConfigMap>()
+        .list(&ListOptions::default().labels("team=a").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(team_a.len(), 1);
+    let missing = client
+        .objects::<ConfigMap>()
+        .get(&ObjectKey::namespaced("kube-system", "sys"))
+        .await;
+    assert!(missing.unwrap_err().is_not_found());
+
+    // Metadata only: its own informer, with the ConfigMap options (they are keyed by
+    // group/version/kind, as controller-runtime's ByObject).
+    let meta = client
+        .objects::<PartialObjectMeta<ConfigMap>>()
+        .get(&ObjectKey::namespaced("default", "mine"))
+        .await
+        .unwrap();
+    assert_eq!(meta.metadata.labels.as_ref().unwrap()["team"], "a");
+    assert_eq!(meta.metadata.annotations.as_ref().unwrap()["cached"], "yes");
+    assert_eq!(cache.informer_count(), 3, "pods, configmaps, configmap metadata");
+    let meta_missing = client
+        .objects::<PartialObjectMeta<ConfigMap>>()
+        .get(&ObjectKey::namespaced("kube-system", "sys"))
+        .await;
+    assert!(meta_missing.unwrap_err().is_not_found());
+
+    // Reads share the cached allocation.
+    let a = client
+        .objects::<ConfigMap>()
+        .get(&ObjectKey::namespaced("default", "mine"))
+        .await
+        .unwrap();
+    let b = client
+        .objects::<ConfigMap>()
+        .get(&ObjectKey::namespaced("default", "mine"))
+        .await
+        .unwrap();
+    assert!(Arc::ptr_eq(&a, &b));
+    ctx.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_writes_and_errors() {
+    let (_server, client) = server().await;
+    let cache = Cache::new(client.clone(), CacheOptions::default());
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let client = Client::new(cache);
+    let cms = client.objects::<ConfigMap>();
+    let created = cms.create(&cm("default", "w", &[])).await.unwrap();
+    assert!(
+        cms.create(&cm("default", "w", &[]))
+            .await
+            .unwrap_err()
+            .is_already_exists()
+    );
+    let mut stale = created.clone();
+    let mut fresh = created.clone();
+    fresh.data = Some([("a".to_string(), "1".to_string())].into());
+    cms.update(&fresh).await.unwrap();
+    stale.data = Some([("a".to_string(), "2".to_string())].into());
+    assert!(cms.update(&stale).await.unwrap_err().is_conflict());
+    let key = ObjectKey::namespaced("default", "w");
+    cms.patch(
+        &key,
+        &Patch::Merge(json!({"data": {"b": "2"}})),
+        &PatchParams::default(),
+    )
+    .await
+    .unwrap();
+    let read = cms.get_uncached(&key).await.unwrap();
+    assert_eq!(read.data.unwrap().len(), 2);
+    let bad = cm("default", "Not_A_Name", &[]);
+    assert!(cms.create(&bad).await.unwrap_err().is_invalid());
+    cms.delete(&key, &DeleteParams::default()).await.unwrap();
+    assert!(
+        cms.delete(&key, &DeleteParams::default())
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+    ctx.cancel();
+}
