@@ -380,14 +380,18 @@ impl Storage {
         })
     }
 
-    /// Starts a watch. Needs a tokio runtime (a task per watch forwards events and bookmarks).
+    /// Starts a watch. Events arrive on the returned channel as writes commit; with
+    /// `allow_bookmarks` a task (on the current tokio runtime) adds the BOOKMARKs.
     pub fn watch(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         opts: &WatchOptions,
     ) -> Result<Watch, ApiError> {
-        self.with(res, |st, res| watch::start(st, res, namespace, opts))
+        let shared = Arc::downgrade(&self.state);
+        self.with(res, |st, res| {
+            watch::start(st, shared, res, namespace, opts)
+        })
     }
 
     /// Fault injection: forgets the watch window, so that resuming from any older

@@ -9,7 +9,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
@@ -118,9 +117,6 @@ pub(crate) struct State {
     pub(crate) compacted: u64,
     /// Served resources.
     pub(crate) registry: Registry,
-    /// The resourceVersion up to which every event has been handed to watchers (read by
-    /// bookmark timers without the lock).
-    pub(crate) published: Arc<AtomicU64>,
     /// Tunables.
     pub(crate) config: StorageConfig,
     /// Next ClusterIP to hand out (10.96.0.0/12).
@@ -140,7 +136,6 @@ impl State {
             snapshots: VecDeque::new(),
             compacted: 0,
             registry: Registry::new(),
-            published: Arc::new(AtomicU64::new(0)),
             config,
             next_cluster_ip: 1,
         }
@@ -212,7 +207,6 @@ impl State {
     fn record(&mut self, event: Event) {
         let event = Arc::new(event);
         self.watchers.dispatch(&event);
-        self.published.store(event.rv, Ordering::Release);
         self.window.push(event);
     }
 

@@ -2,18 +2,18 @@
 //! the per-watch task that sends initial events, live events and bookmarks.
 //!
 //! Writers never wait: every commit hands its event to each interested watcher with
-//! `try_send` on a bounded channel (`StorageConfig::watcher_buffer`); a watcher whose channel
-//! is full is dropped, which ends its stream, as the real server closes a watcher that cannot
-//! keep up. A small task per watch forwards its channel to the [`Watch`] the caller holds,
-//! sending BOOKMARKs when asked.
+//! `try_send` on the bounded channel the caller reads (`StorageConfig::watcher_buffer` beyond
+//! the initial events); a watcher whose channel is full is dropped, which ends its stream, as
+//! the real server closes a watcher that cannot keep up. A watch that allows bookmarks has a
+//! small task that sends a BOOKMARK every `StorageConfig::bookmark_interval` (tokio's clock).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use super::select::Selection;
 use super::store::{State, res_key};
@@ -102,8 +102,10 @@ pub(crate) struct Watcher {
     pub(crate) selection: Selection,
     /// The `apiVersion` its objects are sent as.
     pub(crate) api_version: String,
-    /// Its live channel.
+    /// Its channel (the caller holds the receiver).
     pub(crate) tx: mpsc::Sender<WatchEvent>,
+    /// Dropped with the watcher: stops its bookmark task (which holds a sender too).
+    pub(crate) _stop_bookmarks: Option<oneshot::Sender<()>>,
 }
 
 /// The running watchers, per resource storage key.
@@ -216,109 +218,47 @@ pub(crate) fn error_watch(status: Value) -> Watch {
     Watch { events: rx }
 }
 
-/// How the forwarding task of one watch behaves.
-pub(crate) struct Forward {
-    /// Events to send first (initial state or replayed window).
-    pub(crate) initial: Vec<WatchEvent>,
-    /// The live channel the store writes to.
-    pub(crate) live: mpsc::Receiver<WatchEvent>,
-    /// Bookmarks: `(interval, apiVersion, kind)`.
-    pub(crate) bookmarks: Option<(Duration, String, String)>,
-    /// The last resourceVersion whose events have all been handed to watchers.
-    pub(crate) published: Arc<AtomicU64>,
-    /// The resourceVersion the initial state was taken at: bookmarks never go below it.
-    pub(crate) start_rv: u64,
-}
-
-/// Size of the channel between the forwarding task and the caller: small, so that a slow
-/// caller shows up as a full live channel (and gets closed) rather than as memory.
-const OUT_BUFFER: usize = 64;
-
-impl Forward {
-    /// Spawns the forwarding task on the current tokio runtime and answers the [`Watch`].
-    pub(crate) fn spawn(self) -> Watch {
-        let (out, rx) = mpsc::channel(OUT_BUFFER);
-        // The bookmark clock starts now, not when the task first runs.
-        let started = tokio::time::Instant::now();
-        tokio::spawn(self.run(out, started));
-        Watch { events: rx }
-    }
-
-    async fn run(mut self, out: mpsc::Sender<WatchEvent>, started: tokio::time::Instant) {
-        let mut last_rv = self.start_rv;
-        for ev in std::mem::take(&mut self.initial) {
-            if out.send(ev).await.is_err() {
-                return;
+/// Sends a BOOKMARK every `every` until the watch ends. Each bookmark is sent under the store's
+/// lock, so every event up to the store's resourceVersion is already in the channel before it:
+/// a bookmark never claims a version whose events the watcher has not received.
+async fn bookmarks(
+    state: Weak<Mutex<State>>,
+    tx: mpsc::Sender<WatchEvent>,
+    mut stop: oneshot::Receiver<()>,
+    every: Duration,
+    started: tokio::time::Instant,
+    api_version: String,
+    kind: String,
+) {
+    let mut ticker = tokio::time::interval_at(started + every, every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {
+                let Some(state) = state.upgrade() else { return };
+                let st = state.lock();
+                // A full channel skips the bookmark: the next event closes the watcher anyway.
+                let _ = tx.try_send(bookmark(&api_version, &kind, st.rv, false));
             }
-        }
-        let mut ticker = self.bookmarks.as_ref().map(|(every, _, _)| {
-            let mut t = tokio::time::interval_at(started + *every, *every);
-            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            t
-        });
-        loop {
-            let tick = async {
-                match ticker.as_mut() {
-                    Some(t) => {
-                        t.tick().await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                ev = self.live.recv() => match ev {
-                    Some(ev) => {
-                        last_rv = last_rv.max(event_rv(&ev));
-                        if out.send(ev).await.is_err() {
-                            return;
-                        }
-                    }
-                    None => return,
-                },
-                _ = tick => {
-                    // Every event up to `published` is in the live channel already: drain it,
-                    // then the bookmark may claim `published`.
-                    let published = self.published.load(Ordering::Acquire);
-                    while let Ok(ev) = self.live.try_recv() {
-                        last_rv = last_rv.max(event_rv(&ev));
-                        if out.send(ev).await.is_err() {
-                            return;
-                        }
-                    }
-                    last_rv = last_rv.max(published);
-                    let (_, api_version, kind) = self.bookmarks.as_ref().expect("ticking implies bookmarks");
-                    if out.send(bookmark(api_version, kind, last_rv, false)).await.is_err() {
-                        return;
-                    }
-                }
-                _ = out.closed() => return,
-            }
+            _ = &mut stop => return,
+            _ = tx.closed() => return,
         }
     }
-}
-
-fn event_rv(ev: &WatchEvent) -> u64 {
-    let obj = match ev {
-        WatchEvent::Added(o)
-        | WatchEvent::Modified(o)
-        | WatchEvent::Deleted(o)
-        | WatchEvent::Bookmark(o) => o,
-        WatchEvent::Error(_) => return 0,
-    };
-    super::meta::resource_version(obj).parse().unwrap_or(0)
 }
 
 /// Starts a watch: under the lock, computes the initial events (current state, or the window
-/// after the requested resourceVersion) and registers the live channel, so no event is lost
-/// or doubled between the two.
+/// after the requested resourceVersion), queues them and registers the channel, so no event is
+/// lost or doubled between the two. Writers then `try_send` straight into the caller's
+/// channel; a task runs only for bookmarks.
 pub(crate) fn start(
     st: &mut State,
+    shared: Weak<Mutex<State>>,
     res: &ResourceInfo,
     namespace: Option<&str>,
     opts: &WatchOptions,
 ) -> Result<Watch, ApiError> {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return Err(ApiError::internal("watch needs a tokio runtime"));
+    if opts.allow_bookmarks && tokio::runtime::Handle::try_current().is_err() {
+        return Err(ApiError::internal("watch bookmarks need a tokio runtime"));
     }
     let selection = Selection::parse(
         res,
@@ -340,16 +280,14 @@ pub(crate) fn start(
         ),
     };
     let mut initial = Vec::new();
-    let start_rv;
     if opts.send_initial_events || rv.is_none() {
-        start_rv = st.rv;
         if let Some(objs) = st.data.get(&rk) {
             for obj in objs.values().filter(|o| selection.matches(o)) {
                 initial.push(WatchEvent::Added(as_version(obj, &api_version)));
             }
         }
         if opts.send_initial_events {
-            initial.push(bookmark(&api_version, &res.kind, start_rv, true));
+            initial.push(bookmark(&api_version, &res.kind, st.rv, true));
         }
     } else {
         let from = rv.unwrap_or(0);
@@ -366,28 +304,38 @@ pub(crate) fn start(
                 );
             }
         }
-        start_rv = from.max(st.window.start());
     }
-    let (tx, live) = mpsc::channel(st.config.watcher_buffer.max(1));
+    let (tx, rx) = mpsc::channel(st.config.watcher_buffer.max(1) + initial.len());
+    for ev in initial {
+        // Cannot fail: the channel was sized for the initial events.
+        let _ = tx.try_send(ev);
+    }
+    let stop = if opts.allow_bookmarks {
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let task = bookmarks(
+            shared,
+            tx.clone(),
+            stop_rx,
+            st.config.bookmark_interval,
+            tokio::time::Instant::now(),
+            api_version.clone(),
+            res.kind.clone(),
+        );
+        tokio::spawn(task);
+        Some(stop_tx)
+    } else {
+        None
+    };
     st.watchers.add(
         &rk,
         Watcher {
             selection,
-            api_version: api_version.clone(),
+            api_version,
             tx,
+            _stop_bookmarks: stop,
         },
     );
-    let bookmarks = opts
-        .allow_bookmarks
-        .then(|| (st.config.bookmark_interval, api_version, res.kind.clone()));
-    Ok(Forward {
-        initial,
-        live,
-        bookmarks,
-        published: st.published.clone(),
-        start_rv,
-    }
-    .spawn())
+    Ok(Watch { events: rx })
 }
 
 #[cfg(test)]
