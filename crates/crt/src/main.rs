@@ -1,6 +1,7 @@
 //! `crt`: the controller-runtime-rs command line.
 //!
 //! - `crt serve`: run the embedded Kubernetes API server in the foreground.
+//! - `crt watch RESOURCE`: print what a Kind source delivers for a resource.
 //!
 //! Each subcommand lives in its own module under `cmd/`.
 
@@ -20,6 +21,9 @@ struct Cli {
 enum Command {
     /// Run the embedded Kubernetes API server in the foreground until Ctrl-C or SIGTERM.
     Serve(cmd::serve::Args),
+    /// Print the events and queue items a Kind source gives for a resource (debugging a
+    /// controller's inputs).
+    Watch(cmd::watch::Args),
 }
 
 #[tokio::main]
@@ -32,5 +36,6 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => cmd::serve::run(args).await,
+        Command::Watch(args) => cmd::watch::run(args).await,
     }
 }

@@ -1,3 +1,4 @@
 //! One module per subcommand.
 
 pub mod serve;
+pub mod watch;
