@@ -524,3 +524,15 @@ fn random_strategic_patches_never_panic() {
     // Both outcomes are exercised.
     assert!(ok > 100 && err > 100, "ok {ok}, err {err}");
 }
+
+#[test]
+fn smp_keeps_key_order() {
+    let orig = json!({"metadata": {"labels": {"a": "1", "b": "2", "c": "3", "d": "4"}}});
+    let got = pod_smp(orig, json!({"metadata": {"labels": {"b": null, "e": "5"}}}));
+    let keys: Vec<&String> = got["metadata"]["labels"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(keys, ["a", "c", "d", "e"]);
+}
