@@ -295,6 +295,52 @@ impl<T, R: Reconciler<T> + ?Sized> Reconciler<T> for Box<R> {
     }
 }
 
+/// What a reconcile run by a [`Controller`](crate::controller::Controller) can learn about
+/// itself: see [`context`].
+#[derive(Clone, Debug)]
+pub struct ReconcileContext {
+    /// The controller's name.
+    pub controller: Arc<str>,
+    /// A number unique to this reconcile in the process (controller-runtime's reconcileID), as
+    /// logged in the `reconcile` span.
+    pub reconcile_id: u64,
+    /// Cancelled when the controller is asked to stop. A running reconcile is awaited on stop; a
+    /// long one may watch this token to finish early (a Manager abandons reconciles that ignore
+    /// it after its graceful shutdown timeout).
+    pub stopping: tokio_util::sync::CancellationToken,
+}
+
+tokio::task_local! {
+    static CONTEXT: ReconcileContext;
+}
+
+/// The context of the reconcile running on this task, when called from inside a reconcile that
+/// a controller runs (`None` elsewhere, e.g. in a unit test calling the reconciler directly).
+///
+/// ```
+/// use controller_runtime::reconcile::{self, Action};
+/// use controller_runtime::Request;
+///
+/// let r = reconcile::from_fn(|req: Request| async move {
+///     if let Some(ctx) = reconcile::context() {
+///         tokio::select! {
+///             _ = ctx.stopping.cancelled() => return Ok(Action::requeue()),
+///             _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+///         }
+///     }
+///     Ok(Action::done())
+/// });
+/// # drop(r);
+/// ```
+pub fn context() -> Option<ReconcileContext> {
+    CONTEXT.try_with(Clone::clone).ok()
+}
+
+/// Runs `fut` with `ctx` as its [`context`].
+pub(crate) async fn with_context<F: Future>(ctx: ReconcileContext, fut: F) -> F::Output {
+    CONTEXT.scope(ctx, fut).await
+}
+
 /// A [`Reconciler`] made from an async closure; see [`from_fn`].
 pub struct FnReconciler<F>(F);
 

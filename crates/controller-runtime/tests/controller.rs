@@ -857,3 +857,53 @@ async fn new_queue_option_builds_the_queue() {
     assert_eq!(r.next_call().await.req.name, "a");
     r.stop().await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn reconciles_see_their_context_and_the_stop_signal() {
+    assert!(
+        reconcile::context().is_none(),
+        "no context outside a controller"
+    );
+    let (tx, mut seen) = mpsc::unbounded_channel();
+    let reconciler = reconcile::from_fn(move |_: Request| {
+        let tx = tx.clone();
+        async move {
+            let ctx = reconcile::context().expect("run by a controller");
+            let _ = tx.send((ctx.controller.to_string(), ctx.reconcile_id));
+            // A long reconcile that honours the stop signal.
+            tokio::select! {
+                _ = ctx.stopping.cancelled() => Ok(Action::requeue()),
+                _ = tokio::time::sleep(Duration::from_secs(3600)) => Ok(Action::done()),
+            }
+        }
+    });
+    let controller = Controller::new("ctx", reconciler, ControllerOptions::default()).unwrap();
+    let (events, channel) = source::channel::<ConfigMap>(4);
+    controller
+        .watch(channel, EnqueueRequestForObject, vec![])
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    events
+        .send(GenericEvent {
+            object: cm("ns", "a"),
+        })
+        .await
+        .unwrap();
+    let (name, id) = seen.recv().await.unwrap();
+    assert_eq!(name, "ctx");
+    assert!(id > 0);
+    let begin = Instant::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    ctx.cancel();
+    handle.await.unwrap().unwrap();
+    assert_eq!(
+        begin.elapsed(),
+        Duration::from_secs(1),
+        "the reconcile stopped early"
+    );
+}

@@ -133,7 +133,7 @@ impl<T: QueueItem> Clone for Controller<T> {
 }
 
 pub(crate) struct Inner<T: QueueItem> {
-    name: String,
+    name: Arc<str>,
     reconciler: Arc<dyn Reconciler<T>>,
     options: ControllerOptions<T>,
     queue: Arc<dyn Queue<T>>,
@@ -193,7 +193,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             .set(options.max_concurrent_reconciles as i64);
         Ok(Controller {
             inner: Arc::new(Inner {
-                name,
+                name: name.into(),
                 reconciler: Arc::new(reconciler),
                 options,
                 queue,
@@ -268,7 +268,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
 
     fn source_error(&self, source: source::Error) -> Error {
         Error::Source {
-            controller: self.inner.name.clone(),
+            controller: self.inner.name.to_string(),
             source,
         }
     }
@@ -281,7 +281,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
         let inner = &self.inner;
         let mut state = inner.state.lock().await;
         if state.started {
-            return Err(Error::AlreadyStarted(inner.name.clone()));
+            return Err(Error::AlreadyStarted(inner.name.to_string()));
         }
         state.started = true;
 
@@ -367,7 +367,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             Sources::Started => return Ok(true),
             Sources::Failed(reason) => {
                 return Err(Error::WarmUpFailed {
-                    controller: self.inner.name.clone(),
+                    controller: self.inner.name.to_string(),
                     reason: reason.clone(),
                 });
             }
@@ -408,7 +408,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                     Ok(Ok(())) => Ok(()),
                     Ok(Err(e)) => Err(self.source_error(e)),
                     Err(_) => Err(Error::SyncTimeout {
-                        controller: inner.name.clone(),
+                        controller: inner.name.to_string(),
                         source_name: name,
                         timeout,
                     }),

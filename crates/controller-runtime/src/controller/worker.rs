@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Inner;
-use crate::reconcile::{ReconcileError, ReconcileResult};
+use crate::reconcile::{ReconcileContext, ReconcileError, ReconcileResult, with_context};
 use crate::workqueue::QueueItem;
 
 /// The error a panicking reconcile becomes (with `recover_panic`): retried with backoff.
@@ -57,13 +57,17 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
             inner: &inner,
             item: item.clone(),
         };
-        reconcile_handler(&inner, item).await;
+        reconcile_handler(&inner, item, &stop).await;
         drop(guard);
     }
 }
 
 /// Reconciles one key and acts on the result as controller-runtime's `reconcileHandler`.
-async fn reconcile_handler<T: QueueItem + fmt::Debug>(inner: &Inner<T>, item: T) {
+async fn reconcile_handler<T: QueueItem + fmt::Debug>(
+    inner: &Inner<T>,
+    item: T,
+    stopping: &CancellationToken,
+) {
     let started = tokio::time::Instant::now();
     // A number per reconcile, so the log lines of one reconcile can be told apart from the next
     // of the same key (controller-runtime's reconcileID).
@@ -74,7 +78,12 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(inner: &Inner<T>, item: T)
         request = ?item,
         reconcile_id,
     );
-    let result = reconcile(inner, item.clone())
+    let context = ReconcileContext {
+        controller: inner.name.clone(),
+        reconcile_id,
+        stopping: stopping.clone(),
+    };
+    let result = with_context(context, reconcile(inner, item.clone()))
         .instrument(span.clone())
         .await;
     let _enter = span.enter();
