@@ -43,6 +43,7 @@
 // layer consumes it; boxing it would change the shared contract for no measurable gain.
 #![allow(clippy::result_large_err)]
 
+mod convert;
 mod crd;
 mod gc;
 mod invalid;

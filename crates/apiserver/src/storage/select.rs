@@ -43,8 +43,8 @@ fn kind_fields(group: &str, kind: &str) -> &'static [&'static str] {
     }
 }
 
-/// The value of a field label on an object (`None` when the object lacks it; the real server
-/// then compares against the empty string, which `FieldRequirement` does for `None`).
+/// The value of a field label on a stored object (events of both APIs are stored in the core
+/// form, so they share the core field labels).
 fn field_value(group: &str, kind: &str, obj: &Value, field: &str) -> Option<String> {
     match field {
         "metadata.name" => return Some(meta::name(obj).to_string()),
@@ -54,8 +54,7 @@ fn field_value(group: &str, kind: &str, obj: &Value, field: &str) -> Option<Stri
         _ => {}
     }
     let path = match (group, kind, field) {
-        ("", "Event", "source") => "source.component".to_string(),
-        ("events.k8s.io", "Event", f) => events_k8s_io_path(f),
+        (_, "Event", "source") => "source.component".to_string(),
         _ => field.to_string(),
     };
     let v = meta::get_path(obj, &path);
@@ -71,17 +70,6 @@ fn field_value(group: &str, kind: &str, obj: &Value, field: &str) -> Option<Stri
         },
     };
     Some(text)
-}
-
-/// events.k8s.io/v1 names the core field labels after its own fields.
-fn events_k8s_io_path(field: &str) -> String {
-    if let Some(rest) = field.strip_prefix("involvedObject.") {
-        return format!("regarding.{rest}");
-    }
-    match field {
-        "source" => "deprecatedSource.component".into(),
-        other => other.into(),
-    }
 }
 
 /// A parsed selection over one resource.

@@ -27,7 +27,7 @@ pub(crate) type Data = imbl::HashMap<String, Objects>;
 
 /// The storage key of a resource: objects of every version of one resource share it.
 pub(crate) fn res_key(res: &ResourceInfo) -> String {
-    res.group_resource()
+    super::convert::storage_key(&res.group, &res.plural)
 }
 
 /// Where an object lives.

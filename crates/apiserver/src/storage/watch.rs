@@ -150,15 +150,9 @@ impl Watchers {
     }
 }
 
-/// The object as a watcher of `api_version` sees it.
+/// The object as a client of `api_version` sees it (see [`super::convert`]).
 pub(crate) fn as_version(obj: &Value, api_version: &str) -> Value {
-    let mut v = obj.clone();
-    if v.get("apiVersion").and_then(Value::as_str) != Some(api_version)
-        && let Some(m) = v.as_object_mut()
-    {
-        m.insert("apiVersion".into(), Value::from(api_version));
-    }
-    v
+    super::convert::to_version(obj, api_version)
 }
 
 /// The event a watcher with `selection` sees for a change, with the real transitions: an

@@ -9,7 +9,7 @@ use super::gc::{self, Task};
 use super::invalid::{FieldError, invalid, name_format, validate_name};
 use super::store::{ObjKey, State, res_key};
 use super::watch::as_version;
-use super::{PatchType, WriteOptions, crd, meta, rules, scale};
+use super::{PatchType, WriteOptions, convert, crd, meta, rules, scale};
 use crate::error::ApiError;
 use crate::patch::{MergeKeys, PatchKind};
 use crate::resource::ResourceInfo;
@@ -77,7 +77,7 @@ pub(crate) fn check_body(res: &ResourceInfo, body: Value) -> Result<Value, ApiEr
         }
         _ => {}
     }
-    map.insert("apiVersion".into(), Value::from(api_version));
+    map.insert("apiVersion".into(), Value::from(api_version.clone()));
     map.insert("kind".into(), Value::from(res.kind.clone()));
     if !map
         .get("metadata")
@@ -88,7 +88,9 @@ pub(crate) fn check_body(res: &ResourceInfo, body: Value) -> Result<Value, ApiEr
             res.kind, res.version, res.kind
         )));
     }
-    Ok(Value::Object(map))
+    let mut obj = Value::Object(map);
+    convert::to_storage(&mut obj, &api_version);
+    Ok(obj)
 }
 
 /// Another version of the same group is accepted (the real server converts; versions of one

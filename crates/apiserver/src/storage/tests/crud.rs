@@ -698,3 +698,43 @@ fn cluster_scoped_objects_have_no_namespace() {
     assert!(n["metadata"].get("namespace").is_none());
     assert!(s.get(&nodes, None, "n1", None).is_ok());
 }
+
+#[test]
+fn concurrent_writers_get_distinct_increasing_versions() {
+    let s = store();
+    let start = s.resource_version();
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let s = s.clone();
+            std::thread::spawn(move || {
+                let cms = res(&s, "", "configmaps");
+                let mut last = 0;
+                let mut rvs = Vec::new();
+                for i in 0..100 {
+                    let out = s
+                        .create(
+                            &cms,
+                            Some("default"),
+                            cm(&format!("t{t}-{i}"), json!({})),
+                            &w(),
+                        )
+                        .unwrap();
+                    let rv = rv_of(&out);
+                    assert!(rv > last, "increasing within a writer");
+                    last = rv;
+                    rvs.push(rv);
+                }
+                rvs
+            })
+        })
+        .collect();
+    let mut all: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), 400, "every write got its own resourceVersion");
+    assert_eq!(s.resource_version(), start + 400);
+    assert_eq!(all, ((start + 1)..=(start + 400)).collect::<Vec<_>>());
+}

@@ -359,3 +359,60 @@ fn resource_version_semantics() {
     };
     assert_eq!(s.list(&cms, None, &bad).unwrap_err().code, 400);
 }
+
+#[tokio::test(start_paused = true)]
+async fn events_of_both_apis_are_one_resource() {
+    let s = store();
+    let core = res(&s, "", "events");
+    let v1 = res(&s, "events.k8s.io", "events");
+    let mut watch = s
+        .watch(
+            &core,
+            None,
+            &WatchOptions {
+                resource_version: Some(s.resource_version().to_string()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let body = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e1"},
+        "regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+        "note": "pulled", "reason": "Pulled", "type": "Normal", "reportingController": "ctl",
+        "reportingInstance": "ctl-1", "action": "Pull", "eventTime": "2024-01-01T00:00:00.000000Z",
+    });
+    let created = s.create(&v1, Some("default"), body, &w()).unwrap();
+    assert_eq!(created["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(created["note"], "pulled");
+    let as_core = s.get(&core, Some("default"), "e1", None).unwrap();
+    assert_eq!(as_core["apiVersion"], "v1");
+    assert_eq!(as_core["message"], "pulled");
+    assert_eq!(as_core["involvedObject"]["name"], "p");
+    assert_eq!(as_core["reportingComponent"], "ctl");
+    match watch.events.recv().await.unwrap() {
+        WatchEvent::Added(o) => assert_eq!(o["involvedObject"]["name"], "p"),
+        other => panic!("{other:?}"),
+    }
+    let opts = ListOptions {
+        field_selector: Some("involvedObject.name=p,reason=Pulled".into()),
+        ..Default::default()
+    };
+    assert_eq!(names(&s.list(&core, None, &opts).unwrap()), vec!["e1"]);
+    assert_eq!(names(&s.list(&v1, None, &opts).unwrap()), vec!["e1"]);
+    let patched = s
+        .patch(
+            &v1,
+            Some("default"),
+            "e1",
+            None,
+            PatchType::Merge,
+            br#"{"note":"again"}"#,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(patched["note"], "again");
+    assert_eq!(
+        s.get(&core, Some("default"), "e1", None).unwrap()["message"],
+        "again"
+    );
+}
