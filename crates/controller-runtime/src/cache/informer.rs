@@ -1,7 +1,9 @@
 //! The informer: keeps a [`Store`] in step with the API server and tells registered handlers
 //! what changed.
 //!
-//! It lists (500 objects a page), then watches from the list's resourceVersion with bookmarks and
+//! It fills its store with a streaming list (a watch with `sendInitialEvents=true`, whose
+//! initial events end with a bookmark) where the server offers one, else lists (500 objects a
+//! page); then it watches from the list's resourceVersion with bookmarks and
 //! a random 5 to 10 minute timeout, watching again from the last resourceVersion it saw whenever
 //! a watch ends. On 410 Gone it lists again: objects that vanished meanwhile reach the handlers
 //! as deletes with `delete_state_unknown`. Connection failures back off from 800 ms to 30 s.
@@ -50,6 +52,9 @@ pub struct InformerConfig<K> {
     pub backoff: BackoffConfig,
     /// Watches time out after a random duration between this and twice this (client-go: 5 min).
     pub min_watch_timeout: Duration,
+    /// Fill the store with a streaming list (a watch with `sendInitialEvents=true`) instead of
+    /// paginated lists, where the server offers it; a server that refuses it is listed instead.
+    pub streaming_list: bool,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -62,6 +67,7 @@ impl<K> Default for InformerConfig<K> {
             transform: None,
             backoff: BackoffConfig::default(),
             min_watch_timeout: Duration::from_secs(300),
+            streaming_list: true,
         }
     }
 }
@@ -76,6 +82,7 @@ impl<K> Clone for InformerConfig<K> {
             transform: self.transform.clone(),
             backoff: self.backoff.clone(),
             min_watch_timeout: self.min_watch_timeout,
+            streaming_list: self.streaming_list,
         }
     }
 }
@@ -121,6 +128,8 @@ struct Shared<K> {
     next_id: AtomicU64,
     synced: watch::Sender<bool>,
     running: AtomicBool,
+    /// Set once the server refused a streaming list.
+    streaming_refused: AtomicBool,
 }
 
 /// An informer for objects of type `K`. Cheap to clone; clones share everything.
@@ -145,6 +154,8 @@ enum WatchEnd {
     Gone,
     /// A connection or decoding failure: back off, then watch again.
     Failed(String),
+    /// The server does not do streaming lists: list instead from now on.
+    StreamingRefused(String),
 }
 
 impl<K> Informer<K>
@@ -163,6 +174,7 @@ where
                 next_id: AtomicU64::new(0),
                 synced: watch::channel(false).0,
                 running: AtomicBool::new(false),
+                streaming_refused: AtomicBool::new(false),
             }),
         }
     }
@@ -239,7 +251,8 @@ where
         let mut resource_version: Option<String> = None;
         let mut next_resync = config.resync_period.map(|p| Instant::now() + jitter(p));
         loop {
-            let Some(rv) = resource_version.clone() else {
+            let streaming = resource_version.is_none() && self.streaming_enabled();
+            if resource_version.is_none() && !streaming {
                 let listed = tokio::select! {
                     _ = ctx.cancelled() => return,
                     listed = self.list_all() => listed,
@@ -254,22 +267,36 @@ where
                     }
                 }
                 continue;
-            };
+            }
+            // A streaming list is a watch from "now" whose first events are the current state.
             let params = WatchParams {
                 label_selector: config.label_selector.clone(),
                 field_selector: config.field_selector.clone(),
                 timeout: Some(watch_timeout(config.min_watch_timeout)),
                 bookmarks: true,
-                send_initial_events: false,
+                send_initial_events: streaming,
             };
+            let rv = resource_version.clone().unwrap_or_default();
             let started = tokio::select! {
                 _ = ctx.cancelled() => return,
                 started = self.shared.list_watch.watch(params, rv) => started,
             };
+            let initial = streaming.then(InitialEvents::default);
             let end = match started {
                 Ok(stream) => {
-                    self.consume(stream, ctx, &mut resource_version, &mut next_resync)
-                        .await
+                    self.consume(
+                        stream,
+                        ctx,
+                        &mut resource_version,
+                        &mut next_resync,
+                        initial,
+                    )
+                    .await
+                }
+                Err(kube_client::Error::Api(status))
+                    if streaming && refuses_streaming(status.code) =>
+                {
+                    WatchEnd::StreamingRefused(status.message)
                 }
                 Err(e) if is_gone(&e) => WatchEnd::Gone,
                 Err(e) => WatchEnd::Failed(e.to_string()),
@@ -281,6 +308,10 @@ where
                     tracing::debug!("watch history too old (410): listing again");
                     resource_version = None;
                 }
+                WatchEnd::StreamingRefused(why) => {
+                    tracing::info!(%why, "the server refuses streaming lists; listing instead");
+                    self.shared.streaming_refused.store(true, Ordering::Release);
+                }
                 WatchEnd::Failed(e) => {
                     tracing::warn!(error = %e, "informer watch failed");
                     if !sleep_or_cancel(ctx, backoff.next_delay()).await {
@@ -289,6 +320,10 @@ where
                 }
             }
         }
+    }
+
+    fn streaming_enabled(&self) -> bool {
+        self.shared.config.streaming_list && !self.shared.streaming_refused.load(Ordering::Acquire)
     }
 
     /// Lists every page, replaces the store and tells the handlers. Returns the list's
@@ -347,15 +382,19 @@ where
         }
     }
 
+    /// Applies a watch's events until it ends. With `initial` (a streaming list), the events up
+    /// to the initial-events-end bookmark are the current state: they are gathered and stored
+    /// as one list, then the same stream goes on as the watch.
     async fn consume(
         &self,
         mut stream: WatchStream<K>,
         ctx: &CancellationToken,
         resource_version: &mut Option<String>,
         next_resync: &mut Option<Instant>,
+        mut initial: Option<InitialEvents<K>>,
     ) -> WatchEnd {
         loop {
-            let resync_at = *next_resync;
+            let resync_at = next_resync.filter(|_| initial.is_none());
             let event = tokio::select! {
                 _ = ctx.cancelled() => return WatchEnd::Cancelled,
                 _ = sleep_until_opt(resync_at) => {
@@ -366,6 +405,11 @@ where
                 event = stream.next() => event,
             };
             let event = match event {
+                None if initial.is_some() => {
+                    return WatchEnd::Failed(
+                        "the watch ended before the initial events did".into(),
+                    );
+                }
                 None => return WatchEnd::Closed,
                 Some(Err(e)) if is_gone(&e) => return WatchEnd::Gone,
                 Some(Err(e)) => return WatchEnd::Failed(e.to_string()),
@@ -373,25 +417,38 @@ where
             };
             match event {
                 WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                    *resource_version = obj
-                        .meta()
-                        .resource_version
-                        .clone()
-                        .or(resource_version.take());
-                    self.upsert(Arc::new(self.transform(obj)));
+                    advance(resource_version, obj.meta());
+                    let obj = Arc::new(self.transform(obj));
+                    match &mut initial {
+                        Some(buffer) => buffer.upsert(obj),
+                        None => self.upsert(obj),
+                    }
                 }
                 WatchEvent::Deleted(obj) => {
-                    *resource_version = obj
-                        .meta()
-                        .resource_version
-                        .clone()
-                        .or(resource_version.take());
-                    self.delete(Arc::new(self.transform(obj)));
+                    advance(resource_version, obj.meta());
+                    let obj = Arc::new(self.transform(obj));
+                    match &mut initial {
+                        Some(buffer) => buffer.remove(&obj),
+                        None => self.delete(obj),
+                    }
                 }
                 WatchEvent::Bookmark(bookmark) => {
+                    let end = bookmark
+                        .metadata
+                        .annotations
+                        .get(INITIAL_EVENTS_END)
+                        .is_some_and(|v| v == "true");
                     *resource_version = Some(bookmark.metadata.resource_version);
+                    if end && let Some(buffer) = initial.take() {
+                        self.replace(buffer.into_objects());
+                    }
                 }
                 WatchEvent::Error(status) if status.code == 410 => return WatchEnd::Gone,
+                WatchEvent::Error(status)
+                    if initial.is_some() && refuses_streaming(status.code) =>
+                {
+                    return WatchEnd::StreamingRefused(status.message.clone());
+                }
                 WatchEvent::Error(status) => return WatchEnd::Failed(status.message.clone()),
             }
         }
@@ -431,6 +488,61 @@ where
             Some(f) => f(obj),
             None => obj,
         }
+    }
+}
+
+/// A streaming list's initial events, in arrival order; a later event for a key replaces the
+/// earlier one in place.
+struct InitialEvents<K> {
+    objects: Vec<Option<Arc<K>>>,
+    positions: std::collections::HashMap<ObjectKey, usize>,
+}
+
+impl<K> Default for InitialEvents<K> {
+    fn default() -> Self {
+        InitialEvents {
+            objects: Vec::new(),
+            positions: Default::default(),
+        }
+    }
+}
+
+impl<K: Resource> InitialEvents<K> {
+    fn upsert(&mut self, obj: Arc<K>) {
+        match self.positions.entry(ObjectKey::of(obj.as_ref())) {
+            std::collections::hash_map::Entry::Occupied(at) => self.objects[*at.get()] = Some(obj),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(self.objects.len());
+                self.objects.push(Some(obj));
+            }
+        }
+    }
+
+    fn remove(&mut self, obj: &K) {
+        if let Some(at) = self.positions.remove(&ObjectKey::of(obj)) {
+            self.objects[at] = None;
+        }
+    }
+
+    fn into_objects(self) -> Vec<Arc<K>> {
+        self.objects.into_iter().flatten().collect()
+    }
+}
+
+/// The annotation on the bookmark that ends a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// Whether a watch with `sendInitialEvents` failed because the server does not support it
+/// (400 BadRequest, 403, or 422 Invalid "... forbidden ... unless the WatchList feature gate is
+/// enabled").
+fn refuses_streaming(code: u16) -> bool {
+    matches!(code, 400 | 403 | 422)
+}
+
+/// Moves the resume point to an event's object's resourceVersion.
+fn advance(resource_version: &mut Option<String>, meta: &kube_core::ObjectMeta) {
+    if let Some(rv) = &meta.resource_version {
+        *resource_version = Some(rv.clone());
     }
 }
 

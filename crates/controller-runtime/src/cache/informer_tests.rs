@@ -24,6 +24,10 @@ type Events = mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, kube_client::E
 struct Fake {
     lists: Arc<Mutex<VecDeque<Result<ObjectList<ConfigMap>, kube_client::Error>>>>,
     watches: Arc<Mutex<Vec<(String, Events)>>>,
+    /// Whether each watch asked for a streaming list.
+    streaming: Arc<Mutex<Vec<bool>>>,
+    /// An error for the next watch call instead of a stream.
+    refuse_next_watch: Arc<Mutex<Option<kube_client::Error>>>,
     watch_opened: Arc<tokio::sync::Notify>,
 }
 
@@ -37,9 +41,13 @@ impl ListWatch<ConfigMap> for Fake {
     }
     fn watch(
         &self,
-        _: WatchParams,
+        params: WatchParams,
         rv: String,
     ) -> BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>> {
+        self.streaming.lock().push(params.send_initial_events);
+        if let Some(e) = self.refuse_next_watch.lock().take() {
+            return Box::pin(async move { Err(e) });
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         self.watches.lock().push((rv, tx));
         self.watch_opened.notify_one();
@@ -177,13 +185,92 @@ async fn settle() {
     }
 }
 
+/// A config that lists (no streaming list), as the scripted tests below expect.
+fn listing() -> InformerConfig<ConfigMap> {
+    InformerConfig {
+        streaming_list: false,
+        ..Default::default()
+    }
+}
+
+fn bookmark(rv: &str, initial_end: bool) -> WatchEvent<ConfigMap> {
+    let annotations = if initial_end {
+        serde_json::json!({"k8s.io/initial-events-end": "true"})
+    } else {
+        serde_json::json!({})
+    };
+    WatchEvent::Bookmark(
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"resourceVersion": rv, "annotations": annotations}
+        }))
+        .unwrap(),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_fills_the_store_from_the_initial_events_then_watches_on() {
+    let fake = Fake::default();
+    let r = Running::start(fake, InformerConfig::default()).await;
+    assert_eq!(*r.fake.streaming.lock(), [true]);
+    r.send(Ok(WatchEvent::Added(cm("a", "1")))).await;
+    r.send(Ok(WatchEvent::Added(cm("b", "2")))).await;
+    r.send(Ok(WatchEvent::Added(cm("a", "3")))).await;
+    assert!(
+        !r.informer.has_synced(),
+        "not synced before the initial-events-end bookmark"
+    );
+    assert!(
+        r.recorder.take().is_empty(),
+        "nothing delivered during the initial phase"
+    );
+    r.send(Ok(bookmark("4", true))).await;
+    assert!(r.informer.has_synced());
+    assert_eq!(r.recorder.take(), ["add a 3 initial", "add b 2 initial"]);
+    // The same stream goes on as the watch.
+    r.send(Ok(WatchEvent::Deleted(cm("b", "5")))).await;
+    assert_eq!(r.recorder.take(), ["delete b 5"]);
+    // After the watch closes, the informer resumes with a plain watch from the last version.
+    r.fake.watches.lock().last_mut().unwrap().1 = mpsc::unbounded_channel().0;
+    settle().await;
+    assert_eq!(r.watch_rvs(), ["", "5"]);
+    assert_eq!(*r.fake.streaming.lock(), [true, false]);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_refusing_streaming_lists_is_listed_instead() {
+    let fake = Fake::default();
+    *fake.refuse_next_watch.lock() = Some(kube_client::Error::Api(
+        Status::failure(
+            "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            "Invalid",
+        )
+        .with_code(422)
+        .boxed(),
+    ));
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "1")], "5")));
+    let r = Running::start(fake, InformerConfig::default()).await;
+    assert!(r.informer.has_synced());
+    assert_eq!(r.recorder.take(), ["add a 1 initial"]);
+    assert_eq!(
+        *r.fake.streaming.lock(),
+        [true, false],
+        "one refused streaming list, then list + watch"
+    );
+    assert_eq!(r.watch_rvs(), ["5"]);
+    r.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn list_then_watch_delivers_every_change_in_order() {
     let fake = Fake::default();
     fake.lists
         .lock()
         .push_back(Ok(list(vec![cm("a", "1"), cm("b", "2")], "5")));
-    let r = Running::start(fake, InformerConfig::default()).await;
+    let r = Running::start(fake, listing()).await;
     assert!(r.informer.has_synced());
     assert_eq!(r.watch_rvs(), ["5"]);
     assert_eq!(r.recorder.take(), ["add a 1 initial", "add b 2 initial"]);
@@ -227,7 +314,7 @@ async fn gone_relists_and_reports_vanished_objects_as_unknown_deletes() {
     fake.lists
         .lock()
         .push_back(Ok(list(vec![cm("a", "9"), cm("c", "10")], "11")));
-    let r = Running::start(fake, InformerConfig::default()).await;
+    let r = Running::start(fake, listing()).await;
     r.recorder.take();
     r.send(Ok(WatchEvent::Error(
         Status::failure("too old", "Expired").with_code(410).boxed(),
@@ -253,7 +340,7 @@ async fn late_handler_gets_the_content_as_initial_creates_then_changes() {
     fake.lists
         .lock()
         .push_back(Ok(list(vec![cm("a", "1")], "5")));
-    let r = Running::start(fake, InformerConfig::default()).await;
+    let r = Running::start(fake, listing()).await;
     let late = Arc::new(Recorder::default());
     let reg = r.informer.add_event_handler(late.clone());
     assert!(reg.has_synced());
@@ -277,7 +364,7 @@ async fn transform_runs_before_storing_and_resync_replays_updates() {
             o
         })),
         resync_period: Some(Duration::from_secs(3600)),
-        ..Default::default()
+        ..listing()
     };
     let r = Running::start(fake, config).await;
     let stored = r
@@ -310,7 +397,7 @@ async fn failed_list_backs_off_and_wait_for_sync_completes_after_success() {
     fake.lists
         .lock()
         .extend([Err(conn()), Err(conn()), Ok(list(vec![], "3"))]);
-    let informer = Informer::new(fake.clone(), InformerConfig::default());
+    let informer = Informer::new(fake.clone(), listing());
     let ctx = CancellationToken::new();
     let task = tokio::spawn({
         let (i, c) = (informer.clone(), ctx.clone());
