@@ -48,6 +48,7 @@ mod crd;
 mod gc;
 mod invalid;
 mod meta;
+mod objectmeta;
 mod read;
 mod rules;
 mod scale;

@@ -6,8 +6,11 @@
 
 use serde_json::{Value, json};
 
+use base64::Engine;
+
 use super::invalid::FieldError;
 use super::meta;
+use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
 /// `(group, plural)` of a resource, for matching.
@@ -154,6 +157,45 @@ fn default_template(obj: &mut Value) {
     if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
         default_pod_spec(spec);
     }
+}
+
+/// Normalizes a Secret as the real server stores it: `stringData` (write-only) is merged into
+/// `data`, base64-encoded; `data` values must be base64 (400 otherwise, as the decoder answers).
+pub(crate) fn normalize(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> {
+    if gp(res) != ("", "secrets") {
+        return Ok(());
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    if let Some(data) = obj.get("data").and_then(Value::as_object) {
+        for v in data.values() {
+            let ok = v.as_str().is_some_and(|s| b64.decode(s).is_ok()) || v.is_null();
+            if !ok {
+                return Err(ApiError::bad_request(
+                    "Secret in version \"v1\" cannot be handled as a Secret: illegal base64 data in field data",
+                ));
+            }
+        }
+    }
+    let Some(map) = obj.as_object_mut() else {
+        return Ok(());
+    };
+    if let Some(string_data) = map.remove("stringData") {
+        let Value::Object(entries) = string_data else {
+            return Err(ApiError::bad_request(
+                "Secret in version \"v1\" cannot be handled as a Secret: stringData must be a map of strings",
+            ));
+        };
+        let data = map.entry("data").or_insert_with(|| json!({}));
+        if !data.is_object() {
+            *data = json!({});
+        }
+        let data = data.as_object_mut().expect("made an object above");
+        for (k, v) in entries {
+            let text = v.as_str().unwrap_or_default().to_string();
+            data.insert(k, Value::from(b64.encode(text)));
+        }
+    }
+    Ok(())
 }
 
 /// The status an object gets on create when the client's status is dropped (resources with a

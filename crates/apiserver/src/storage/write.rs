@@ -9,7 +9,7 @@ use super::gc::{self, Task};
 use super::invalid::{FieldError, invalid, name_format, validate_name};
 use super::store::{ObjKey, State, res_key};
 use super::watch::as_version;
-use super::{PatchType, WriteOptions, convert, crd, meta, rules, scale};
+use super::{PatchType, WriteOptions, convert, crd, meta, objectmeta, rules, scale};
 use crate::error::ApiError;
 use crate::patch::{MergeKeys, PatchKind};
 use crate::resource::ResourceInfo;
@@ -177,6 +177,7 @@ pub(crate) fn create(
     if !name.is_empty() {
         errs.extend(validate_name(name_format(res), &name, "metadata.name"));
     }
+    errs.extend(objectmeta::validate(&res.kind, &obj)?);
     // System fields: whatever the client sent is replaced.
     meta::set_meta(&mut obj, "uid", Value::from(meta::new_uid()));
     meta::set_meta(&mut obj, "creationTimestamp", Value::from(meta::now()));
@@ -209,6 +210,7 @@ pub(crate) fn create(
     if res.custom {
         errs.extend(crd::validate_custom(st, res, &mut obj, None));
     } else {
+        rules::normalize(res, &mut obj)?;
         rules::apply_defaults(res, &mut obj, &mut next_ip);
         errs.extend(rules::validate_required(res, &obj));
     }
@@ -265,10 +267,11 @@ pub(crate) fn update(
     let key = obj_key(res, namespace, name);
     let old = current(st, res, &key, subresource)?;
     check_precondition(res, &old, &body)?;
-    let new = match subresource {
+    let mut new = match subresource {
         None => prepare_main_update(res, &old, body),
         Some(_) => prepare_status_update(&old, body),
     };
+    rules::normalize(res, &mut new)?;
     commit_update(st, res, key, old, new, opts)
 }
 
@@ -367,7 +370,7 @@ pub(crate) fn commit_update(
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let name = key.1.clone();
-    let mut errs = Vec::new();
+    let mut errs = objectmeta::validate(&res.kind, &new)?;
     if meta::uid(&new) != meta::uid(&old) {
         errs.push(FieldError::invalid(
             "metadata.uid",

@@ -738,3 +738,67 @@ fn concurrent_writers_get_distinct_increasing_versions() {
     assert_eq!(s.resource_version(), start + 400);
     assert_eq!(all, ((start + 1)..=(start + 400)).collect::<Vec<_>>());
 }
+
+#[test]
+fn secrets_merge_string_data() {
+    let s = store();
+    let secrets = res(&s, "", "secrets");
+    let body = json!({"metadata": {"name": "s"}, "stringData": {"user": "admin"}, "data": {"pw": "c2VjcmV0"}});
+    let created = s.create(&secrets, Some("default"), body, &w()).unwrap();
+    assert_eq!(
+        created["data"],
+        json!({"pw": "c2VjcmV0", "user": "YWRtaW4="})
+    );
+    assert!(created.get("stringData").is_none());
+    assert_eq!(created["type"], "Opaque");
+    let out = s
+        .patch(
+            &secrets,
+            Some("default"),
+            "s",
+            None,
+            PatchType::Merge,
+            br#"{"stringData":{"pw":"new"}}"#,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(out["data"]["pw"], "bmV3");
+    let bad = json!({"metadata": {"name": "b"}, "data": {"x": "not base64!"}});
+    fails_unchanged(&s, 400, || s.create(&secrets, Some("default"), bad, &w()));
+}
+
+#[test]
+fn metadata_is_validated() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let mut body = cm("l", json!({}));
+    body["metadata"]["labels"] = json!({"bad key": "v"});
+    let err = fails_unchanged(&s, 422, || s.create(&cms, Some("default"), body, &w()));
+    assert!(
+        err.message
+            .contains("metadata.labels: Invalid value: \"bad key\""),
+        "{}",
+        err.message
+    );
+    let a = create_cm(&s, "a");
+    let mut upd = a.clone();
+    upd["metadata"]["labels"] = json!({"k": "bad value!"});
+    fails_unchanged(&s, 422, || {
+        s.update(&cms, Some("default"), "a", None, upd, &w())
+    });
+    let mut two = cm("two", json!({}));
+    two["metadata"]["ownerReferences"] = json!([
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "a", "uid": "1", "controller": true},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "b", "uid": "2", "controller": true},
+    ]);
+    let err = fails_unchanged(&s, 422, || s.create(&cms, Some("default"), two, &w()));
+    assert!(
+        err.message
+            .contains("Only one reference can have Controller set to true"),
+        "{}",
+        err.message
+    );
+    let mut numeric = cm("n", json!({}));
+    numeric["metadata"]["annotations"] = json!({"a": 1});
+    fails_unchanged(&s, 400, || s.create(&cms, Some("default"), numeric, &w()));
+}
