@@ -71,6 +71,8 @@ pub(crate) enum Task {
     Delete(Loc, Policy),
     /// An object was removed: handle its dependents, owners, namespace and CRD.
     Removed(String, Arc<Value>),
+    /// An object's ownerReferences were set: collect it if its owners are absent.
+    Owners(String),
 }
 
 /// What a deletion did.
@@ -108,6 +110,7 @@ fn run_queue(st: &mut State, mut queue: VecDeque<Task>) {
                 delete_one(st, &loc, policy, &mut queue);
             }
             Task::Removed(res, obj) => after_removal(st, &res, &obj, &mut queue),
+            Task::Owners(uid) => check_owners(st, &uid, &mut queue),
         }
     }
 }
@@ -356,23 +359,7 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
 fn after_removal(st: &mut State, res: &str, obj: &Value, queue: &mut VecDeque<Task>) {
     let uid = meta::uid(obj).to_string();
     for dep_uid in st.dependents_of(&uid) {
-        let Some((dloc, dep)) = st.by_uid(&dep_uid) else {
-            continue;
-        };
-        let refs = meta::owner_refs(&dep);
-        let exists = |r: &Value| {
-            r.get("uid")
-                .and_then(Value::as_str)
-                .is_some_and(|u| u != uid && st.uids.contains_key(u))
-        };
-        if refs.iter().any(exists) {
-            let kept: Vec<Value> = refs.iter().filter(|r| exists(r)).cloned().collect();
-            let mut d = (*dep).clone();
-            meta::set_meta(&mut d, "ownerReferences", Value::from(kept));
-            st.put(&dloc.res, dloc.key, d);
-        } else if !meta::is_deleting(&dep) {
-            queue.push_back(Task::Delete(dloc, Policy::Background));
-        }
+        check_owners(st, &dep_uid, queue);
     }
     for owner in meta::owner_uids(obj) {
         queue.push_back(Task::Recheck(owner));
@@ -388,6 +375,37 @@ fn after_removal(st: &mut State, res: &str, obj: &Value, queue: &mut VecDeque<Ta
         && meta::is_deleting(crd)
     {
         queue.push_back(Task::Recheck(meta::uid(crd).to_string()));
+    }
+}
+
+/// The garbage collector's verdict on one dependent: when none of its owners exists (an
+/// owner in another namespace does not count, as for the real GC), it is deleted in the
+/// background; when some do, the references to the absent ones are removed.
+fn check_owners(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
+    let Some((loc, dep)) = st.by_uid(uid) else {
+        return;
+    };
+    let refs = meta::owner_refs(&dep);
+    if refs.is_empty() {
+        return;
+    }
+    let ns = loc.key.0.as_str();
+    let exists = |r: &Value| {
+        r.get("uid")
+            .and_then(Value::as_str)
+            .and_then(|u| st.uids.get(u))
+            .is_some_and(|owner| owner.key.0.is_empty() || owner.key.0 == ns)
+    };
+    let kept: Vec<Value> = refs.iter().filter(|r| exists(r)).cloned().collect();
+    if kept.len() == refs.len() {
+        return;
+    }
+    if !kept.is_empty() {
+        let mut d = (*dep).clone();
+        meta::set_meta(&mut d, "ownerReferences", Value::from(kept));
+        st.put(&loc.res, loc.key, d);
+    } else if !meta::is_deleting(&dep) {
+        queue.push_back(Task::Delete(loc, Policy::Background));
     }
 }
 

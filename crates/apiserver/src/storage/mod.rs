@@ -213,6 +213,24 @@ impl Default for Storage {
     }
 }
 
+/// The HTTP status of a `delete` answer, as the real server sends it: 202 Accepted while the
+/// object still exists (it carries `metadata.deletionTimestamp`: finalizers or foreground
+/// deletion hold it), else 200.
+///
+/// ```
+/// use serde_json::json;
+/// assert_eq!(crt_apiserver::storage::delete_status_code(&json!({"kind": "Status", "status": "Success"})), 200);
+/// let held = json!({"kind": "ConfigMap", "metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}});
+/// assert_eq!(crt_apiserver::storage::delete_status_code(&held), 202);
+/// ```
+pub fn delete_status_code(answer: &Value) -> u16 {
+    let pending = answer
+        .get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null());
+    if pending { 202 } else { 200 }
+}
+
 /// The 404 for a resource that is not served (any more).
 fn not_served() -> ApiError {
     ApiError::new(

@@ -240,6 +240,10 @@ pub(crate) fn create(
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
         crd::register(st, &stored);
     }
+    if !meta::owner_refs(&stored).is_empty() {
+        // The garbage collector collects an object created for an owner that is gone.
+        gc::run(st, vec![Task::Owners(meta::uid(&stored).to_string())]);
+    }
     Ok(as_version(&stored, &res.api_version()))
 }
 
@@ -433,6 +437,9 @@ pub(crate) fn commit_update(
         tasks.push(Task::Recheck(owner));
     }
     tasks.push(Task::Recheck(meta::uid(&stored).to_string()));
+    if meta::owner_refs(&stored) != meta::owner_refs(&old) {
+        tasks.push(Task::Owners(meta::uid(&stored).to_string()));
+    }
     if res.group == "apiextensions.k8s.io"
         && res.plural == "customresourcedefinitions"
         && !meta::is_deleting(&stored)

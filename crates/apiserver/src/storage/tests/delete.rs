@@ -402,3 +402,85 @@ fn delete_collection_by_selector() {
         vec!["k"]
     );
 }
+
+#[test]
+fn objects_created_for_absent_owners_are_collected() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let owner = create_cm(&s, "owner");
+    let mut ghost_owner = owner.clone();
+    ghost_owner["metadata"]["uid"] = json!("no-such-uid");
+    let created = s
+        .create(
+            &cms,
+            Some("default"),
+            owned_cm("orphaned", &ghost_owner, false),
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(
+        created["metadata"]["name"], "orphaned",
+        "the create itself succeeds"
+    );
+    assert!(
+        !exists(&s, &cms, Some("default"), "orphaned"),
+        "then the GC collects it"
+    );
+    // One living owner keeps it; the dangling reference goes.
+    let mut two = owned_cm("two", &owner, false);
+    let ghost_ref = owned_cm("x", &ghost_owner, false)["metadata"]["ownerReferences"][0].clone();
+    two["metadata"]["ownerReferences"]
+        .as_array_mut()
+        .unwrap()
+        .push(ghost_ref);
+    s.create(&cms, Some("default"), two, &w()).unwrap();
+    let two = s.get(&cms, Some("default"), "two", None).unwrap();
+    assert_eq!(
+        two["metadata"]["ownerReferences"].as_array().unwrap().len(),
+        1
+    );
+    // An owner in another namespace does not count.
+    s.create(
+        &cms,
+        Some("kube-system"),
+        owned_cm("elsewhere", &owner, false),
+        &w(),
+    )
+    .unwrap();
+    assert!(!exists(&s, &cms, Some("kube-system"), "elsewhere"));
+    // A cluster-scoped owner does.
+    let node = s
+        .create(
+            &res(&s, "", "nodes"),
+            None,
+            json!({"metadata": {"name": "n1"}}),
+            &w(),
+        )
+        .unwrap();
+    s.create(
+        &cms,
+        Some("default"),
+        owned_cm("on-node", &node, false),
+        &w(),
+    )
+    .unwrap();
+    assert!(exists(&s, &cms, Some("default"), "on-node"));
+}
+
+#[test]
+fn delete_status_codes() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    create_cm(&s, "a");
+    let mut held = cm("held", json!({}));
+    held["metadata"]["finalizers"] = json!(["x/y"]);
+    s.create(&cms, Some("default"), held, &w()).unwrap();
+    let gone = s
+        .delete(&cms, Some("default"), "a", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(delete_status_code(&gone), 200);
+    let pending = s
+        .delete(&cms, Some("default"), "held", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(delete_status_code(&pending), 202);
+}
