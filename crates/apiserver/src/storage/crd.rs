@@ -208,7 +208,7 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
 /// Checks a CRD update: the fields the real server keeps immutable.
 pub(crate) fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    for path in [".spec.group", ".spec.names.plural"] {
+    for path in [".spec.group", ".spec.names.plural", ".spec.scope"] {
         if meta::get_path(old, path) != meta::get_path(new, path) {
             let v = meta::get_path(new, path).cloned().unwrap_or(Value::Null);
             errs.push(FieldError::invalid(
@@ -222,6 +222,23 @@ pub(crate) fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
         errs.extend(validate(new));
     }
     errs
+}
+
+/// Keeps `status.storedVersions` listing every version ever used for storage (the real
+/// server adds the new storage version when it changes).
+pub(crate) fn track_stored_versions(crd: &mut Value) {
+    let Some(storage) = versions(crd)
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string))
+    else {
+        return;
+    };
+    let mut stored = meta::string_list(meta::get_path(crd, ".status.storedVersions"));
+    if !stored.contains(&storage) {
+        stored.push(storage);
+        meta::set_path(crd, ".status.storedVersions", Value::from(stored));
+    }
 }
 
 /// Sets (or replaces) a condition in `status.conditions`.
@@ -290,9 +307,21 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
     out
 }
 
-/// Serves (or re-serves) the resources of a stored CRD.
+/// Serves (or re-serves) the resources of a stored CRD; watches of versions no longer served
+/// end.
 pub(crate) fn register(st: &mut State, crd: &Value) {
     let resources = resources_of(crd);
+    let key = meta::name(crd).to_string();
+    if let Some(before) = st.registry.crd(&key) {
+        let gone: Vec<String> = before
+            .iter()
+            .filter(|old| !resources.iter().any(|r| r.version == old.version))
+            .map(ResourceInfo::api_version)
+            .collect();
+        for api_version in gone {
+            st.watchers.close_version(&key, &api_version);
+        }
+    }
     st.registry
         .set_crd(meta::name(crd), resources, compile_schemas(crd));
 }

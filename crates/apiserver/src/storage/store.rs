@@ -74,6 +74,11 @@ impl Registry {
             .find(|r| r.group == group && r.version == version && r.plural == plural)
     }
 
+    /// The resources a CRD serves now.
+    pub(crate) fn crd(&self, name: &str) -> Option<&Vec<ResourceInfo>> {
+        self.crds.get(name)
+    }
+
     /// Registers (or re-registers) the resources of a CRD and their schemas.
     pub(crate) fn set_crd(
         &mut self,

@@ -144,6 +144,13 @@ impl Watchers {
         self.by_res.remove(res);
     }
 
+    /// Ends the watches of one version of a resource (no longer served).
+    pub(crate) fn close_version(&mut self, res: &str, api_version: &str) {
+        if let Some(list) = self.by_res.get_mut(res) {
+            list.retain(|w| w.api_version != api_version);
+        }
+    }
+
     /// How many watchers run (for tests and metrics).
     pub(crate) fn count(&self) -> usize {
         self.by_res.values().map(Vec::len).sum()

@@ -403,6 +403,7 @@ pub(crate) fn commit_update(
     }
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
         errs.extend(crd::validate_update(&old, &new));
+        crd::track_stored_versions(&mut new);
     }
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));

@@ -345,3 +345,47 @@ fn custom_objects_are_defaulted_pruned_and_validated() {
         err.message
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn updating_a_crd_changes_what_is_served() {
+    let s = store();
+    let (crd, widgets) = install(&s);
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let beta = s.resolve("example.com", "v1beta1", "widgets").unwrap();
+    let now = WatchOptions {
+        resource_version: Some(s.resource_version().to_string()),
+        ..Default::default()
+    };
+    let mut beta_watch = s.watch(&beta, None, &now).unwrap();
+    let mut v1_watch = s.watch(&widgets, None, &now).unwrap();
+    // Stop serving v1beta1 and add v2 as the new storage version.
+    let mut upd = crd.clone();
+    upd["spec"]["versions"][1]["served"] = json!(false);
+    let mut v2 = upd["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    upd["spec"]["versions"][0]["storage"] = json!(false);
+    upd["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    let out = s
+        .update(&crds, None, "widgets.example.com", None, upd, &w())
+        .unwrap();
+    assert_eq!(out["metadata"]["generation"], 2);
+    assert_eq!(out["status"]["storedVersions"], json!(["v1", "v2"]));
+    assert!(s.resolve("example.com", "v1beta1", "widgets").is_none());
+    assert!(s.resolve("example.com", "v2", "widgets").is_some());
+    assert!(matches!(
+        tokio::time::timeout(Duration::from_secs(1), beta_watch.events.recv()).await,
+        Ok(None)
+    ));
+    s.create(&widgets, Some("default"), widget("still"), &w())
+        .unwrap();
+    assert!(matches!(
+        v1_watch.events.recv().await,
+        Some(WatchEvent::Added(_))
+    ));
+    // The scope cannot change.
+    let mut scope = out.clone();
+    scope["spec"]["scope"] = json!("Cluster");
+    fails_unchanged(&s, 422, || {
+        s.update(&crds, None, "widgets.example.com", None, scope, &w())
+    });
+}
