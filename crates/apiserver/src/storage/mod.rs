@@ -14,30 +14,45 @@
 //! - Namespaced resources take `Some(namespace)` (`None` on list/watch/delete_collection means
 //!   all namespaces); cluster-scoped ones take `None`.
 //! - `create` answers the created object (the HTTP layer answers 201). `delete` answers the
-//!   object while it still exists (finalizers, foreground deletion: it then carries
-//!   `metadata.deletionTimestamp`, and the real server answers 202), else the deleted object for
-//!   custom resources and pods, or a `Status` `Success` for the other built-in kinds, as the
-//!   real server does (both 200).
+//!   object while it still exists (finalizers or foreground deletion hold it: it then carries
+//!   `metadata.deletionTimestamp`), else the deleted object for custom resources, pods,
+//!   services, namespaces and PVCs, or a `Status` `Success` for the other built-in kinds, as
+//!   the real server does; [`delete_status_code`] gives the matching 202 or 200.
+//!   `delete_collection` answers the `<Kind>List` of what it deleted or marked.
 //! - `get`/`update`/`patch` with subresource `scale` speak `autoscaling/v1 Scale`.
+//! - A `ResourceInfo` that is no longer served (its CRD was deleted) gets 404 from every call.
 //!
 //! ## Design
-//! - One `parking_lot::Mutex` guards the whole [`store::State`]; no call holds it across an
-//!   await (no method here is async). Objects are `Arc<Value>` in persistent `imbl` maps, so
-//!   a snapshot of everything is an O(1) clone: a paginated list keeps the snapshot of its
+//! - One `parking_lot::Mutex` guards the whole state (`store::State`); no call holds it across
+//!   an await (no method here is async). Objects are `Arc<Value>` in persistent `imbl` maps,
+//!   so a snapshot of everything is an O(1) clone: a paginated list keeps the snapshot of its
 //!   first page and serves every later page from it (the continue token names the snapshot's
 //!   resourceVersion and the last key; the last `StorageConfig::list_snapshots` snapshots are
-//!   kept, older tokens get 410 Expired).
+//!   kept, older tokens and tokens from before a `compact` get 410 Expired).
 //! - Every write validates the whole request first and only then commits through
 //!   `State::put` / `State::remove`, which bump the global resourceVersion once per stored
-//!   change, record the event in the window and hand it to watchers with `try_send`.
+//!   change, record the event in the window and `try_send` it into each interested watcher's
+//!   channel (a full channel closes that watcher; writers never wait).
 //! - Garbage collection (ownerReferences, the `orphan` and `foregroundDeletion` finalizers),
 //!   namespace finalization and CRD cleanup run **synchronously inside the write that makes
-//!   them due** (see [`gc`]): after each removal the affected owners, namespaces and CRDs are
-//!   re-checked from a work list. The real server does this in background controllers; doing it
-//!   in the write path gives the same end states and event sequences while keeping tests
-//!   deterministic (no sleeping until a controller catches up).
-//! - Server-side apply (`PatchType::Apply`) is approximated by create-or-merge-patch without
-//!   managed fields (see `write::apply`): the hook for the later issue.
+//!   them due** (`gc.rs`): after each removal the affected dependents, owners, namespaces and
+//!   CRDs are re-checked from a work list, and an object written with ownerReferences to
+//!   absent owners is collected right after its commit. The real server does this in
+//!   background controllers; doing it in the write path gives the same end states and event
+//!   sequences while keeping tests deterministic (no sleeping until a controller catches up).
+//! - All versions of a resource share one stored form (`convert.rs`): CRD versions differ in
+//!   `apiVersion` only (conversion strategy `None`); core and `events.k8s.io` Events are one
+//!   resource, renamed field by field.
+//! - Server-side apply (`PatchType::Apply`) is approximated by create-if-absent, else a merge
+//!   patch, without managed fields (`write::apply_create`): the hook for the later issue.
+//!
+//! ## Files
+//! `store.rs` data, resourceVersion, indexes, snapshots · `write.rs` create/update/patch ·
+//! `rules.rs` per-kind defaults and immutable fields · `objectmeta.rs` metadata checks ·
+//! `invalid.rs` 422 wording and name formats · `gc.rs` deletion, GC, namespaces, CRD cleanup ·
+//! `read.rs` get/list/pagination · `select.rs` selectors and field labels · `watch.rs` window,
+//! fan-out, bookmarks · `crd.rs` CRD validation and serving · `scale.rs` Scale · `convert.rs`
+//! versions · `meta.rs` JSON metadata helpers.
 
 // `ApiError` (the contract's error, ~128 bytes) is returned by value everywhere, as the HTTP
 // layer consumes it; boxing it would change the shared contract for no measurable gain.
