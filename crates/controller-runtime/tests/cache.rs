@@ -234,6 +234,12 @@ async fn kind_source_waits_for_a_crd_installed_later() {
         "no informer while the type is not served"
     );
 
+    let widget_gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let not_yet = cache.resolve_gvk(&widget_gvk).await.unwrap_err();
+    assert!(
+        matches!(not_yet, controller_runtime::cache::Error::NotServed { .. }),
+        "{not_yet}"
+    );
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &widget_crd())
         .await
@@ -255,6 +261,11 @@ async fn kind_source_waits_for_a_crd_installed_later() {
     })
     .await;
     assert_eq!(cache.informer_count(), 1);
+    // Dynamic informers by group/version/kind: discovery finds the plural.
+    assert_eq!(
+        cache.resolve_gvk(&widget_gvk).await.unwrap(),
+        widget_resource()
+    );
     ctx.cancel();
     running.await.unwrap().unwrap();
 }
@@ -471,7 +482,11 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .unwrap();
     assert_eq!(meta.metadata.labels.as_ref().unwrap()["team"], "a");
     assert_eq!(meta.metadata.annotations.as_ref().unwrap()["cached"], "yes");
-    assert_eq!(cache.informer_count(), 3, "pods, configmaps, configmap metadata");
+    assert_eq!(
+        cache.informer_count(),
+        3,
+        "pods, configmaps, configmap metadata"
+    );
     let meta_missing = client
         .objects::<PartialObjectMeta<ConfigMap>>()
         .get(&ObjectKey::namespaced("kube-system", "sys"))

@@ -7,8 +7,9 @@ use std::fmt::Debug;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_client::Client;
-use kube_core::{ApiResource, Resource};
+use kube_core::{ApiResource, GroupVersionKind, Resource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -290,32 +291,46 @@ impl Cache {
             .spawn(async move { informer.run(stop).await });
     }
 
+    /// The [`ApiResource`] of a group/version/kind, as the API server's discovery names it
+    /// (for `DynamicObject` informers when only the kind is known).
+    pub async fn resolve_gvk(&self, gvk: &GroupVersionKind) -> Result<ApiResource, Error> {
+        let probe = ApiResource::from_gvk(gvk);
+        let list = self.discover(&probe).await?;
+        list.resources
+            .iter()
+            .find(|r| r.kind == gvk.kind && !r.name.contains('/'))
+            .map(|r| ApiResource::from_gvk_with_plural(gvk, &r.name))
+            .ok_or_else(|| not_served(&probe))
+    }
+
     /// Asks the API server's discovery whether it serves `resource`; answers whether the
     /// resource is namespaced.
     async fn served(&self, resource: &ApiResource) -> Result<bool, Error> {
+        self.discover(resource)
+            .await?
+            .resources
+            .iter()
+            .find(|r| r.name == resource.plural)
+            .map(|r| r.namespaced)
+            .ok_or_else(|| not_served(resource))
+    }
+
+    /// The resource list of `resource`'s group/version.
+    async fn discover(&self, resource: &ApiResource) -> Result<APIResourceList, Error> {
         let client = &self.shared.client;
         let listed = if resource.group.is_empty() {
             client.list_core_api_resources(&resource.version).await
         } else {
             client.list_api_group_resources(&resource.api_version).await
         };
-        let list = match listed {
-            Ok(list) => list,
-            Err(kube_client::Error::Api(status)) if status.code == 404 => {
-                return Err(not_served(resource));
-            }
-            Err(source) => {
-                return Err(Error::Discovery {
-                    api_version: resource.api_version.clone(),
-                    source,
-                });
-            }
-        };
-        list.resources
-            .iter()
-            .find(|r| r.name == resource.plural)
-            .map(|r| r.namespaced)
-            .ok_or_else(|| not_served(resource))
+        match listed {
+            Ok(list) => Ok(list),
+            Err(kube_client::Error::Api(status)) if status.code == 404 => Err(not_served(resource)),
+            Err(source) => Err(Error::Discovery {
+                api_version: resource.api_version.clone(),
+                source,
+            }),
+        }
     }
 }
 
