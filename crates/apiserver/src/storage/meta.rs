@@ -154,6 +154,12 @@ pub(crate) fn same_spec(a: &Value, b: &Value) -> bool {
     equal_except(a, b, &["metadata", "status", "apiVersion", "kind"])
 }
 
+/// Whether two objects are equal outside `metadata` (what `generation` tracks for custom
+/// resources without a status subresource: their status is ordinary content).
+pub(crate) fn same_outside_metadata(a: &Value, b: &Value) -> bool {
+    equal_except(a, b, &["metadata", "apiVersion", "kind"])
+}
+
 /// Whether two JSON objects have equal members apart from the `skip`ped keys.
 fn equal_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
     match (a.as_object(), b.as_object()) {

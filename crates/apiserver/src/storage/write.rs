@@ -408,7 +408,12 @@ pub(crate) fn commit_update(
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
     }
-    if res.generation && !meta::same_spec(&old, &new) {
+    let spec_changed = if res.custom && !res.status_subresource {
+        !meta::same_outside_metadata(&old, &new)
+    } else {
+        !meta::same_spec(&old, &new)
+    };
+    if res.generation && spec_changed {
         let g = old
             .get("metadata")
             .and_then(|m| m.get("generation"))

@@ -122,6 +122,14 @@ fn custom_objects_live_like_built_ins() {
     let beta = s.resolve("example.com", "v1beta1", "widgets").unwrap();
     let as_beta = s.get(&beta, Some("default"), "w1", None).unwrap();
     assert_eq!(as_beta["apiVersion"], "example.com/v1beta1");
+    // v1beta1 has no status subresource: its status is content, and bumps the generation.
+    let mut via_beta = as_beta.clone();
+    via_beta["status"] = json!({"replicas": 9});
+    let out = s
+        .update(&beta, Some("default"), "w1", None, via_beta, &w())
+        .unwrap();
+    assert_eq!(out["status"]["replicas"], 9);
+    assert_eq!(out["metadata"]["generation"], 3);
     let list = s.list(&widgets, None, &ListOptions::default()).unwrap();
     assert_eq!(list["kind"], "WidgetList");
     assert_eq!(list["items"][0]["kind"], "Widget");
