@@ -211,6 +211,8 @@ impl Server {
         if let Some(Listening { shutdown, task }) = listening {
             let _ = shutdown.send(());
             let _ = task.await;
+            // Every client is gone with its connection; end the watches they held.
+            self.state.storage.close_watches();
         }
     }
 
@@ -267,12 +269,20 @@ async fn accept_loop(
     connections.shutdown().await;
 }
 
+/// How long a client may take to complete the TLS handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 async fn serve_connection(stream: TcpStream, acceptor: TlsAcceptor, state: Arc<AppState>) {
     let _ = stream.set_nodelay(true);
-    let tls = match acceptor.accept(stream).await {
-        Ok(tls) => tls,
-        Err(e) => {
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+    let tls = match handshake.await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(e)) => {
             tracing::debug!(error = %e, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!("TLS handshake timed out");
             return;
         }
     };

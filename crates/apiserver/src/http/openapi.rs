@@ -7,7 +7,8 @@
 //! for every served resource (the parameter is accepted and ignored). They carry no schemas:
 //! `kubectl apply` then computes patches from its compiled-in types (built-in kinds) or as JSON
 //! merge patches (custom resources), as it does against any server without schemas.
-//! `/openapi/v2` is not served (404): kubectl only reads it as a fallback.
+//! `/openapi/v2` is a minimal Swagger 2.0 document without definitions: kubectl only reads it
+//! as a fallback (and asks for protobuf, which it then cannot use).
 
 use serde_json::{Value, json};
 
@@ -27,17 +28,30 @@ fn gv_key(group: &str, version: &str) -> String {
     }
 }
 
-/// `/openapi/v3`: the index of per-group-version documents.
+/// `/openapi/v3`: the index of per-group-version documents. Each URL carries a hash of its
+/// document, so clients' caches notice when a CRD changes what a group version serves.
 pub fn v3_root(resources: &[ResourceInfo]) -> Value {
     let mut paths = serde_json::Map::new();
     for r in resources {
         let key = gv_key(&r.group, &r.version);
-        let url = format!("/openapi/v3/{key}?hash={}", resources.len());
-        paths
-            .entry(key)
-            .or_insert_with(|| json!({ "serverRelativeURL": url }));
+        if paths.contains_key(&key) {
+            continue;
+        }
+        let doc = v3_group_version(resources, &r.group, &r.version).unwrap_or_default();
+        let url = format!(
+            "/openapi/v3/{key}?hash={:016X}",
+            fnv1a(doc.to_string().as_bytes())
+        );
+        paths.insert(key, json!({ "serverRelativeURL": url }));
     }
     json!({ "paths": paths })
+}
+
+/// 64-bit FNV-1a: a stable content hash (not for security).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn parameters() -> Value {
@@ -131,10 +145,12 @@ mod tests {
     #[test]
     fn patch_operations_declare_field_validation() {
         let root = v3_root(&[cm()]);
-        assert_eq!(
-            root["paths"]["api/v1"]["serverRelativeURL"],
-            "/openapi/v3/api/v1?hash=1"
-        );
+        let url = root["paths"]["api/v1"]["serverRelativeURL"].as_str().unwrap();
+        assert!(url.starts_with("/openapi/v3/api/v1?hash="), "{url}");
+        let mut other = cm();
+        other.plural = "others".into();
+        let changed = v3_root(&[cm(), other]);
+        assert_ne!(changed["paths"]["api/v1"], root["paths"]["api/v1"]);
         let doc = v3_group_version(&[cm()], "", "v1").unwrap();
         let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/configmaps/{name}"]["patch"];
         assert_eq!(

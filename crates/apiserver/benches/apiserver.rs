@@ -1,0 +1,259 @@
+//! Throughput of the embedded API server through kube-client over TLS (the real client path):
+//! start time, creates/s and gets/s with 8 concurrent clients, a list of 10,000 objects, and
+//! 10,000 events fanned out to 100 watchers. Prints measured numbers; asserts nothing.
+//!
+//! Run: `cargo bench -p crt-apiserver --bench apiserver`.
+
+use std::time::{Duration, Instant};
+
+use crt_apiserver::{Config, Server};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_client::Client;
+use kube_client::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+
+const CLIENTS: usize = 8;
+const OBJECTS: usize = 10_000;
+const WATCHERS: usize = 100;
+
+async fn client(server: &Server) -> Client {
+    let kc = Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+    let config = kube_client::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    Client::try_from(config).unwrap()
+}
+
+fn cm(prefix: &str, i: usize) -> ConfigMap {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": { "name": format!("{prefix}-{i}"), "labels": { "app": "bench" } },
+        "data": { "key": "value" },
+    }))
+    .unwrap()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Creates `n` ConfigMaps named `prefix-i` in `ns` from `CLIENTS` concurrent clients.
+async fn create_all(apis: &[Api<ConfigMap>], prefix: &str, n: usize) -> Duration {
+    let start = Instant::now();
+    let tasks: Vec<_> = apis
+        .iter()
+        .enumerate()
+        .map(|(c, api)| {
+            let api = api.clone();
+            let prefix = prefix.to_string();
+            tokio::spawn(async move {
+                for i in (c..n).step_by(CLIENTS) {
+                    api.create(&PostParams::default(), &cm(&prefix, i))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    start.elapsed()
+}
+
+fn rate(n: usize, d: Duration) -> String {
+    format!(
+        "{:.0}/s ({n} in {:.2} s)",
+        n as f64 / d.as_secs_f64(),
+        d.as_secs_f64()
+    )
+}
+
+/// The same work straight on the store, without HTTP, TLS or a client: what the layers above
+/// cost is the difference.
+async fn in_process() {
+    use crt_apiserver::storage::{Storage, StorageConfig, WatchOptions, WriteOptions};
+    let storage = Storage::new(StorageConfig::default());
+    let res = storage.resolve("", "v1", "configmaps").unwrap();
+    let body = |prefix: &str, i: usize| serde_json::to_value(cm(prefix, i)).unwrap();
+    let start = Instant::now();
+    for i in 0..OBJECTS {
+        storage
+            .create(
+                &res,
+                Some("default"),
+                body("s", i),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    println!(
+        "in-process creates (1 thread): {}",
+        rate(OBJECTS, start.elapsed())
+    );
+
+    let mut watchers = Vec::new();
+    for _ in 0..WATCHERS {
+        let opts = WatchOptions {
+            resource_version: Some(storage.resource_version().to_string()),
+            ..Default::default()
+        };
+        let mut watch = storage.watch(&res, Some("kube-public"), &opts).unwrap();
+        watchers.push(tokio::spawn(async move {
+            let mut seen = 0;
+            while seen < OBJECTS {
+                watch.events.recv().await.unwrap();
+                seen += 1;
+            }
+            Instant::now()
+        }));
+    }
+    let start = Instant::now();
+    for i in 0..OBJECTS {
+        storage
+            .create(
+                &res,
+                Some("kube-public"),
+                body("f", i),
+                &WriteOptions::default(),
+            )
+            .unwrap();
+    }
+    let wrote = start.elapsed();
+    let mut last = start;
+    for w in watchers {
+        last = last.max(w.await.unwrap());
+    }
+    println!(
+        "in-process fan-out: {OBJECTS} events x {WATCHERS} watchers in {:.2} s (writes took {:.2} s)",
+        (last - start).as_secs_f64(),
+        wrote.as_secs_f64()
+    );
+}
+
+#[tokio::main]
+async fn main() {
+    in_process().await;
+
+    // Start time.
+    let mut starts = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let server = Server::start(Config::default()).await.unwrap();
+        starts.push(t.elapsed());
+        server.stop().await;
+    }
+    println!(
+        "start (median of 20): {:.2} ms",
+        median(starts).as_secs_f64() * 1e3
+    );
+
+    let server = Server::start(Config::default()).await.unwrap();
+    let mut apis = Vec::new();
+    for _ in 0..CLIENTS {
+        apis.push(Api::<ConfigMap>::namespaced(
+            client(&server).await,
+            "default",
+        ));
+    }
+    // Warm up connections.
+    for api in &apis {
+        api.list(&ListParams::default().limit(1)).await.unwrap();
+    }
+
+    let took = create_all(&apis, "c", OBJECTS).await;
+    println!("creates, {CLIENTS} clients: {}", rate(OBJECTS, took));
+
+    let start = Instant::now();
+    let tasks: Vec<_> = apis
+        .iter()
+        .enumerate()
+        .map(|(c, api)| {
+            let api = api.clone();
+            tokio::spawn(async move {
+                for i in (c..OBJECTS).step_by(CLIENTS) {
+                    api.get(&format!("c-{i}")).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    println!(
+        "gets, {CLIENTS} clients: {}",
+        rate(OBJECTS, start.elapsed())
+    );
+
+    let mut lists = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let list = apis[0].list(&ListParams::default()).await.unwrap();
+        assert_eq!(list.items.len(), OBJECTS);
+        lists.push(t.elapsed());
+    }
+    println!(
+        "list of {OBJECTS} ConfigMaps (median of 5): {:.1} ms",
+        median(lists).as_secs_f64() * 1e3
+    );
+
+    // Fan-out: 100 watchers (10 clients x 10 watches) each receive every one of 10,000 events.
+    let ns_api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client(&server).await);
+    ns_api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(serde_json::json!({"metadata": {"name": "fan"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let rv = apis[0]
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut watch_clients = Vec::new();
+    for _ in 0..10 {
+        watch_clients.push(client(&server).await);
+    }
+    let mut watchers = Vec::new();
+    for w in 0..WATCHERS {
+        let api: Api<ConfigMap> = Api::namespaced(watch_clients[w % 10].clone(), "fan");
+        let stream = api
+            .watch(&WatchParams::default().timeout(290), &rv)
+            .await
+            .unwrap();
+        watchers.push(tokio::spawn(async move {
+            let mut stream = stream.boxed();
+            let mut seen = 0;
+            while seen < OBJECTS {
+                if let Some(WatchEvent::Added(_)) = stream.try_next().await.unwrap() {
+                    seen += 1;
+                }
+            }
+            Instant::now()
+        }));
+    }
+    let fan_apis: Vec<Api<ConfigMap>> = apis
+        .iter()
+        .map(|a| Api::namespaced(a.clone().into_client(), "fan"))
+        .collect();
+    let start = Instant::now();
+    let wrote = create_all(&fan_apis, "f", OBJECTS).await;
+    let mut last = start;
+    for w in watchers {
+        last = last.max(w.await.unwrap());
+    }
+    let delivered = last - start;
+    println!(
+        "fan-out: {OBJECTS} events x {WATCHERS} watchers = {} deliveries in {:.2} s ({:.0} deliveries/s; writes took {:.2} s)",
+        OBJECTS * WATCHERS,
+        delivered.as_secs_f64(),
+        (OBJECTS * WATCHERS) as f64 / delivered.as_secs_f64(),
+        wrote.as_secs_f64()
+    );
+    server.stop().await;
+}
