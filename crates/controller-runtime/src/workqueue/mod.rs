@@ -57,6 +57,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 
 mod delay;
+mod hash;
 pub mod metrics;
 pub mod priority;
 pub mod queue;

@@ -12,8 +12,8 @@
 //! with.
 
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::delay::{Attempt, DelayHeap, boxed, ready_time, wait_loop};
+use super::hash::Map;
 use super::metrics::{ProcessingStats, QueueMetrics};
 use super::queue::QueueConfig;
 use super::rate_limiter::RateLimiter;
@@ -107,7 +108,7 @@ impl<T> ReadyHeap<T> {
 }
 
 struct State<T> {
-    items: HashMap<T, ItemState>,
+    items: Map<T, ItemState>,
     ready: ReadyHeap<T>,
     delayed: DelayHeap<T>,
     seq: u64,
@@ -174,7 +175,7 @@ impl<T: QueueItem> PriorityQueue<T> {
         let metrics = config.metrics.as_ref().map(|m| m.for_queue(&config.name));
         let queue = Arc::new(PriorityQueue {
             state: Mutex::new(State {
-                items: HashMap::new(),
+                items: Map::default(),
                 ready: ReadyHeap {
                     heap: BinaryHeap::new(),
                     len: 0,

@@ -6,8 +6,8 @@
 //! time it waits for), so `add`, `get` and `done` each hash the item once, and an add clones the
 //! item once (the map keeps one copy, the FIFO the other).
 
+use std::collections::VecDeque;
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -18,6 +18,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::delay::{Attempt, DelayHeap, boxed, ready_time, wait_loop};
+use super::hash::Map;
 use super::metrics::{ProcessingStats, QueueMetrics, WorkqueueMetrics};
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 use super::{Queue, QueueItem};
@@ -76,7 +77,7 @@ impl ItemState {
 
 #[derive(Default)]
 struct State<T> {
-    items: HashMap<T, ItemState>,
+    items: Map<T, ItemState>,
     /// Dirty items that are not processing, oldest first.
     ready: VecDeque<T>,
     delayed: DelayHeap<T>,
@@ -137,7 +138,7 @@ impl<T: QueueItem> Workqueue<T> {
         let metrics = config.metrics.as_ref().map(|m| m.for_queue(&config.name));
         let queue = Arc::new(Workqueue {
             state: Mutex::new(State {
-                items: HashMap::new(),
+                items: Map::default(),
                 ready: VecDeque::new(),
                 delayed: DelayHeap::default(),
                 processing: 0,
