@@ -68,6 +68,7 @@ mod read;
 mod rules;
 mod scale;
 mod select;
+mod shared;
 mod store;
 mod watch;
 mod write;
@@ -84,6 +85,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+pub use shared::{SharedEvent, SharedWatch};
 use store::State;
 
 /// Tunables of the store.
@@ -423,10 +425,31 @@ impl Storage {
         namespace: Option<&str>,
         opts: &WatchOptions,
     ) -> Result<Watch, ApiError> {
-        let shared = Arc::downgrade(&self.state);
-        self.with(res, |st, res| {
-            watch::start(st, shared, res, namespace, opts)
-        })
+        let state = Arc::downgrade(&self.state);
+        match self.with(res, |st, res| {
+            watch::start(st, state, res, namespace, opts, false)
+        })? {
+            shared::Receiver::Owned(events) => Ok(Watch { events }),
+            shared::Receiver::Shared(_) => Err(ApiError::internal("watch: wrong channel kind")),
+        }
+    }
+
+    /// Starts a watch whose events are shared with the other shared watchers of the same
+    /// change: the object is copied and (with [`SharedEvent::to_json_line`]) encoded once per
+    /// change, not once per watcher. Same semantics as [`Storage::watch`].
+    pub fn watch_shared(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        opts: &WatchOptions,
+    ) -> Result<SharedWatch, ApiError> {
+        let state = Arc::downgrade(&self.state);
+        match self.with(res, |st, res| {
+            watch::start(st, state, res, namespace, opts, true)
+        })? {
+            shared::Receiver::Shared(events) => Ok(SharedWatch { events }),
+            shared::Receiver::Owned(_) => Err(ApiError::internal("watch: wrong channel kind")),
+        }
     }
 
     /// Fault injection: forgets the watch window, so that resuming from any older

@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::select::Selection;
+use super::shared::{Receiver, SharedEvent, Sink, channel};
 use super::store::{State, res_key};
-use super::{Watch, WatchEvent, WatchOptions};
+use super::{WatchEvent, WatchOptions};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
@@ -103,7 +104,7 @@ pub(crate) struct Watcher {
     /// The `apiVersion` its objects are sent as.
     pub(crate) api_version: String,
     /// Its channel (the caller holds the receiver).
-    pub(crate) tx: mpsc::Sender<WatchEvent>,
+    pub(crate) sink: Sink,
     /// Dropped with the watcher: stops its bookmark task (which holds a sender too).
     pub(crate) _stop_bookmarks: Option<oneshot::Sender<()>>,
 }
@@ -128,9 +129,27 @@ impl Watchers {
         let Some(list) = self.by_res.get_mut(&event.res) else {
             return;
         };
-        list.retain(|w| match convert(&w.selection, &w.api_version, event) {
-            None => !w.tx.is_closed(),
-            Some(ev) => w.tx.try_send(ev).is_ok(),
+        // Shared watchers of one transition and version get one shared event.
+        let mut cache: Vec<(Transition, String, SharedEvent)> = Vec::new();
+        list.retain(|w| {
+            let Some(t) = transition(&w.selection, event) else {
+                return !w.sink.is_closed();
+            };
+            match &w.sink {
+                Sink::Owned(tx) => tx.try_send(build(t, event, &w.api_version)).is_ok(),
+                Sink::Shared(tx) => {
+                    let found = cache
+                        .iter()
+                        .find(|(ct, av, _)| *ct == t && *av == w.api_version)
+                        .map(|(_, _, e)| e.clone());
+                    let ev = found.unwrap_or_else(|| {
+                        let e = SharedEvent::from(build(t, event, &w.api_version));
+                        cache.push((t, w.api_version.clone(), e.clone()));
+                        e
+                    });
+                    tx.try_send(ev).is_ok()
+                }
+            }
         });
     }
 
@@ -162,40 +181,68 @@ pub(crate) fn as_version(obj: &Value, api_version: &str) -> Value {
     super::convert::to_version(obj, api_version)
 }
 
-/// The event a watcher with `selection` sees for a change, with the real transitions: an
-/// object entering the selection is ADDED, one leaving it is DELETED (its previous state with
-/// the change's resourceVersion).
+/// What a change is to one watcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Transition {
+    /// Created, or entered the selection.
+    Added,
+    /// Changed within the selection.
+    Modified,
+    /// Removed while selected.
+    Deleted,
+    /// Left the selection: DELETED with the previous state.
+    Left,
+}
+
+/// The transition a watcher with `selection` sees for a change, as the real server computes
+/// it: an object entering the selection is ADDED, one leaving it is DELETED.
+fn transition(selection: &Selection, event: &Event) -> Option<Transition> {
+    let now = selection.matches(&event.object);
+    let before = || {
+        event
+            .previous
+            .as_deref()
+            .is_some_and(|p| selection.matches(p))
+    };
+    match event.kind {
+        EventKind::Added => now.then_some(Transition::Added),
+        EventKind::Deleted => now.then_some(Transition::Deleted),
+        EventKind::Modified => match (before(), now) {
+            (true, true) => Some(Transition::Modified),
+            (false, true) => Some(Transition::Added),
+            (true, false) => Some(Transition::Left),
+            (false, false) => None,
+        },
+    }
+}
+
+/// The event of a transition, with the object as a client of `api_version` sees it.
+fn build(t: Transition, event: &Event, api_version: &str) -> WatchEvent {
+    match t {
+        Transition::Added => WatchEvent::Added(as_version(&event.object, api_version)),
+        Transition::Modified => WatchEvent::Modified(as_version(&event.object, api_version)),
+        Transition::Deleted => WatchEvent::Deleted(as_version(&event.object, api_version)),
+        Transition::Left => {
+            // The previous state, with the change's resourceVersion.
+            let prev = event.previous.as_deref().unwrap_or(&event.object);
+            let mut obj = as_version(prev, api_version);
+            super::meta::set_meta(
+                &mut obj,
+                "resourceVersion",
+                Value::from(event.rv.to_string()),
+            );
+            WatchEvent::Deleted(obj)
+        }
+    }
+}
+
+/// The event a watcher with `selection` sees for a change, if any.
 pub(crate) fn convert(
     selection: &Selection,
     api_version: &str,
     event: &Event,
 ) -> Option<WatchEvent> {
-    let now = selection.matches(&event.object);
-    let before = event
-        .previous
-        .as_deref()
-        .is_some_and(|p| selection.matches(p));
-    match event.kind {
-        EventKind::Added => now.then(|| WatchEvent::Added(as_version(&event.object, api_version))),
-        EventKind::Deleted => {
-            now.then(|| WatchEvent::Deleted(as_version(&event.object, api_version)))
-        }
-        EventKind::Modified => match (before, now) {
-            (true, true) => Some(WatchEvent::Modified(as_version(&event.object, api_version))),
-            (false, true) => Some(WatchEvent::Added(as_version(&event.object, api_version))),
-            (true, false) => {
-                let prev = event.previous.as_deref().expect("before implies previous");
-                let mut obj = as_version(prev, api_version);
-                super::meta::set_meta(
-                    &mut obj,
-                    "resourceVersion",
-                    Value::from(event.rv.to_string()),
-                );
-                Some(WatchEvent::Deleted(obj))
-            }
-            (false, false) => None,
-        },
-    }
+    transition(selection, event).map(|t| build(t, event, api_version))
 }
 
 /// A BOOKMARK object.
@@ -213,10 +260,10 @@ pub(crate) fn bookmark(
 }
 
 /// A watch that answers one ERROR event and ends (e.g. 410 Expired on a too old version).
-pub(crate) fn error_watch(status: Value) -> Watch {
-    let (tx, rx) = mpsc::channel(1);
-    let _ = tx.try_send(WatchEvent::Error(status));
-    Watch { events: rx }
+fn error_watch(shared: bool, status: Value) -> Receiver {
+    let (tx, rx) = channel(shared, 1);
+    tx.try_send(WatchEvent::Error(status));
+    rx
 }
 
 /// Sends a BOOKMARK every `every` until the watch ends. Each bookmark is sent under the store's
@@ -224,7 +271,7 @@ pub(crate) fn error_watch(status: Value) -> Watch {
 /// a bookmark never claims a version whose events the watcher has not received.
 async fn bookmarks(
     state: Weak<Mutex<State>>,
-    tx: mpsc::Sender<WatchEvent>,
+    tx: Sink,
     mut stop: oneshot::Receiver<()>,
     every: Duration,
     started: tokio::time::Instant,
@@ -239,7 +286,7 @@ async fn bookmarks(
                 let Some(state) = state.upgrade() else { return };
                 let st = state.lock();
                 // A full channel skips the bookmark: the next event closes the watcher anyway.
-                let _ = tx.try_send(bookmark(&api_version, &kind, st.rv, false));
+                tx.try_send(bookmark(&api_version, &kind, st.rv, false));
             }
             _ = &mut stop => return,
             _ = tx.closed() => return,
@@ -253,11 +300,12 @@ async fn bookmarks(
 /// channel; a task runs only for bookmarks.
 pub(crate) fn start(
     st: &mut State,
-    shared: Weak<Mutex<State>>,
+    state: Weak<Mutex<State>>,
     res: &ResourceInfo,
     namespace: Option<&str>,
     opts: &WatchOptions,
-) -> Result<Watch, ApiError> {
+    shared: bool,
+) -> Result<Receiver, ApiError> {
     if opts.allow_bookmarks && tokio::runtime::Handle::try_current().is_err() {
         return Err(ApiError::internal("watch bookmarks need a tokio runtime"));
     }
@@ -295,7 +343,7 @@ pub(crate) fn start(
         match st.window.since(from) {
             Err(oldest) => {
                 let err = ApiError::gone(format!("too old resource version: {from} ({oldest})"));
-                return Ok(error_watch(err.to_status()));
+                return Ok(error_watch(shared, err.to_status()));
             }
             Ok(events) => {
                 initial.extend(
@@ -306,15 +354,15 @@ pub(crate) fn start(
             }
         }
     }
-    let (tx, rx) = mpsc::channel(st.config.watcher_buffer.max(1) + initial.len());
+    let (tx, rx) = channel(shared, st.config.watcher_buffer.max(1) + initial.len());
     for ev in initial {
         // Cannot fail: the channel was sized for the initial events.
-        let _ = tx.try_send(ev);
+        tx.try_send(ev);
     }
     let stop = if opts.allow_bookmarks {
         let (stop_tx, stop_rx) = oneshot::channel();
         let task = bookmarks(
-            shared,
+            state,
             tx.clone(),
             stop_rx,
             st.config.bookmark_interval,
@@ -332,11 +380,11 @@ pub(crate) fn start(
         Watcher {
             selection,
             api_version,
-            tx,
+            sink: tx,
             _stop_bookmarks: stop,
         },
     );
-    Ok(Watch { events: rx })
+    Ok(rx)
 }
 
 #[cfg(test)]

@@ -431,3 +431,94 @@ async fn gc_and_namespace_deletion_are_seen_by_watchers() {
     }
     assert_eq!(rest.last(), Some(&"DELETED"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn shared_watches_share_one_event_per_change() {
+    let config = StorageConfig {
+        bookmark_interval: Duration::from_secs(10),
+        ..Default::default()
+    };
+    let s = Storage::new(config);
+    let cms = res(&s, "", "configmaps");
+    create_cm(&s, "before");
+    let now = WatchOptions {
+        resource_version: Some(s.resource_version().to_string()),
+        ..Default::default()
+    };
+    let mut a = s.watch_shared(&cms, None, &now).unwrap();
+    let mut b = s.watch_shared(&cms, None, &now).unwrap();
+    let mut owned = s.watch(&cms, None, &now).unwrap();
+    let selected = WatchOptions {
+        label_selector: Some("app=web".into()),
+        ..now.clone()
+    };
+    let mut sel = s.watch_shared(&cms, None, &selected).unwrap();
+    create_cm(&s, "x");
+    s.patch(
+        &cms,
+        Some("default"),
+        "x",
+        None,
+        PatchType::Merge,
+        br#"{"metadata":{"labels":{"app":"web"}}}"#,
+        &w(),
+    )
+    .unwrap();
+    let (ea, eb) = (
+        a.events.recv().await.unwrap(),
+        b.events.recv().await.unwrap(),
+    );
+    assert_eq!(ea.event_type(), "ADDED");
+    let (la, lb) = (ea.to_json_line(), eb.to_json_line());
+    assert_eq!(la.as_ptr(), lb.as_ptr(), "encoded once for both watchers");
+    let parsed: Value = serde_json::from_slice(&la).unwrap();
+    assert_eq!(parsed["type"], "ADDED");
+    assert_eq!(parsed["object"]["metadata"]["name"], "x");
+    assert_eq!(name_of(&next(&mut owned).await), ev("ADDED", "x"));
+    assert_eq!(a.events.recv().await.unwrap().event_type(), "MODIFIED");
+    // The selected watcher sees the object enter its selection.
+    let entered = sel.events.recv().await.unwrap();
+    assert_eq!(entered.event_type(), "ADDED");
+    assert_eq!(name_of(&entered.to_watch_event()), ev("ADDED", "x"));
+    // From 0: the current state first; bookmarks; errors.
+    let mut from_zero = s
+        .watch_shared(
+            &cms,
+            None,
+            &WatchOptions {
+                allow_bookmarks: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let mut initial = vec![
+        from_zero.events.recv().await.unwrap().object()["metadata"]["name"].clone(),
+        from_zero.events.recv().await.unwrap().object()["metadata"]["name"].clone(),
+    ];
+    initial.sort_by_key(|v| v.to_string());
+    assert_eq!(initial, vec![json!("before"), json!("x")]);
+    tokio::time::advance(Duration::from_secs(11)).await;
+    assert_eq!(
+        from_zero.events.recv().await.unwrap().event_type(),
+        "BOOKMARK"
+    );
+    s.compact();
+    let mut old = s
+        .watch_shared(
+            &cms,
+            None,
+            &WatchOptions {
+                resource_version: Some("1".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let err = old.events.recv().await.unwrap();
+    assert_eq!(
+        (err.event_type(), err.object()["code"].clone()),
+        ("ERROR", json!(410))
+    );
+    assert!(old.events.recv().await.is_none());
+    s.close_watches();
+    assert!(a.events.recv().await.is_none());
+}

@@ -1,0 +1,156 @@
+//! Watches whose events are shared between watchers: one object and one encoded frame per
+//! change, however many watchers receive it (the real server's cacher does the same with its
+//! cached serializations). [`Storage::watch_shared`](super::Storage::watch_shared) is the
+//! cheap form of [`Storage::watch`](super::Storage::watch) for fan-out to many watchers.
+
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::WatchEvent;
+
+/// One event of a shared watch: cheap to clone (an `Arc`), encoded at most once.
+#[derive(Clone, Debug)]
+pub struct SharedEvent(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    event_type: &'static str,
+    object: Value,
+    line: OnceLock<Bytes>,
+}
+
+#[derive(Serialize)]
+struct Frame<'a> {
+    #[serde(rename = "type")]
+    event_type: &'a str,
+    object: &'a Value,
+}
+
+impl SharedEvent {
+    /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
+    pub fn event_type(&self) -> &'static str {
+        self.0.event_type
+    }
+
+    /// The object (or the `Status` of an `ERROR`).
+    pub fn object(&self) -> &Value {
+        &self.0.object
+    }
+
+    /// The event as one line of a JSON watch stream, `{"type":...,"object":...}\n`, encoded
+    /// once for every watcher that receives it.
+    ///
+    /// ```
+    /// use crt_apiserver::storage::{SharedEvent, WatchEvent};
+    /// let ev = SharedEvent::from(WatchEvent::Added(serde_json::json!({"kind": "ConfigMap"})));
+    /// assert_eq!(&ev.to_json_line()[..], b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\"}}\n");
+    /// ```
+    pub fn to_json_line(&self) -> Bytes {
+        self.0
+            .line
+            .get_or_init(|| {
+                let frame = Frame {
+                    event_type: self.0.event_type,
+                    object: &self.0.object,
+                };
+                let mut out = serde_json::to_vec(&frame).unwrap_or_default();
+                out.push(b'\n');
+                Bytes::from(out)
+            })
+            .clone()
+    }
+
+    /// The event as an owned [`WatchEvent`] (copies the object).
+    pub fn to_watch_event(&self) -> WatchEvent {
+        let obj = self.0.object.clone();
+        match self.0.event_type {
+            "ADDED" => WatchEvent::Added(obj),
+            "MODIFIED" => WatchEvent::Modified(obj),
+            "DELETED" => WatchEvent::Deleted(obj),
+            "BOOKMARK" => WatchEvent::Bookmark(obj),
+            _ => WatchEvent::Error(obj),
+        }
+    }
+}
+
+impl From<WatchEvent> for SharedEvent {
+    fn from(ev: WatchEvent) -> Self {
+        let (event_type, object) = match ev {
+            WatchEvent::Added(o) => ("ADDED", o),
+            WatchEvent::Modified(o) => ("MODIFIED", o),
+            WatchEvent::Deleted(o) => ("DELETED", o),
+            WatchEvent::Bookmark(o) => ("BOOKMARK", o),
+            WatchEvent::Error(o) => ("ERROR", o),
+        };
+        SharedEvent(Arc::new(Inner {
+            event_type,
+            object,
+            line: OnceLock::new(),
+        }))
+    }
+}
+
+/// A running shared watch: as [`Watch`](super::Watch), with [`SharedEvent`]s.
+#[derive(Debug)]
+pub struct SharedWatch {
+    /// The events; the stream ends when the server closes the watch.
+    pub events: mpsc::Receiver<SharedEvent>,
+}
+
+/// Where a watcher's events go.
+#[derive(Clone, Debug)]
+pub(crate) enum Sink {
+    /// Each event copied for this watcher.
+    Owned(mpsc::Sender<WatchEvent>),
+    /// Events shared with the other shared watchers.
+    Shared(mpsc::Sender<SharedEvent>),
+}
+
+impl Sink {
+    /// Queues an event without waiting; false when full or closed.
+    pub(crate) fn try_send(&self, ev: WatchEvent) -> bool {
+        match self {
+            Sink::Owned(tx) => tx.try_send(ev).is_ok(),
+            Sink::Shared(tx) => tx.try_send(SharedEvent::from(ev)).is_ok(),
+        }
+    }
+
+    /// Whether the receiver is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        match self {
+            Sink::Owned(tx) => tx.is_closed(),
+            Sink::Shared(tx) => tx.is_closed(),
+        }
+    }
+
+    /// Resolves when the receiver is gone.
+    pub(crate) async fn closed(&self) {
+        match self {
+            Sink::Owned(tx) => tx.closed().await,
+            Sink::Shared(tx) => tx.closed().await,
+        }
+    }
+}
+
+/// A new watch channel of `capacity` of the given form: the sink and the caller's end.
+pub(crate) fn channel(shared: bool, capacity: usize) -> (Sink, Receiver) {
+    if shared {
+        let (tx, rx) = mpsc::channel(capacity);
+        (Sink::Shared(tx), Receiver::Shared(rx))
+    } else {
+        let (tx, rx) = mpsc::channel(capacity);
+        (Sink::Owned(tx), Receiver::Owned(rx))
+    }
+}
+
+/// The caller's end of a watch channel.
+pub(crate) enum Receiver {
+    /// For [`super::Watch`].
+    Owned(mpsc::Receiver<WatchEvent>),
+    /// For [`SharedWatch`].
+    Shared(mpsc::Receiver<SharedEvent>),
+}
