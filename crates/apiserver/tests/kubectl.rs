@@ -352,6 +352,28 @@ async fn deployments_scale_and_status() {
         k.json(&["get", "deploy", "web"]).await["status"]["readyReplicas"],
         3
     );
+    // `kubectl create deployment` sends protobuf.
+    k.ok(&[
+        "create",
+        "deployment",
+        "typed",
+        "--image=nginx",
+        "--replicas=2",
+        "--port=80",
+    ])
+    .await;
+    let typed = k.json(&["get", "deploy", "typed"]).await;
+    assert_eq!(typed["spec"]["replicas"], 2);
+    assert_eq!(typed["spec"]["selector"]["matchLabels"]["app"], "typed");
+    let container = &typed["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        (container["name"].as_str(), container["image"].as_str()),
+        (Some("nginx"), Some("nginx"))
+    );
+    assert_eq!(
+        container["ports"][0],
+        serde_json::json!({"containerPort": 80, "protocol": "TCP"})
+    );
     let ns = k.ok(&["get", "namespaces"]).await;
     assert!(
         ns.lines()

@@ -1,6 +1,7 @@
 //! Request bodies in the Kubernetes protobuf encoding, for the kinds kubectl's typed clients
-//! send that way (`kubectl create namespace|configmap|secret|serviceaccount` since kubectl 1.32
-//! encodes built-in kinds as protobuf).
+//! send that way (`kubectl create namespace|configmap|secret|serviceaccount|deployment`: kubectl
+//! 1.32+ encodes built-in kinds as protobuf). The tables cover the fields those commands send,
+//! numbered as in the kinds' upstream `generated.proto`.
 //!
 //! The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message (`typeMeta`,
 //! `raw`); `raw` is the kind's generated message, decoded here into the JSON the rest of the
@@ -18,11 +19,17 @@ enum Kind {
     Str,
     Bytes,
     Int,
+    /// An `omitempty` integer: absent when zero.
+    Int0,
     Bool,
+    /// An `omitempty` bool: absent when false.
+    Flag,
     Time,
     MapStr,
     MapBytes,
     Msg(&'static [Field]),
+    /// Read and dropped (a status the server resets anyway).
+    Skip,
 }
 
 #[derive(Clone, Copy)]
@@ -44,7 +51,7 @@ const OBJECT_META: &[Field] = &[
     Field(4, "selfLink", Kind::Str, false),
     Field(5, "uid", Kind::Str, false),
     Field(6, "resourceVersion", Kind::Str, false),
-    Field(7, "generation", Kind::Int, false),
+    Field(7, "generation", Kind::Int0, false),
     Field(8, "creationTimestamp", Kind::Time, false),
     Field(9, "deletionTimestamp", Kind::Time, false),
     Field(10, "deletionGracePeriodSeconds", Kind::Int, false),
@@ -107,6 +114,106 @@ const SERVICE_ACCOUNT: &[Field] = &[
     Field(4, "automountServiceAccountToken", Kind::Bool, false),
 ];
 
+const LABEL_SELECTOR: &[Field] = &[
+    Field(1, "matchLabels", Kind::MapStr, false),
+    Field(
+        2,
+        "matchExpressions",
+        Kind::Msg(&[
+            Field(1, "key", Kind::Str, false),
+            Field(2, "operator", Kind::Str, false),
+            Field(3, "values", Kind::Str, true),
+        ]),
+        true,
+    ),
+];
+
+const CONTAINER: &[Field] = &[
+    Field(1, "name", Kind::Str, false),
+    Field(2, "image", Kind::Str, false),
+    Field(3, "command", Kind::Str, true),
+    Field(4, "args", Kind::Str, true),
+    Field(5, "workingDir", Kind::Str, false),
+    Field(
+        6,
+        "ports",
+        Kind::Msg(&[
+            Field(1, "name", Kind::Str, false),
+            Field(2, "hostPort", Kind::Int0, false),
+            Field(3, "containerPort", Kind::Int, false),
+            Field(4, "protocol", Kind::Str, false),
+            Field(5, "hostIP", Kind::Str, false),
+        ]),
+        true,
+    ),
+    Field(
+        7,
+        "env",
+        Kind::Msg(&[
+            Field(1, "name", Kind::Str, false),
+            Field(2, "value", Kind::Str, false),
+        ]),
+        true,
+    ),
+    Field(8, "resources", Kind::Msg(&[]), false),
+    Field(13, "terminationMessagePath", Kind::Str, false),
+    Field(14, "imagePullPolicy", Kind::Str, false),
+    Field(16, "stdin", Kind::Flag, false),
+    Field(17, "stdinOnce", Kind::Flag, false),
+    Field(18, "tty", Kind::Flag, false),
+    Field(20, "terminationMessagePolicy", Kind::Str, false),
+];
+
+const POD_SPEC: &[Field] = &[
+    Field(2, "containers", Kind::Msg(CONTAINER), true),
+    Field(3, "restartPolicy", Kind::Str, false),
+    Field(4, "terminationGracePeriodSeconds", Kind::Int, false),
+    Field(6, "dnsPolicy", Kind::Str, false),
+    Field(7, "nodeSelector", Kind::MapStr, false),
+    Field(8, "serviceAccountName", Kind::Str, false),
+    Field(9, "serviceAccount", Kind::Str, false),
+    Field(10, "nodeName", Kind::Str, false),
+    Field(11, "hostNetwork", Kind::Flag, false),
+    Field(12, "hostPID", Kind::Flag, false),
+    Field(13, "hostIPC", Kind::Flag, false),
+    Field(16, "hostname", Kind::Str, false),
+    Field(17, "subdomain", Kind::Str, false),
+    Field(19, "schedulerName", Kind::Str, false),
+    Field(20, "initContainers", Kind::Msg(CONTAINER), true),
+    Field(24, "priorityClassName", Kind::Str, false),
+];
+
+const DEPLOYMENT_SPEC: &[Field] = &[
+    Field(1, "replicas", Kind::Int, false),
+    Field(2, "selector", Kind::Msg(LABEL_SELECTOR), false),
+    Field(
+        3,
+        "template",
+        Kind::Msg(&[
+            Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+            Field(2, "spec", Kind::Msg(POD_SPEC), false),
+        ]),
+        false,
+    ),
+    Field(
+        4,
+        "strategy",
+        Kind::Msg(&[Field(1, "type", Kind::Str, false)]),
+        false,
+    ),
+    Field(5, "minReadySeconds", Kind::Int0, false),
+    Field(6, "revisionHistoryLimit", Kind::Int, false),
+    Field(7, "paused", Kind::Flag, false),
+    Field(9, "progressDeadlineSeconds", Kind::Int, false),
+];
+
+/// A Deployment as `kubectl create deployment` sends it; its status is ignored on create.
+const DEPLOYMENT: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(2, "spec", Kind::Msg(DEPLOYMENT_SPEC), false),
+    Field(3, "status", Kind::Skip, false),
+];
+
 const UNKNOWN: &[Field] = &[
     Field(
         1,
@@ -151,6 +258,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
         ("v1", "ConfigMap") => CONFIG_MAP,
         ("v1", "Secret") => SECRET,
         ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
+        ("apps/v1", "Deployment") => DEPLOYMENT,
         _ => return Err(unsupported(format!("kind {api_version}/{kind}"))),
     };
     let raw = unknown.get("raw").and_then(Value::as_str).unwrap_or("");
@@ -223,6 +331,9 @@ fn map_entry(bytes: &[u8], value_bytes: bool) -> Result<(String, Value), ApiErro
 }
 
 fn time(bytes: &[u8]) -> Result<Value, ApiError> {
+    if bytes.is_empty() {
+        return Ok(Value::Null);
+    }
     let t = message(
         bytes,
         &[
@@ -250,10 +361,22 @@ fn message(buf: &[u8], schema: &[Field]) -> Result<Value, ApiError> {
         let value = match (kind, wire) {
             (Kind::Int, 0) => json!(r.varint()? as i64),
             (Kind::Bool, 0) => json!(r.varint()? != 0),
+            (Kind::Int0, 0) => match r.varint()? {
+                0 => continue,
+                v => json!(v as i64),
+            },
+            (Kind::Flag, 0) => match r.varint()? {
+                0 => continue,
+                _ => json!(true),
+            },
             (Kind::Str, 2) => text(r.bytes()?)?,
             (Kind::Bytes, 2) => json!(base64::engine::general_purpose::STANDARD.encode(r.bytes()?)),
             (Kind::Time, 2) => time(r.bytes()?)?,
             (Kind::Msg(inner), 2) => message(r.bytes()?, inner)?,
+            (Kind::Skip, 2) => {
+                r.bytes()?;
+                continue;
+            }
             (Kind::MapStr | Kind::MapBytes, 2) => {
                 let (k, v) = map_entry(r.bytes()?, matches!(kind, Kind::MapBytes))?;
                 let map = out.entry(name).or_insert_with(|| json!({}));
@@ -262,6 +385,11 @@ fn message(buf: &[u8], schema: &[Field]) -> Result<Value, ApiError> {
             }
             _ => return Err(unsupported(format!("wire type {wire} for field {name}"))),
         };
+        // Go encodes every non-pointer string and time, set or not; unset ones are absent
+        // from the JSON form (`omitempty`, null times).
+        if !repeated && (value == json!("") || value.is_null()) {
+            continue;
+        }
         if repeated {
             out.entry(name)
                 .or_insert_with(|| json!([]))
@@ -323,9 +451,7 @@ mod tests {
     #[test]
     fn unknown_kinds_and_fields_are_415() {
         assert_eq!(
-            decode(&envelope("apps/v1", "Deployment", b""))
-                .unwrap_err()
-                .code,
+            decode(&envelope("batch/v1", "Job", b"")).unwrap_err().code,
             415
         );
         let raw = field(9, b"x");
