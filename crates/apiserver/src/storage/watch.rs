@@ -92,6 +92,7 @@ impl Window {
     }
 
     /// The oldest resourceVersion one can resume from.
+    #[cfg(test)]
     pub(crate) fn start(&self) -> u64 {
         self.start
     }
