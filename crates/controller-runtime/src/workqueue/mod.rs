@@ -62,6 +62,7 @@ pub mod metrics;
 pub mod priority;
 pub mod queue;
 pub mod rate_limiter;
+mod slots;
 
 pub use metrics::WorkqueueMetrics;
 pub use priority::PriorityQueue;

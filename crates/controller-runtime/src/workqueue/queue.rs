@@ -21,6 +21,7 @@ use super::delay::{Attempt, DelayHeap, boxed, ready_time, wait_loop};
 use super::hash::Map;
 use super::metrics::{ProcessingStats, QueueMetrics, WorkqueueMetrics};
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+use super::slots::Slots;
 use super::{Queue, QueueItem};
 
 /// How to build a [`Workqueue`] or a [`PriorityQueue`](super::PriorityQueue).
@@ -75,11 +76,12 @@ impl ItemState {
     }
 }
 
-#[derive(Default)]
 struct State<T> {
-    items: Map<T, ItemState>,
-    /// Dirty items that are not processing, oldest first.
-    ready: VecDeque<T>,
+    /// Each known item's slot in `slots`.
+    items: Map<T, usize>,
+    slots: Slots<ItemState>,
+    /// Dirty items that are not processing, oldest first, with their slots.
+    ready: VecDeque<(T, usize)>,
     delayed: DelayHeap<T>,
     processing: usize,
     shutting_down: bool,
@@ -139,6 +141,7 @@ impl<T: QueueItem> Workqueue<T> {
         let queue = Arc::new(Workqueue {
             state: Mutex::new(State {
                 items: Map::default(),
+                slots: Slots::default(),
                 ready: VecDeque::new(),
                 delayed: DelayHeap::default(),
                 processing: 0,
@@ -181,8 +184,9 @@ impl<T: QueueItem> Workqueue<T> {
     /// The add rule. Returns whether the item was pushed to `ready` (a getter must be woken).
     fn add_locked(&self, s: &mut State<T>, item: T) -> bool {
         let pushed = match s.items.entry(item) {
-            MapEntry::Occupied(mut o) => {
-                let st = o.get_mut();
+            MapEntry::Occupied(o) => {
+                let slot = *o.get();
+                let st = &mut s.slots[slot];
                 if st.dirty {
                     return false;
                 }
@@ -191,17 +195,18 @@ impl<T: QueueItem> Workqueue<T> {
                 if st.processing {
                     false
                 } else {
-                    s.ready.push_back(o.key().clone());
+                    s.ready.push_back((o.key().clone(), slot));
                     true
                 }
             }
             MapEntry::Vacant(v) => {
-                s.ready.push_back(v.key().clone());
-                v.insert(ItemState {
+                let slot = s.slots.insert(ItemState {
                     dirty: true,
                     added_at: self.now_for_metrics(),
                     ..ItemState::default()
                 });
+                s.ready.push_back((v.key().clone(), slot));
+                v.insert(slot);
                 true
             }
         };
@@ -220,11 +225,11 @@ impl<T: QueueItem> Workqueue<T> {
         let now = Instant::now();
         let mut pushed = 0;
         while let Some(d) = s.delayed.pop_due(now) {
-            let current = match s.items.get_mut(&d.item) {
-                Some(st) if st.waiting_until == Some(d.at) => st,
+            let current = match s.items.get(&d.item) {
+                Some(&slot) if s.slots[slot].waiting_until == Some(d.at) => slot,
                 _ => continue, // stale: the item was re-delayed earlier, or shut down
             };
-            current.waiting_until = None;
+            s.slots[current].waiting_until = None;
             if self.add_locked(s, d.item) {
                 pushed += 1;
             }
@@ -239,16 +244,15 @@ impl<T: QueueItem> Workqueue<T> {
         for _ in 1..promoted {
             self.items_ready.notify_one();
         }
-        let item = s.ready.pop_front()?;
+        let (item, slot) = s.ready.pop_front()?;
         let now = self.now_for_metrics();
-        if let Some(st) = s.items.get_mut(&item) {
-            st.dirty = false;
-            st.processing = true;
-            if let (Some(m), Some(now)) = (&self.metrics, now) {
-                m.depth.dec();
-                m.observe_queued(st.added_at.take(), now);
-                st.started_at = Some(now);
-            }
+        let st = &mut s.slots[slot];
+        st.dirty = false;
+        st.processing = true;
+        if let (Some(m), Some(now)) = (&self.metrics, now) {
+            m.depth.dec();
+            m.observe_queued(st.added_at.take(), now);
+            st.started_at = Some(now);
         }
         s.processing += 1;
         Some(item)
@@ -291,7 +295,12 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
                 return;
             }
             let at = ready_time(delay);
-            let st = s.items.entry(item.clone()).or_default();
+            let s = &mut *s;
+            let slot = match s.items.entry(item.clone()) {
+                MapEntry::Occupied(o) => *o.get(),
+                MapEntry::Vacant(v) => *v.insert(s.slots.insert(ItemState::default())),
+            };
+            let st = &mut s.slots[slot];
             if st.waiting_until.is_some_and(|w| w <= at) {
                 return; // already waiting for an earlier time
             }
@@ -336,13 +345,16 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
 
     fn done(&self, item: &T) {
         let (pushed, drained) = {
-            let mut s = self.state.lock();
-            let Some((key, mut st)) = s.items.remove_entry(item) else {
+            let mut guard = self.state.lock();
+            let s = &mut *guard;
+            // removed first so the common case (nothing else to do) hashes once
+            let Some((key, slot)) = s.items.remove_entry(item) else {
                 return;
             };
+            let st = &mut s.slots[slot];
             if !st.processing {
                 // done without get: nothing to do
-                s.items.insert(key, st);
+                s.items.insert(key, slot);
                 return;
             }
             st.processing = false;
@@ -350,12 +362,15 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
             if let Some(m) = &self.metrics {
                 m.observe_work(st.started_at.take());
             }
+            let st = &s.slots[slot];
             let pushed = st.dirty;
-            if pushed {
-                s.ready.push_back(key.clone());
-            }
-            if !st.is_idle() {
-                s.items.insert(key, st);
+            if st.is_idle() {
+                s.slots.remove(slot);
+            } else {
+                if pushed {
+                    s.ready.push_back((key.clone(), slot));
+                }
+                s.items.insert(key, slot);
             }
             (pushed, s.processing == 0 && s.shutting_down)
         };
@@ -383,9 +398,14 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
                 s.shutting_down = true;
                 // delayed adds never happen now
                 s.delayed.clear();
-                s.items.retain(|_, st| {
-                    st.waiting_until = None;
-                    !st.is_idle()
+                let State { items, slots, .. } = &mut *s;
+                items.retain(|_, &mut slot| {
+                    slots[slot].waiting_until = None;
+                    let keep = !slots[slot].is_idle();
+                    if !keep {
+                        slots.remove(slot);
+                    }
+                    keep
                 });
             }
         }
@@ -414,7 +434,7 @@ impl<T: QueueItem> ProcessingStats for Workqueue<T> {
         let s = self.state.lock();
         let mut sum = 0.0f64;
         let mut max = 0.0f64;
-        for st in s.items.values() {
+        for st in s.slots.iter() {
             if let Some(t) = st.started_at {
                 let secs = now.saturating_duration_since(t).as_secs_f64();
                 sum += secs;
