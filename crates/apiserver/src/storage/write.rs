@@ -227,6 +227,15 @@ pub(crate) fn create(
     if res.namespaced {
         check_namespace_open(st, &ns)?;
     }
+    if res.custom
+        && st
+            .get(gc::CRD_KEY, &(String::new(), res_key(res)))
+            .is_some_and(|crd| meta::is_deleting(crd))
+    {
+        return Err(ApiError::method_not_allowed(
+            "create not allowed while custom resource definition is terminating",
+        ));
+    }
     let key = (ns, name.clone());
     let rk = res_key(res);
     if st.get(&rk, &key).is_some() {

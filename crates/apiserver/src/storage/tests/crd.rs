@@ -242,8 +242,15 @@ async fn deleting_a_crd_removes_its_objects_and_watches() {
         )
         .unwrap();
     assert!(out["metadata"]["deletionTimestamp"].is_string());
-    // The held object keeps the CRD (and the resource) alive.
+    // The held object keeps the CRD (and the resource) alive, closed to new objects.
     assert!(s.resolve("example.com", "v1", "widgets").is_some());
+    let err = fails_unchanged(&s, 405, || {
+        s.create(&widgets, Some("default"), widget("late"), &w())
+    });
+    assert_eq!(
+        err.message,
+        "create not allowed while custom resource definition is terminating"
+    );
     assert!(s.get(&widgets, Some("default"), "a", None).is_err());
     s.patch(
         &widgets,
