@@ -7,6 +7,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
 
+use super::invalid::{FieldError, invalid_kind};
 use super::select::Selection;
 use super::store::{Data, ObjKey, State, res_key};
 use super::watch::as_version;
@@ -82,7 +83,57 @@ fn parse_rv(s: &str) -> Result<u64, ApiError> {
 }
 
 /// Which data a list reads, and its resourceVersion.
+/// Checks `resourceVersionMatch` against the other options, as the real server's
+/// `ValidateListOptions` does (422 on `ListOptions.meta.k8s.io`).
+fn validate_match(opts: &ListOptions) -> Result<(), ApiError> {
+    let Some(m) = opts
+        .resource_version_match
+        .as_deref()
+        .filter(|m| !m.is_empty())
+    else {
+        return Ok(());
+    };
+    let rv = opts.resource_version.as_deref().unwrap_or("");
+    let mut errs = Vec::new();
+    match m {
+        "NotOlderThan" | "Exact" => {}
+        other => errs.push(FieldError::not_supported(
+            "resourceVersionMatch",
+            &Value::from(other),
+            &["Exact", "NotOlderThan", ""],
+        )),
+    }
+    if rv.is_empty() {
+        errs.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ));
+    }
+    if opts
+        .continue_token
+        .as_deref()
+        .is_some_and(|c| !c.is_empty())
+    {
+        errs.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden when continue is provided",
+        ));
+    }
+    if m == "Exact" && rv == "0" {
+        errs.push(FieldError::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ));
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid_kind("ListOptions", "meta.k8s.io", "", &errs))
+    }
+}
+
 fn list_source(st: &State, opts: &ListOptions) -> Result<(Data, u64, Option<ObjKey>), ApiError> {
+    validate_match(opts)?;
     if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
         if opts
             .resource_version

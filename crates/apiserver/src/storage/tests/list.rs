@@ -416,3 +416,28 @@ async fn events_of_both_apis_are_one_resource() {
         "again"
     );
 }
+
+#[test]
+fn resource_version_match_is_checked() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let list = |m: &str, rv: Option<&str>| {
+        let opts = ListOptions {
+            resource_version: rv.map(String::from),
+            resource_version_match: Some(m.into()),
+            ..Default::default()
+        };
+        s.list(&cms, None, &opts)
+    };
+    let err = list("Exact", None).unwrap_err();
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message
+            .contains("resourceVersionMatch is forbidden unless resourceVersion is provided"),
+        "{}",
+        err.message
+    );
+    assert_eq!(list("Exact", Some("0")).unwrap_err().code, 422);
+    assert_eq!(list("Sometimes", Some("1")).unwrap_err().code, 422);
+    assert!(list("NotOlderThan", Some("0")).is_ok());
+}
