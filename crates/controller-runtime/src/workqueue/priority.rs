@@ -29,6 +29,7 @@ use super::hash::Map;
 use super::metrics::{ProcessingStats, QueueMetrics};
 use super::queue::QueueConfig;
 use super::rate_limiter::RateLimiter;
+use super::slots::Slots;
 use super::{AddOpts, Queue, QueueItem};
 
 /// A queued (not yet handed out) item.
@@ -56,6 +57,8 @@ struct ItemState {
 struct Ready<T> {
     priority: i32,
     seq: u64,
+    /// The item's slot: `get` finds its state without hashing.
+    slot: usize,
     item: T,
 }
 
@@ -88,27 +91,31 @@ struct ReadyHeap<T> {
 }
 
 impl<T> ReadyHeap<T> {
-    fn push(&mut self, priority: i32, seq: u64, item: T) {
+    fn push(&mut self, priority: i32, seq: u64, slot: usize, item: T) {
         self.heap.push(Ready {
             priority,
             seq,
+            slot,
             item,
         });
         self.len += 1;
     }
 
     /// Pushes the entry of a ready item whose priority rose; its old entry goes stale.
-    fn repush(&mut self, priority: i32, seq: u64, item: T) {
+    fn repush(&mut self, priority: i32, seq: u64, slot: usize, item: T) {
         self.heap.push(Ready {
             priority,
             seq,
+            slot,
             item,
         });
     }
 }
 
 struct State<T> {
-    items: Map<T, ItemState>,
+    /// Each known item's slot in `slots`.
+    items: Map<T, usize>,
+    slots: Slots<ItemState>,
     ready: ReadyHeap<T>,
     delayed: DelayHeap<T>,
     seq: u64,
@@ -176,6 +183,7 @@ impl<T: QueueItem> PriorityQueue<T> {
         let queue = Arc::new(PriorityQueue {
             state: Mutex::new(State {
                 items: Map::default(),
+                slots: Slots::default(),
                 ready: ReadyHeap {
                     heap: BinaryHeap::new(),
                     len: 0,
@@ -267,22 +275,22 @@ impl<T: QueueItem> PriorityQueue<T> {
         let mut wake = Wake::default();
         let metrics = self.metrics.as_ref();
 
-        let (key, st) = match s.items.entry(item) {
+        let (key, slot) = match s.items.entry(item) {
             MapEntry::Occupied(o) => {
                 // a copy of the key is needed unless the item is ready already at this
                 // priority or higher (the common re-add, which changes nothing)
-                let needs_key = o
-                    .get()
+                let slot = *o.get();
+                let needs_key = s.slots[slot]
                     .queued
                     .as_ref()
                     .is_none_or(|q| q.ready_at.is_some() || q.priority < priority);
                 let key = needs_key.then(|| o.key().clone());
-                (key, o.into_mut())
+                (key, slot)
             }
             MapEntry::Vacant(v) => {
                 let key = v.key().clone();
                 let added_at = self.now_for_metrics();
-                v.insert(ItemState {
+                let slot = s.slots.insert(ItemState {
                     queued: Some(Queued {
                         priority,
                         seq,
@@ -291,13 +299,14 @@ impl<T: QueueItem> PriorityQueue<T> {
                     }),
                     ..ItemState::default()
                 });
+                v.insert(slot);
                 if let Some(m) = metrics {
                     m.adds.inc();
                 }
                 match ready_at {
                     None => {
                         depth_add(&mut s.depth, metrics, priority, 1);
-                        s.ready.push(priority, seq, key);
+                        s.ready.push(priority, seq, slot, key);
                         wake.pushed += 1;
                     }
                     Some(at) => wake.earlier_timer |= s.delayed.push(at, key),
@@ -305,6 +314,7 @@ impl<T: QueueItem> PriorityQueue<T> {
                 return wake;
             }
         };
+        let st = &mut s.slots[slot];
         let processing = st.processing;
         let Some(q) = st.queued.as_mut() else {
             // processing and not queued: queue it, held until done
@@ -339,7 +349,7 @@ impl<T: QueueItem> PriorityQueue<T> {
                     depth_add(&mut s.depth, metrics, old_priority, -1);
                     depth_add(&mut s.depth, metrics, new_priority, 1);
                     if !processing && let Some(key) = key {
-                        s.ready.repush(new_priority, old_seq, key);
+                        s.ready.repush(new_priority, old_seq, slot, key);
                     }
                 }
             }
@@ -349,7 +359,7 @@ impl<T: QueueItem> PriorityQueue<T> {
                 q.seq = seq;
                 depth_add(&mut s.depth, metrics, new_priority, 1);
                 if !processing && let Some(key) = key {
-                    s.ready.push(new_priority, seq, key);
+                    s.ready.push(new_priority, seq, slot, key);
                     wake.pushed += 1;
                 }
             }
@@ -374,9 +384,10 @@ impl<T: QueueItem> PriorityQueue<T> {
         let mut pushed = 0;
         while let Some(d) = s.delayed.pop_due(now) {
             let seq = s.seq + 1;
-            let Some(st) = s.items.get_mut(&d.item) else {
+            let Some(&slot) = s.items.get(&d.item) else {
                 continue;
             };
+            let st = &mut s.slots[slot];
             let processing = st.processing;
             let Some(q) = st.queued.as_mut().filter(|q| q.ready_at == Some(d.at)) else {
                 continue; // stale entry
@@ -387,7 +398,7 @@ impl<T: QueueItem> PriorityQueue<T> {
             s.seq = seq;
             depth_add(&mut s.depth, self.metrics.as_ref(), priority, 1);
             if !processing {
-                s.ready.push(priority, seq, d.item);
+                s.ready.push(priority, seq, slot, d.item);
                 pushed += 1;
             }
         }
@@ -401,9 +412,8 @@ impl<T: QueueItem> PriorityQueue<T> {
         let now = self.now_for_metrics();
         let (item, priority, added_at) = loop {
             let r = s.ready.heap.pop()?;
-            let Some(st) = s.items.get_mut(&r.item) else {
-                continue;
-            };
+            // a stale entry's slot may be free or reused: the order number tells
+            let st = &mut s.slots[r.slot];
             let live = !st.processing
                 && st.queued.as_ref().is_some_and(|q| {
                     q.ready_at.is_none() && q.priority == r.priority && q.seq == r.seq
@@ -527,12 +537,15 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
 
     fn done(&self, item: &T) {
         let (pushed, drained) = {
-            let mut s = self.state.lock();
-            let Some((key, mut st)) = s.items.remove_entry(item) else {
+            let mut guard = self.state.lock();
+            let s = &mut *guard;
+            // removed first so the common case (nothing else to do) hashes once
+            let Some((key, slot)) = s.items.remove_entry(item) else {
                 return;
             };
+            let st = &mut s.slots[slot];
             if !st.processing {
-                s.items.insert(key, st);
+                s.items.insert(key, slot);
                 return;
             }
             st.processing = false;
@@ -542,13 +555,13 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
             }
             let mut pushed = false;
             match &st.queued {
-                None => {}
+                None => s.slots.remove(slot),
                 Some(q) => {
                     if q.ready_at.is_none() {
-                        s.ready.push(q.priority, q.seq, key.clone());
+                        s.ready.push(q.priority, q.seq, slot, key.clone());
                         pushed = true;
                     }
-                    s.items.insert(key, st);
+                    s.items.insert(key, slot);
                 }
             }
             (pushed, s.processing == 0 && s.shutting_down)
@@ -576,11 +589,17 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
             if !s.shutting_down {
                 s.shutting_down = true;
                 s.delayed.clear();
-                s.items.retain(|_, st| {
+                let State { items, slots, .. } = &mut *s;
+                items.retain(|_, &mut slot| {
+                    let st = &mut slots[slot];
                     if st.queued.as_ref().is_some_and(|q| q.ready_at.is_some()) {
                         st.queued = None;
                     }
-                    st.processing || st.queued.is_some()
+                    let keep = st.processing || st.queued.is_some();
+                    if !keep {
+                        slots.remove(slot);
+                    }
+                    keep
                 });
             }
         }
@@ -609,7 +628,7 @@ impl<T: QueueItem> ProcessingStats for PriorityQueue<T> {
         let s = self.state.lock();
         let mut sum = 0.0f64;
         let mut max = 0.0f64;
-        for st in s.items.values() {
+        for st in s.slots.iter() {
             if let Some(t) = st.started_at {
                 let secs = now.saturating_duration_since(t).as_secs_f64();
                 sum += secs;
