@@ -45,7 +45,7 @@ where
 
     let watching = path.legacy_watch || query.watch;
     if method == Method::GET && watching && sub.is_none() {
-        let w = storage.watch(&res, ns, &query.watch_options(name))?;
+        let w = storage.watch_shared(&res, ns, &query.watch_options(name))?;
         let transform = transform_for(state, &res, accept, &query);
         return Ok(watch::response(
             w,
@@ -107,10 +107,9 @@ where
         }
         _ => return Err(method_not_allowed()),
     };
-    let answer = if method == Method::GET && sub.is_none() {
-        transform_for(state, &res, accept, &query)(answer)
-    } else {
-        answer
+    let answer = match transform_for(state, &res, accept, &query) {
+        Some(transform) if method == Method::GET && sub.is_none() => transform(answer),
+        _ => answer,
     };
     Ok(json(code, &answer))
 }
@@ -154,15 +153,16 @@ fn check_body_name(name: &str, obj: &Value) -> Result<(), ApiError> {
     }
 }
 
-/// How answers (and watch event objects) are turned into what `Accept` asks for.
+/// How answers (and watch event objects) are turned into what `Accept` asks for; `None` for
+/// plain JSON.
 fn transform_for(
     state: &AppState,
     res: &ResourceInfo,
     accept: Accept,
     query: &Query,
-) -> watch::Transform {
-    match accept {
-        Accept::Json => Box::new(|v| v),
+) -> Option<watch::Transform> {
+    Some(match accept {
+        Accept::Json => return None,
         Accept::Metadata => Box::new(|v| table::to_metadata(&v)),
         Accept::Table => {
             let printer_columns = if res.custom {
@@ -180,7 +180,7 @@ fn transform_for(
                 }
             })
         }
-    }
+    })
 }
 
 /// The `additionalPrinterColumns` of the CRD version serving `res`.

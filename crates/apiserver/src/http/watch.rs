@@ -1,5 +1,8 @@
 //! The watch stream: newline-delimited `{"type": ..., "object": ...}` JSON, chunked, ending
 //! cleanly when storage ends the watch, after an ERROR event, or at `timeoutSeconds`.
+//!
+//! Watches use storage's shared events: a plain JSON watch sends the line storage encoded
+//! once for every watcher of the change; only Table and metadata watches encode per watcher.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -11,7 +14,7 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 
 use super::response::Body;
-use crate::storage::{Watch, WatchEvent};
+use crate::storage::{SharedEvent, SharedWatch, WatchEvent};
 
 /// Turns each event's object into the form the client asked for (JSON, Table, metadata).
 pub type Transform = Box<dyn Fn(Value) -> Value + Send + Sync>;
@@ -31,8 +34,20 @@ pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
     Bytes::from(line)
 }
 
-/// The streaming response of a watch.
-pub fn response(watch: Watch, timeout: Option<Duration>, transform: Transform) -> Response<Body> {
+/// The line of one event: the shared encoding, or the transformed object's.
+fn line(event: &SharedEvent, transform: Option<&Transform>) -> Bytes {
+    match transform {
+        None => event.to_json_line(),
+        Some(t) => encode(event.to_watch_event(), t),
+    }
+}
+
+/// The streaming response of a watch; `transform` is `None` for plain JSON.
+pub fn response(
+    watch: SharedWatch,
+    timeout: Option<Duration>,
+    transform: Option<Transform>,
+) -> Response<Body> {
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let state = (watch.events, transform, false);
     let stream = futures::stream::unfold(state, move |(mut events, transform, done)| async move {
@@ -46,8 +61,8 @@ pub fn response(watch: Watch, timeout: Option<Duration>, transform: Transform) -
                 .flatten(),
             None => events.recv().await,
         }?;
-        let last = matches!(event, WatchEvent::Error(_));
-        let frame = Frame::data(encode(event, &transform));
+        let last = event.event_type() == "ERROR";
+        let frame = Frame::data(line(&event, transform.as_ref()));
         Some((Ok::<_, Infallible>(frame), (events, transform, last)))
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
@@ -67,14 +82,18 @@ mod tests {
     #[tokio::test]
     async fn streams_events_until_the_watch_ends() {
         let (tx, rx) = mpsc::channel(8);
-        tx.send(WatchEvent::Added(json!({"metadata": {"name": "a"}})))
-            .await
-            .unwrap();
-        tx.send(WatchEvent::Deleted(json!({"metadata": {"name": "a"}})))
-            .await
-            .unwrap();
+        tx.send(SharedEvent::from(WatchEvent::Added(
+            json!({"metadata": {"name": "a"}}),
+        )))
+        .await
+        .unwrap();
+        tx.send(SharedEvent::from(WatchEvent::Deleted(
+            json!({"metadata": {"name": "a"}}),
+        )))
+        .await
+        .unwrap();
         drop(tx);
-        let resp = response(Watch { events: rx }, None, Box::new(|v| v));
+        let resp = response(SharedWatch { events: rx }, None, None);
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         let lines: Vec<Value> = body
             .split(|b| *b == b'\n')
@@ -87,13 +106,33 @@ mod tests {
         assert_eq!(lines[1]["object"]["metadata"]["name"], "a");
     }
 
+    #[tokio::test]
+    async fn transformed_watches_encode_the_transformed_object() {
+        let (tx, rx) = mpsc::channel(8);
+        tx.send(SharedEvent::from(WatchEvent::Added(json!({"a": 1}))))
+            .await
+            .unwrap();
+        drop(tx);
+        let t: Transform = Box::new(|v| json!({"wrapped": v}));
+        let body = response(SharedWatch { events: rx }, None, Some(t))
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes();
+        assert_eq!(
+            &body[..],
+            b"{\"type\":\"ADDED\",\"object\":{\"wrapped\":{\"a\":1}}}\n"
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn timeout_ends_the_stream() {
         let (tx, rx) = mpsc::channel(8);
         let resp = response(
-            Watch { events: rx },
+            SharedWatch { events: rx },
             Some(Duration::from_secs(5)),
-            Box::new(|v| v),
+            None,
         );
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         assert!(body.is_empty());
@@ -103,11 +142,15 @@ mod tests {
     #[tokio::test]
     async fn an_error_event_is_the_last() {
         let (tx, rx) = mpsc::channel(8);
-        tx.send(WatchEvent::Error(json!({"kind": "Status", "code": 410})))
+        tx.send(SharedEvent::from(WatchEvent::Error(
+            json!({"kind": "Status", "code": 410}),
+        )))
+        .await
+        .unwrap();
+        tx.send(SharedEvent::from(WatchEvent::Added(json!({}))))
             .await
             .unwrap();
-        tx.send(WatchEvent::Added(json!({}))).await.unwrap();
-        let resp = response(Watch { events: rx }, None, Box::new(|v| v));
+        let resp = response(SharedWatch { events: rx }, None, None);
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(body.iter().filter(|b| **b == b'\n').count(), 1);
         drop(tx);
