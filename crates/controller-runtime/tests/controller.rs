@@ -907,3 +907,45 @@ async fn reconciles_see_their_context_and_the_stop_signal() {
         "the reconcile stopped early"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_retried_low_priority_key_stays_behind_real_changes() {
+    // l0 (initial list, low priority) fails once after 10 ms and is ready again at 15 ms; n1
+    // keeps the only worker busy until 30 ms; n2 arrives at 20 ms. At 30 ms the worker must pick
+    // n2: the retry of l0 kept its low priority (at priority 0 it would go first, being older).
+    let options = ControllerOptions {
+        use_priority_queue: true,
+        ..Default::default()
+    };
+    let mut r = Running::start(options, |req, n| {
+        Box::pin(async move {
+            match (req.name.as_str(), n) {
+                ("l0", 0) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    Err(ReconcileError::msg("transient"))
+                }
+                ("n1", _) => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Ok(Action::done())
+                }
+                _ => Ok(Action::done()),
+            }
+        })
+    })
+    .await;
+    let list = InitialList { names: vec!["l0"] };
+    r.controller
+        .watch(list, EnqueueRequestForObject, vec![])
+        .await
+        .unwrap();
+    let t0 = r.next_call().await.at;
+    r.send("ns", "n1").await;
+    assert_eq!(r.next_call().await.req.name, "n1");
+    tokio::time::sleep_until(t0 + Duration::from_millis(20)).await;
+    r.send("ns", "n2").await;
+    let third = r.next_call().await;
+    assert_eq!(third.req.name, "n2");
+    assert_eq!(third.at - t0, Duration::from_millis(30));
+    assert_eq!(r.next_call().await.req.name, "l0");
+    r.stop().await;
+}

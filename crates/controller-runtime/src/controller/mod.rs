@@ -137,6 +137,9 @@ pub(crate) struct Inner<T: QueueItem> {
     reconciler: Arc<dyn Reconciler<T>>,
     options: ControllerOptions<T>,
     queue: Arc<dyn Queue<T>>,
+    /// The same queue when it is our priority queue: workers then learn each key's priority and
+    /// requeue it at that priority, as controller-runtime does.
+    priority_queue: Option<Arc<PriorityQueue<T>>>,
     metrics: ControllerSeries,
     state: Mutex<State<T>>,
 }
@@ -183,7 +186,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             controller: name.clone(),
             reason,
         })?;
-        let queue = new_queue(&name, &options);
+        let (queue, priority_queue) = new_queue(&name, &options);
         let metrics = match &options.metrics {
             Some(m) => m.controller.for_controller(&name),
             None => ControllerMetrics::unregistered().for_controller(&name),
@@ -197,6 +200,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                 reconciler: Arc::new(reconciler),
                 options,
                 queue,
+                priority_queue,
                 metrics,
                 state: Mutex::new(State {
                     started: false,
@@ -427,19 +431,24 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     }
 }
 
-/// The controller's queue: the priority queue or the plain rate-limiting queue.
-fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Arc<dyn Queue<T>> {
+/// The controller's queue: the priority queue or the plain rate-limiting queue (or the one
+/// `new_queue` builds), and the priority queue again when it is one.
+fn new_queue<T: QueueItem>(
+    name: &str,
+    options: &ControllerOptions<T>,
+) -> (Arc<dyn Queue<T>>, Option<Arc<PriorityQueue<T>>>) {
+    if let Some(build) = &options.new_queue {
+        return (build(name, options.rate_limiter.clone()), None);
+    }
     let config = QueueConfig {
         name: name.to_string(),
         rate_limiter: options.rate_limiter.clone(),
         metrics: options.metrics.as_ref().map(|m| m.workqueue.clone()),
     };
-    if let Some(build) = &options.new_queue {
-        return build(name, options.rate_limiter.clone());
-    }
     if options.use_priority_queue {
-        PriorityQueue::new(config)
+        let queue = PriorityQueue::new(config);
+        (queue.clone(), Some(queue))
     } else {
-        Workqueue::new(config)
+        (Workqueue::new(config), None)
     }
 }

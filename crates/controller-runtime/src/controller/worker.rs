@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::Inner;
 use crate::reconcile::{ReconcileContext, ReconcileError, ReconcileResult, with_context};
-use crate::workqueue::QueueItem;
+use crate::workqueue::{AddOpts, QueueItem};
 
 /// The error a panicking reconcile becomes (with `recover_panic`): retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -46,26 +46,39 @@ impl<T: QueueItem> Drop for Processing<'_, T> {
 /// One worker: takes keys until `stop` is cancelled or the queue is shut down and empty.
 pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: CancellationToken) {
     loop {
-        let item = tokio::select! {
+        let next = tokio::select! {
             biased;
             _ = stop.cancelled() => return,
-            item = inner.queue.get() => item,
+            next = next_item(&inner) => next,
         };
-        let Some(item) = item else { return };
+        let Some((item, priority)) = next else { return };
         inner.metrics.active_workers.inc();
         let guard = Processing {
             inner: &inner,
             item: item.clone(),
         };
-        reconcile_handler(&inner, item, &stop).await;
+        reconcile_handler(&inner, item, priority, &stop).await;
         drop(guard);
     }
 }
 
+/// The next key and, from the priority queue, its priority.
+async fn next_item<T: QueueItem>(inner: &Inner<T>) -> Option<(T, Option<i32>)> {
+    match &inner.priority_queue {
+        Some(pq) => pq
+            .get_with_priority()
+            .await
+            .map(|(item, p)| (item, Some(p))),
+        None => inner.queue.get().await.map(|item| (item, None)),
+    }
+}
+
 /// Reconciles one key and acts on the result as controller-runtime's `reconcileHandler`.
+/// Requeues keep the key's priority (a low-priority key stays low when it is retried).
 async fn reconcile_handler<T: QueueItem + fmt::Debug>(
     inner: &Inner<T>,
     item: T,
+    priority: Option<i32>,
     stopping: &CancellationToken,
 ) {
     let started = tokio::time::Instant::now();
@@ -94,7 +107,7 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
             if err.is_terminal() {
                 m.terminal_errors.inc();
             } else {
-                queue.add_rate_limited(item);
+                queue.add_with_opts(rate_limited(priority), item);
             }
             m.errors.inc();
             m.error.inc();
@@ -104,11 +117,16 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
             if let Some(after) = action.requeue_after_duration() {
                 tracing::debug!(?after, "Reconcile done, requeueing after");
                 queue.forget(&item);
-                queue.add_after(item, after);
+                let opts = AddOpts {
+                    after: Some(after),
+                    rate_limited: false,
+                    priority,
+                };
+                queue.add_with_opts(opts, item);
                 m.requeue_after.inc();
             } else if action.is_requeue() {
                 tracing::debug!("Reconcile done, requeueing");
-                queue.add_rate_limited(item);
+                queue.add_with_opts(rate_limited(priority), item);
                 m.requeue.inc();
             } else {
                 tracing::debug!("Reconcile successful");
@@ -118,6 +136,14 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
         }
     }
     m.time.observe(started.elapsed().as_secs_f64());
+}
+
+fn rate_limited(priority: Option<i32>) -> AddOpts {
+    AddOpts {
+        after: None,
+        rate_limited: true,
+        priority,
+    }
 }
 
 /// Runs the reconciler with the timeout and panic recovery the options ask for.
