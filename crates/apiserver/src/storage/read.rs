@@ -40,11 +40,25 @@ pub(crate) fn get(
 struct Continue {
     rv: u64,
     after: ObjKey,
+    progress: Progress,
 }
 
-fn encode_continue(rv: u64, last: &ObjKey) -> String {
-    let token =
+/// How far a paginated list has come: items handed out by earlier pages, and (for lists
+/// without selectors) how many items the whole list has. Carried in the continue token, so
+/// that no page has to count what follows it: each page costs its own size.
+#[derive(Debug, Default, Clone, Copy)]
+struct Progress {
+    returned: u64,
+    total: Option<u64>,
+}
+
+fn encode_continue(rv: u64, last: &ObjKey, progress: Progress) -> String {
+    let mut token =
         json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{}/{}\u{0}", last.0, last.1)});
+    token["returned"] = Value::from(progress.returned);
+    if let Some(total) = progress.total {
+        token["total"] = Value::from(total);
+    }
     B64.encode(token.to_string())
 }
 
@@ -71,9 +85,14 @@ fn decode_continue(token: &str) -> Result<Continue, ApiError> {
     let (ns, name) = start
         .split_once('/')
         .ok_or_else(|| bad("malformed start key"))?;
+    let progress = Progress {
+        returned: v.get("returned").and_then(Value::as_u64).unwrap_or(0),
+        total: v.get("total").and_then(Value::as_u64),
+    };
     Ok(Continue {
         rv,
         after: (ns.to_string(), name.to_string()),
+        progress,
     })
 }
 
@@ -132,7 +151,10 @@ fn validate_match(opts: &ListOptions) -> Result<(), ApiError> {
     }
 }
 
-fn list_source(st: &State, opts: &ListOptions) -> Result<(Data, u64, Option<ObjKey>), ApiError> {
+fn list_source(
+    st: &State,
+    opts: &ListOptions,
+) -> Result<(Data, u64, Option<(ObjKey, Progress)>), ApiError> {
     validate_match(opts)?;
     if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
         if opts
@@ -148,7 +170,7 @@ fn list_source(st: &State, opts: &ListOptions) -> Result<(Data, u64, Option<ObjK
         let data = st
             .data_at(c.rv)
             .ok_or_else(|| ApiError::gone(CONTINUE_EXPIRED))?;
-        return Ok((data, c.rv, Some(c.after)));
+        return Ok((data, c.rv, Some((c.after, c.progress))));
     }
     let rv = opts.resource_version.as_deref().filter(|r| !r.is_empty());
     let exact = opts.resource_version_match.as_deref() == Some("Exact");
@@ -194,12 +216,19 @@ pub(crate) fn list(
         opts.field_selector.as_deref(),
     )?;
     let (data, list_rv, after) = list_source(st, opts)?;
+    let (after, progress) = match after {
+        Some((key, progress)) => (Some(key), progress),
+        None => (None, Progress::default()),
+    };
     let limit = opts.limit.filter(|l| *l > 0);
     let rk = res_key(res);
     let api_version = res.api_version();
+    let unselected = opts.label_selector.as_deref().is_none_or(str::is_empty)
+        && opts.field_selector.as_deref().is_none_or(str::is_empty);
     let mut items = Vec::new();
     let mut last: Option<ObjKey> = None;
-    let mut remaining = 0usize;
+    let mut more = false;
+    let mut total = progress.total;
     if let Some(objs) = data.get(&rk) {
         let lower = match (&after, &sel.namespace) {
             (Some(k), _) => Bound::Excluded(k.clone()),
@@ -210,33 +239,40 @@ pub(crate) fn list(
             Some(ns) => Bound::Excluded((format!("{ns}\u{0}"), String::new())),
             None => Bound::Unbounded,
         };
-        for (key, obj) in objs.range((lower, upper)) {
+        for (key, obj) in objs.range((lower.clone(), upper.clone())) {
             if !sel.matches(obj) {
                 continue;
             }
             if limit.is_some_and(|l| items.len() >= l) {
-                remaining += 1;
-                continue;
+                // One more match is all a page needs to know: stop here.
+                more = true;
+                break;
             }
             items.push(as_version(obj, &api_version));
             last = Some(key.clone());
         }
+        // The first page of an unselected list counts the whole list once (the map's length
+        // when it spans every namespace); later pages read the count from the token.
+        if more && unselected && total.is_none() {
+            total = Some(match &sel.namespace {
+                None => objs.len() as u64,
+                Some(_) => objs.range((lower, upper)).count() as u64,
+            });
+        }
     }
     let mut metadata = json!({"resourceVersion": list_rv.to_string()});
-    if remaining > 0
-        && let Some(last) = &last
-    {
+    if more && let Some(last) = &last {
         // Later pages read the snapshot of this one.
         let snap_rv = if after.is_some() {
             list_rv
         } else {
             st.snapshot_at(list_rv, &data)
         };
-        metadata["continue"] = Value::from(encode_continue(snap_rv, last));
-        if opts.label_selector.as_deref().is_none_or(str::is_empty)
-            && opts.field_selector.as_deref().is_none_or(str::is_empty)
-        {
-            metadata["remainingItemCount"] = Value::from(remaining);
+        let returned = progress.returned + items.len() as u64;
+        metadata["continue"] =
+            Value::from(encode_continue(snap_rv, last, Progress { returned, total }));
+        if let Some(total) = total {
+            metadata["remainingItemCount"] = Value::from(total.saturating_sub(returned));
         }
     }
     Ok(json!({
@@ -253,11 +289,16 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip() {
-        let t = encode_continue(42, &("ns".into(), "a".into()));
+        let t = encode_continue(42, &("ns".into(), "a".into()), Progress::default());
         let c = decode_continue(&t).unwrap();
         assert_eq!((c.rv, c.after), (42, ("ns".to_string(), "a".to_string())));
         assert_eq!(decode_continue("!!").unwrap_err().code, 400);
-        let cluster = decode_continue(&encode_continue(7, &(String::new(), "n".into()))).unwrap();
+        let cluster = decode_continue(&encode_continue(
+            7,
+            &(String::new(), "n".into()),
+            Progress::default(),
+        ))
+        .unwrap();
         assert_eq!(cluster.after, (String::new(), "n".to_string()));
     }
 }
