@@ -22,7 +22,12 @@ pub struct ApiError {
 impl ApiError {
     /// A new error with no details.
     pub fn new(code: u16, reason: impl Into<String>, message: impl Into<String>) -> Self {
-        ApiError { code, reason: reason.into(), message: message.into(), details: None }
+        ApiError {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            details: None,
+        }
     }
 
     /// Adds `Status.details`.
@@ -69,8 +74,17 @@ impl ApiError {
             .iter()
             .map(|(field, msg)| json!({ "reason": "FieldValueInvalid", "message": msg, "field": field }))
             .collect();
-        Self::new(422, "Invalid", format!("{kind}.{group} \"{name}\" is invalid: {summary}"))
-            .with_details(json!({ "name": name, "group": group, "kind": kind, "causes": causes }))
+        let qualified = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
+        Self::new(
+            422,
+            "Invalid",
+            format!("{qualified} \"{name}\" is invalid: {summary}"),
+        )
+        .with_details(json!({ "name": name, "group": group, "kind": kind, "causes": causes }))
     }
 
     /// 410 Expired / Gone, as for a too old resourceVersion.
@@ -85,7 +99,13 @@ impl ApiError {
 
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {content_type}"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {content_type}"
+            ),
+        )
     }
 
     /// 500 InternalError.
@@ -146,4 +166,28 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_names_the_kind_as_the_real_server() {
+        let causes = [(
+            "metadata.name".to_string(),
+            "Invalid value: \"A\"".to_string(),
+        )];
+        let core = ApiError::invalid("ConfigMap", "", "A", &causes);
+        assert_eq!(
+            core.message,
+            "ConfigMap \"A\" is invalid: metadata.name: Invalid value: \"A\""
+        );
+        let apps = ApiError::invalid("Deployment", "apps", "A", &causes);
+        assert!(apps.message.starts_with("Deployment.apps \"A\" is invalid"));
+        let status = apps.to_status();
+        assert_eq!(status["code"], 422);
+        assert_eq!(status["reason"], "Invalid");
+        assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+    }
 }
