@@ -1,0 +1,428 @@
+//! Workers, start, sync, warm-up, watches and stop.
+
+use super::harness::*;
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_limit_is_never_exceeded_and_keys_never_overlap() {
+    const WORKERS: usize = 3;
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let max_seen = Arc::new(AtomicUsize::new(0));
+    let per_key: Arc<parking_lot::Mutex<std::collections::HashSet<String>>> = Default::default();
+    let overlap = Arc::new(AtomicBool::new(false));
+    let (flight, max, keys, twice) = (
+        in_flight.clone(),
+        max_seen.clone(),
+        per_key.clone(),
+        overlap.clone(),
+    );
+    let options = ControllerOptions {
+        max_concurrent_reconciles: WORKERS,
+        ..Default::default()
+    };
+    let mut r = Running::start(options, move |req, _| {
+        let (flight, max, keys, twice) = (flight.clone(), max.clone(), keys.clone(), twice.clone());
+        Box::pin(async move {
+            if !keys.lock().insert(req.name.clone()) {
+                twice.store(true, Ordering::SeqCst); // one key reconciled by two workers at once
+            }
+            let now = flight.fetch_add(1, Ordering::SeqCst) + 1;
+            max.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            flight.fetch_sub(1, Ordering::SeqCst);
+            keys.lock().remove(&req.name);
+            Ok(Action::done())
+        })
+    })
+    .await;
+    r.assert_metric(r#"controller_runtime_max_concurrent_reconciles{controller="test"} 3"#);
+    // 20 keys, each sent twice (the second send of a key may land while it is processing).
+    for round in 0..2 {
+        for i in 0..20 {
+            r.send("ns", &format!("k{i}")).await;
+        }
+        if round == 0 {
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    }
+    let mut calls = 0;
+    while tokio::time::timeout(Duration::from_secs(1), r.calls.recv())
+        .await
+        .is_ok()
+    {
+        calls += 1;
+    }
+    assert!((20..=40).contains(&calls), "{calls} reconciles");
+    assert_eq!(
+        max_seen.load(Ordering::SeqCst),
+        WORKERS,
+        "all workers used, never more"
+    );
+    assert_eq!(in_flight.load(Ordering::SeqCst), 0);
+    assert!(
+        !overlap.load(Ordering::SeqCst),
+        "a key was reconciled by two workers at once"
+    );
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn stop_lets_the_running_reconcile_finish() {
+    let finished = Arc::new(AtomicBool::new(false));
+    let done = finished.clone();
+    let mut r = Running::start(ControllerOptions::default(), move |_, _| {
+        let done = done.clone();
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            done.store(true, Ordering::SeqCst);
+            Ok(Action::done())
+        })
+    })
+    .await;
+    r.send("ns", "slow").await;
+    r.send("ns", "queued").await;
+    let started = r.next_call().await;
+    assert_eq!(started.req.name, "slow");
+    let queue = r.controller.queue().clone();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    r.ctx.cancel();
+    r.handle.await.unwrap().unwrap();
+    assert!(
+        finished.load(Ordering::SeqCst),
+        "start returned before the reconcile finished"
+    );
+    assert_eq!(started.at.elapsed(), Duration::from_secs(5));
+    // The queued key was not taken after the stop, and the queue is shut down.
+    assert!(r.calls.try_recv().is_err());
+    assert!(queue.is_shutting_down());
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_added_after_start_is_started_at_once() {
+    let mut r = Running::start(ControllerOptions::default(), |_, _| ok()).await;
+    r.send("ns", "first").await;
+    assert_eq!(r.next_call().await.req.name, "first");
+
+    let (tx, channel) = source::channel::<ConfigMap>(4);
+    r.controller
+        .watch(channel, EnqueueRequestForObject, vec![])
+        .await
+        .unwrap();
+    tx.send(GenericEvent {
+        object: cm("other", "late"),
+    })
+    .await
+    .unwrap();
+    assert_eq!(r.next_call().await.req, Request::new("other", "late"));
+
+    // A Func source added late is given the queue at once, too.
+    let func = Func::new(
+        |_, queue: Arc<dyn controller_runtime::workqueue::Queue<Request>>| async move {
+            queue.add(Request::cluster_scoped("from-func"));
+            Ok(())
+        },
+    );
+    r.controller.add_watch(func).await.unwrap();
+    assert_eq!(
+        r.next_call().await.req,
+        Request::cluster_scoped("from-func")
+    );
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn start_waits_for_syncing_sources_before_running_workers() {
+    let (tx, mut calls) = mpsc::unbounded_channel();
+    let reconciler = reconcile::from_fn(move |req: Request| {
+        let _ = tx.send((req, Instant::now()));
+        async { Ok(Action::done()) }
+    });
+    let controller = Controller::new("sync", reconciler, ControllerOptions::default()).unwrap();
+    controller
+        .watch(
+            SlowSync {
+                sync_after: Some(Duration::from_secs(3)),
+            },
+            EnqueueRequestForObject,
+            vec![],
+        )
+        .await
+        .unwrap();
+    let begin = Instant::now();
+    let ctx = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    let (req, at) = calls.recv().await.unwrap();
+    assert_eq!(req, Request::new("ns", "listed"));
+    assert_eq!(
+        at - begin,
+        Duration::from_secs(3),
+        "no reconcile before the source synced"
+    );
+    ctx.cancel();
+    handle.await.unwrap().unwrap();
+
+    // Starting twice is an error.
+    let err = controller
+        .start(CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::AlreadyStarted(_)), "{err}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn sync_timeout_is_an_error_naming_the_source() {
+    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let options = ControllerOptions {
+        cache_sync_timeout: Duration::from_secs(10),
+        ..Default::default()
+    };
+    let controller = Controller::new("never-synced", reconciler, options).unwrap();
+    controller
+        .watch(
+            SlowSync { sync_after: None },
+            EnqueueRequestForObject,
+            vec![],
+        )
+        .await
+        .unwrap();
+    let begin = Instant::now();
+    let err = controller
+        .start(CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(begin.elapsed(), Duration::from_secs(10));
+    match &err {
+        Error::SyncTimeout {
+            source_name,
+            controller,
+            ..
+        } => {
+            assert_eq!(source_name, "slow source");
+            assert_eq!(controller, "never-synced");
+        }
+        other => panic!("unexpected {other}"),
+    }
+    assert!(err.to_string().contains("slow source"), "{err}");
+    assert!(controller.queue().is_shutting_down());
+
+    // Cancelled while waiting for sync: start returns Ok, not an error.
+    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let controller =
+        Controller::new("cancelled", reconciler, ControllerOptions::default()).unwrap();
+    controller
+        .watch(
+            SlowSync { sync_after: None },
+            EnqueueRequestForObject,
+            vec![],
+        )
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    let cancel = ctx.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        cancel.cancel();
+    });
+    controller.start(ctx).await.unwrap();
+}
+
+#[test]
+fn bad_options_are_errors() {
+    let r = || reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let err = Controller::new("", r(), ControllerOptions::default()).unwrap_err();
+    assert!(matches!(err, Error::MissingName));
+    let zero = ControllerOptions {
+        max_concurrent_reconciles: 0,
+        ..Default::default()
+    };
+    let err = Controller::new("c", r(), zero).unwrap_err();
+    assert!(
+        err.to_string().contains("max_concurrent_reconciles"),
+        "{err}"
+    );
+    let zero_timeout = ControllerOptions {
+        reconciliation_timeout: Some(Duration::ZERO),
+        ..Default::default()
+    };
+    assert!(Controller::new("c", r(), zero_timeout).is_err());
+    let c = Controller::new("c", r(), ControllerOptions::default()).unwrap();
+    assert!(c.need_leader_election());
+    assert_eq!(c.name(), "c");
+}
+
+#[tokio::test(start_paused = true)]
+async fn two_controllers_share_one_channel() {
+    let (tx, channel) = source::channel::<ConfigMap>(8);
+    let (seen_tx, mut seen) = mpsc::unbounded_channel::<(String, Request)>();
+    let ctx = CancellationToken::new();
+    let mut handles = Vec::new();
+    for name in ["first", "second"] {
+        let seen_tx = seen_tx.clone();
+        let reconciler = reconcile::from_fn(move |req: Request| {
+            let _ = seen_tx.send((name.to_string(), req));
+            async { Ok(Action::done()) }
+        });
+        let c = Controller::new(name, reconciler, ControllerOptions::default()).unwrap();
+        c.watch(channel.clone(), EnqueueRequestForObject, vec![])
+            .await
+            .unwrap();
+        let ctx = ctx.clone();
+        handles.push(tokio::spawn(async move { c.start(ctx).await }));
+    }
+    tx.send(GenericEvent {
+        object: cm("ns", "shared"),
+    })
+    .await
+    .unwrap();
+    let mut got = vec![seen.recv().await.unwrap(), seen.recv().await.unwrap()];
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    let want = Request::new("ns", "shared");
+    assert_eq!(
+        got,
+        [
+            ("first".to_string(), want.clone()),
+            ("second".to_string(), want)
+        ]
+    );
+    ctx.cancel();
+    for h in handles {
+        h.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn warm_up_starts_sources_before_start_runs_workers() {
+    let (tx, mut calls) = mpsc::unbounded_channel();
+    let reconciler = reconcile::from_fn(move |req: Request| {
+        let _ = tx.send((req, Instant::now()));
+        async { Ok(Action::done()) }
+    });
+    let options = ControllerOptions {
+        enable_warm_up: true,
+        ..Default::default()
+    };
+    let controller = Controller::new("warm", reconciler, options).unwrap();
+    let sync = SlowSync {
+        sync_after: Some(Duration::from_secs(3)),
+    };
+    controller
+        .watch(sync, EnqueueRequestForObject, vec![])
+        .await
+        .unwrap();
+
+    let ctx = CancellationToken::new();
+    let begin = Instant::now();
+    controller.warm_up(ctx.clone()).await.unwrap();
+    assert_eq!(
+        begin.elapsed(),
+        Duration::from_secs(3),
+        "warm-up waits for the sync"
+    );
+    assert_eq!(controller.queue().len(), 1, "the initial list is queued");
+    controller.warm_up(ctx.clone()).await.unwrap(); // again: nothing
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert!(
+        calls.try_recv().is_err(),
+        "no reconcile before start (not the leader yet)"
+    );
+
+    // Leadership: start only runs the workers, no second sync wait.
+    let started = Instant::now();
+    let handle = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    let (req, at) = calls.recv().await.unwrap();
+    assert_eq!(req, Request::new("ns", "listed"));
+    assert_eq!(at, started, "reconciles at once");
+    ctx.cancel();
+    handle.await.unwrap().unwrap();
+
+    // Without enable_warm_up, warm_up does nothing: the sources start with start.
+    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let cold = Controller::new("cold", reconciler, ControllerOptions::default()).unwrap();
+    cold.watch(
+        SlowSync { sync_after: None },
+        EnqueueRequestForObject,
+        vec![],
+    )
+    .await
+    .unwrap();
+    cold.warm_up(CancellationToken::new()).await.unwrap();
+    assert_eq!(cold.queue().len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn new_queue_option_builds_the_queue() {
+    use controller_runtime::workqueue::{QueueConfig, Workqueue};
+    let built = Arc::new(parking_lot::Mutex::new(None::<String>));
+    let seen = built.clone();
+    let options = ControllerOptions {
+        new_queue: Some(Arc::new(move |name: &str, rate_limiter| {
+            *seen.lock() = Some(name.to_string());
+            Workqueue::new(QueueConfig {
+                name: name.into(),
+                rate_limiter,
+                metrics: None,
+            })
+        })),
+        ..Default::default()
+    };
+    let mut r = Running::start(options, |_, _| ok()).await;
+    assert_eq!(built.lock().as_deref(), Some("test"));
+    r.send("ns", "a").await;
+    assert_eq!(r.next_call().await.req.name, "a");
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn reconciles_see_their_context_and_the_stop_signal() {
+    assert!(
+        reconcile::context().is_none(),
+        "no context outside a controller"
+    );
+    let (tx, mut seen) = mpsc::unbounded_channel();
+    let reconciler = reconcile::from_fn(move |_: Request| {
+        let tx = tx.clone();
+        async move {
+            let ctx = reconcile::context().expect("run by a controller");
+            let _ = tx.send((ctx.controller.to_string(), ctx.reconcile_id));
+            // A long reconcile that honours the stop signal.
+            tokio::select! {
+                _ = ctx.stopping.cancelled() => Ok(Action::requeue()),
+                _ = tokio::time::sleep(Duration::from_secs(3600)) => Ok(Action::done()),
+            }
+        }
+    });
+    let controller = Controller::new("ctx", reconciler, ControllerOptions::default()).unwrap();
+    let (events, channel) = source::channel::<ConfigMap>(4);
+    controller
+        .watch(channel, EnqueueRequestForObject, vec![])
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    events
+        .send(GenericEvent {
+            object: cm("ns", "a"),
+        })
+        .await
+        .unwrap();
+    let (name, id) = seen.recv().await.unwrap();
+    assert_eq!(name, "ctx");
+    assert!(id > 0);
+    let begin = Instant::now();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    ctx.cancel();
+    handle.await.unwrap().unwrap();
+    assert_eq!(
+        begin.elapsed(),
+        Duration::from_secs(1),
+        "the reconcile stopped early"
+    );
+}
