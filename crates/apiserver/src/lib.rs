@@ -13,6 +13,23 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## What clients see
+//! - TLS with a CA generated at every start ([`Server::ca_pem`]); HTTP/2 and HTTP/1.1.
+//! - Bearer-token authentication: a request without the token gets 401 `Unauthorized`, except
+//!   `/healthz`, `/readyz`, `/livez` and `/version`, which a real cluster's
+//!   `system:public-info-viewer` role opens to anonymous clients too.
+//! - Discovery in both the plain and the aggregated (`apidiscovery.k8s.io/v2`) form, computed
+//!   per request, so a CRD's resource is served and discoverable as soon as it is created.
+//! - Answers are always JSON (protobuf is asked for with a JSON fallback by every client);
+//!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
+//!   (`kubectl create namespace|configmap|secret|serviceaccount|deployment`), any other gets 415.
+//! - OpenAPI v3 documents declare the `fieldValidation` parameter (accepted and ignored), so
+//!   kubectl leaves validation to the server; they carry no schemas (`kubectl explain` shows
+//!   nothing useful).
+//! - The Table form for `kubectl get`, `PartialObjectMetadata` for metadata-only clients.
+//! - Fault injection through [`Server::faults`], [`Server::stop_listener`] and
+//!   [`Server::restart_listener`].
+//!
 //! The map of the modules and the invariants they keep is in ARCHITECTURE.md at the repository's
 //! root.
 #![forbid(unsafe_code)]
