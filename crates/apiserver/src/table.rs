@@ -140,6 +140,15 @@ pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<C
             .map(|(n, f)| Column::builtin(n, f)),
     );
     cols.push(age);
+    // The `-o wide` columns (priority 1) come after AGE, as on the real server.
+    cols.extend(
+        columns::wide(&res.group, &res.plural)
+            .into_iter()
+            .map(|(n, f)| Column {
+                priority: 1,
+                ..Column::builtin(n, f)
+            }),
+    );
     cols
 }
 

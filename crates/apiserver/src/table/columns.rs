@@ -177,6 +177,47 @@ pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> 
     }
 }
 
+fn containers(o: &Value, pointer: &str, field: &str) -> Value {
+    let names: Vec<&str> = get(o, pointer)
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().filter_map(|c| c[field].as_str()).collect())
+        .unwrap_or_default();
+    or_none(json!(names.join(",")))
+}
+
+fn selector(o: &Value) -> Value {
+    let labels: Vec<String> = get(o, "/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect()
+        })
+        .unwrap_or_default();
+    or_none(json!(labels.join(",")))
+}
+
+/// The `-o wide` columns (priority 1) of a built-in resource, after AGE.
+pub(super) fn wide(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
+    match (group, plural) {
+        ("", "pods") => vec![
+            ("IP", |o| or_none(string(o, "/status/podIP"))),
+            ("Node", |o| or_none(string(o, "/spec/nodeName"))),
+        ],
+        ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets")
+        | ("batch", "jobs") => vec![
+            ("Containers", |o| {
+                containers(o, "/spec/template/spec/containers", "name")
+            }),
+            ("Images", |o| {
+                containers(o, "/spec/template/spec/containers", "image")
+            }),
+            ("Selector", selector),
+        ],
+        _ => vec![],
+    }
+}
+
 /// The AGE of a timestamp, rendered as kubectl renders durations (`42s`, `5m3s`, `7h`, `3d`).
 pub fn age(timestamp: Option<&Value>, now: DateTime<Utc>) -> String {
     let Some(ts) = timestamp.and_then(Value::as_str) else {
@@ -245,7 +286,9 @@ pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
                     .iter()
                     .find(|item| match item.get(key.trim()) {
                         Some(Value::String(s)) => s == want,
-                        Some(other) => *other == serde_json::from_str::<Value>(want).unwrap_or(Value::Null),
+                        Some(other) => {
+                            *other == serde_json::from_str::<Value>(want).unwrap_or(Value::Null)
+                        }
                         None => false,
                     })?;
             } else {

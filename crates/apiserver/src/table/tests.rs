@@ -29,15 +29,33 @@ fn names(cols: &[Column]) -> Vec<String> {
 fn builtin_columns() {
     assert_eq!(
         names(&columns_for(&info("", "pods", false), None)),
-        ["Name", "Ready", "Status", "Restarts", "Age"]
+        ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node"]
     );
     assert_eq!(
         names(&columns_for(&info("apps", "deployments", false), None)),
-        ["Name", "Ready", "Up-to-date", "Available", "Age"]
+        [
+            "Name",
+            "Ready",
+            "Up-to-date",
+            "Available",
+            "Age",
+            "Containers",
+            "Images",
+            "Selector"
+        ]
     );
     assert_eq!(
         names(&columns_for(&info("", "leases", false), None)),
         ["Name", "Age"]
+    );
+    let wide = columns_for(&info("apps", "deployments", false), None);
+    assert_eq!(column_definitions(&wide)[4]["priority"], 0);
+    assert_eq!(column_definitions(&wide)[5]["priority"], 1);
+    let d = json!({"spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let t = to_table(&wide, &d, IncludeObject::None);
+    assert_eq!(
+        t["rows"][0]["cells"].as_array().unwrap()[5..],
+        [json!("c"), json!("nginx"), json!("app=web")]
     );
 }
 
