@@ -429,3 +429,79 @@ async fn bad_input_gets_status_errors_and_changes_nothing() {
             .is_empty()
     );
 }
+
+const WIDGET_CRD: &str = r#"{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "widgets.example.com"},
+  "spec": {
+    "group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+    "versions": [{"name": "v1", "served": true, "storage": true,
+      "additionalPrinterColumns": [{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}],
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]
+  }
+}"#;
+
+#[tokio::test]
+async fn discovery_tables_and_metadata() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let server = server().await;
+    let client = client(&server).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    crds.create(
+        &PostParams::default(),
+        &serde_json::from_str(WIDGET_CRD).unwrap(),
+    )
+    .await
+    .unwrap();
+
+    // Plain and aggregated discovery both serve the CRD's resource at once.
+    let discovery = kube_client::Discovery::new(client.clone())
+        .run()
+        .await
+        .unwrap();
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let (ar, caps) = discovery.resolve_gvk(&gvk).expect("widgets discovered");
+    assert_eq!(ar.plural, "widgets");
+    assert_eq!(caps.scope, kube_client::discovery::Scope::Namespaced);
+    let aggregated = kube_client::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .unwrap();
+    assert!(aggregated.resolve_gvk(&gvk).is_some());
+    let accept =
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+    let (status, ct, body) = common::get_accept(&client, "/apis", accept).await;
+    assert_eq!(status, 200);
+    assert!(ct.contains("as=APIGroupDiscoveryList"), "{ct}");
+    assert_eq!(body["kind"], "APIGroupDiscoveryList");
+
+    // The Table form, with the CRD's printer columns.
+    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    let w: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"size": 7},
+    }))
+    .unwrap();
+    widgets.create(&PostParams::default(), &w).await.unwrap();
+    let table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let uri = "/apis/example.com/v1/namespaces/default/widgets";
+    let (status, _, table) = common::get_accept(&client, uri, table_accept).await;
+    assert_eq!((status, table["kind"].as_str()), (200, Some("Table")));
+    let columns: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(columns, ["Name", "Size"]);
+    assert_eq!(table["rows"][0]["cells"], json!(["w1", 7]));
+    assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+
+    // Metadata-only lists.
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    cms.create(&PostParams::default(), &cm("m1")).await.unwrap();
+    let metas = cms.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(metas.items.len(), 1);
+    assert_eq!(metas.items[0].metadata.name.as_deref(), Some("m1"));
+}

@@ -70,6 +70,33 @@ pub async fn raw(
     (status, ct, json)
 }
 
+/// A raw GET with an `Accept` header: the status code, the Content-Type and the body as JSON.
+pub async fn get_accept(client: &Client, uri: &str, accept: &str) -> (u16, String, Value) {
+    let req = http::Request::builder()
+        .uri(uri)
+        .header("accept", accept)
+        .body(kube_client::client::Body::empty())
+        .unwrap();
+    let resp = client.send(req).await.expect("request sent");
+    let status = resp.status().as_u16();
+    let ct = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .expect("body read")
+        .to_bytes();
+    (
+        status,
+        ct,
+        serde_json::from_slice(&bytes).expect("JSON body"),
+    )
+}
+
 /// Polls `check` every 20 ms for up to 5 s.
 pub async fn eventually<F, Fut>(what: &str, mut check: F)
 where
