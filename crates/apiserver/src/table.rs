@@ -87,6 +87,18 @@ pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<C
         priority: 0,
         cell: Cell::Age,
     };
+    if !res.custom && res.plural == "events" {
+        // Events lead with LAST SEEN and keep their (generated) name for `-o wide`.
+        let mut cols: Vec<Column> = columns::events()
+            .into_iter()
+            .map(|(n, f)| Column::builtin(n, f))
+            .collect();
+        cols.push(Column {
+            priority: 1,
+            ..name
+        });
+        return cols;
+    }
     let mut cols = vec![name];
     if res.custom {
         match printer_columns

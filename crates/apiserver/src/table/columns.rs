@@ -197,6 +197,42 @@ fn selector(o: &Value) -> Value {
     or_none(json!(labels.join(",")))
 }
 
+fn first_str<'a>(o: &'a Value, pointers: &[&str]) -> Option<&'a str> {
+    pointers
+        .iter()
+        .find_map(|p| get(o, p).and_then(Value::as_str).filter(|s| !s.is_empty()))
+}
+
+/// The columns of core/v1 and events.k8s.io/v1 Events (LAST SEEN, TYPE, REASON, OBJECT,
+/// MESSAGE), as kubectl shows them.
+pub(super) fn events() -> Vec<(&'static str, CellFn)> {
+    vec![
+        ("Last Seen", |o| {
+            let seen = first_str(
+                o,
+                &[
+                    "/lastTimestamp",
+                    "/series/lastObservedTime",
+                    "/deprecatedLastTimestamp",
+                    "/eventTime",
+                    "/metadata/creationTimestamp",
+                ],
+            );
+            json!(age(seen.map(|s| json!(s)).as_ref(), Utc::now()))
+        }),
+        ("Type", |o| string(o, "/type")),
+        ("Reason", |o| string(o, "/reason")),
+        ("Object", |o| {
+            let kind = first_str(o, &["/involvedObject/kind", "/regarding/kind"]).unwrap_or("");
+            let name = first_str(o, &["/involvedObject/name", "/regarding/name"]).unwrap_or("");
+            json!(format!("{}/{name}", kind.to_lowercase()))
+        }),
+        ("Message", |o| {
+            json!(first_str(o, &["/message", "/note"]).unwrap_or(""))
+        }),
+    ]
+}
+
 /// The `-o wide` columns (priority 1) of a built-in resource, after AGE.
 pub(super) fn wide(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
     match (group, plural) {

@@ -131,3 +131,38 @@ fn metadata_form() {
         json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": {"name": "a"}})
     );
 }
+
+#[test]
+fn event_columns() {
+    let cols = columns_for(&info("", "events", false), None);
+    assert_eq!(
+        names(&cols),
+        ["Last Seen", "Type", "Reason", "Object", "Message", "Name"]
+    );
+    let ev = json!({
+        "metadata": {"name": "p.123"},
+        "type": "Normal", "reason": "Started", "message": "started it",
+        "involvedObject": {"kind": "Pod", "name": "p"},
+        "lastTimestamp": "2020-01-01T00:00:00Z",
+    });
+    let t = to_table(&cols, &ev, IncludeObject::None);
+    let cells = t["rows"][0]["cells"].as_array().unwrap();
+    assert_eq!(
+        cells[1..],
+        [
+            json!("Normal"),
+            json!("Started"),
+            json!("pod/p"),
+            json!("started it"),
+            json!("p.123")
+        ]
+    );
+    let new_style = json!({"metadata": {"name": "e"}, "regarding": {"kind": "Deployment", "name": "d"}, "note": "n"});
+    let t = to_table(
+        &columns_for(&info("events.k8s.io", "events", false), None),
+        &new_style,
+        IncludeObject::None,
+    );
+    assert_eq!(t["rows"][0]["cells"][3], "deployment/d");
+    assert_eq!(t["rows"][0]["cells"][4], "n");
+}
