@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use controller_runtime::Request;
-use controller_runtime::workqueue::{PriorityQueue, Queue, QueueConfig, QueueItem, Workqueue};
+use controller_runtime::workqueue::{
+    PriorityQueue, Queue, QueueConfig, QueueItem, Workqueue, WorkqueueMetrics,
+};
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group};
 
 const POOL: usize = 4096;
@@ -38,6 +40,25 @@ fn plain<T: QueueItem>() -> Arc<dyn Queue<T>> {
 
 fn priority<T: QueueItem>() -> Arc<dyn Queue<T>> {
     PriorityQueue::new(QueueConfig::default())
+}
+
+/// With metrics: the series are resolved at construction; the hot path adds a counter, a gauge,
+/// two clock reads and two histogram observations per cycle.
+fn with_metrics(cfg: QueueConfig<Request>) -> QueueConfig<Request> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    QueueConfig {
+        name: "bench".into(),
+        metrics: Some(WorkqueueMetrics::register(&mut registry)),
+        ..cfg
+    }
+}
+
+fn plain_metrics() -> Arc<dyn Queue<Request>> {
+    Workqueue::new(with_metrics(QueueConfig::default()))
+}
+
+fn priority_metrics() -> Arc<dyn Queue<Request>> {
+    PriorityQueue::new(with_metrics(QueueConfig::default()))
 }
 
 /// One worker: add, get, done, repeated.
@@ -130,6 +151,18 @@ fn benches(c: &mut Criterion) {
         priority,
         &numbers,
     );
+    cycle(
+        &mut group,
+        "plain/cycle/1-worker/request+metrics",
+        plain_metrics,
+        &requests,
+    );
+    cycle(
+        &mut group,
+        "priority/cycle/1-worker/request+metrics",
+        priority_metrics,
+        &requests,
+    );
     drain(
         &mut group,
         "plain/drain/8-workers/request",
@@ -182,12 +215,69 @@ fn best_of() {
             best.as_nanos() as f64 / CYCLES as f64
         );
     }
+    fn run_drain<T: QueueItem>(name: &str, make: MakeQueue<T>, pool: &[T]) {
+        if std::env::var("WORKQUEUE_CASE").is_ok_and(|c| !name.contains(&c)) {
+            return;
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let best = (0..20)
+            .map(|_| {
+                let queue = make();
+                let pool = pool.to_vec();
+                rt.block_on(async move {
+                    let start = Instant::now();
+                    let workers: Vec<_> = (0..8)
+                        .map(|_| {
+                            let queue = queue.clone();
+                            tokio::spawn(async move {
+                                while let Some(item) = queue.get().await {
+                                    queue.done(black_box(&item));
+                                }
+                            })
+                        })
+                        .collect();
+                    for i in 0..CYCLES {
+                        queue.add(pool[i % POOL].clone());
+                        if i % 256 == 255 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                    queue.shut_down();
+                    for w in workers {
+                        w.await.unwrap();
+                    }
+                    start.elapsed()
+                })
+            })
+            .min()
+            .unwrap();
+        println!(
+            "best-of {name}: {:.0} ns/item",
+            best.as_nanos() as f64 / CYCLES as f64
+        );
+    }
     let requests = requests();
     let numbers = numbers();
+    run_drain("plain/drain/8-workers/request", plain, &requests);
+    run_drain("priority/drain/8-workers/request", priority, &requests);
     run("plain/cycle/1-worker/request", plain, &requests);
     run("plain/cycle/1-worker/u64", plain, &numbers);
     run("priority/cycle/1-worker/request", priority, &requests);
     run("priority/cycle/1-worker/u64", priority, &numbers);
+    run(
+        "plain/cycle/1-worker/request+metrics",
+        plain_metrics,
+        &requests,
+    );
+    run(
+        "priority/cycle/1-worker/request+metrics",
+        priority_metrics,
+        &requests,
+    );
 }
 
 criterion_group!(workqueue, benches);
