@@ -230,6 +230,24 @@ async fn pagination_with_limit_and_continue() {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), 25, "every object exactly once");
+
+    // deletecollection with a selector removes exactly the selected objects.
+    let mut other = cm("other");
+    other.metadata.labels = Some([("app".to_string(), "db".to_string())].into());
+    api.create(&PostParams::default(), &other).await.unwrap();
+    api.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("app=web"),
+    )
+    .await
+    .unwrap();
+    let left = api.list(&ListParams::default()).await.unwrap();
+    let left: Vec<_> = left
+        .items
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(left, ["other"]);
 }
 
 #[tokio::test]
