@@ -148,7 +148,7 @@ impl Running {
             let (informer, ctx) = (informer.clone(), ctx.clone());
             async move { informer.run(ctx).await }
         });
-        fake.watch_opened.notified().await;
+        bounded("the informer opens a watch", fake.watch_opened.notified()).await;
         Running {
             fake,
             informer,
@@ -176,6 +176,15 @@ impl Running {
     async fn stop(self) {
         self.ctx.cancel();
         self.task.await.unwrap();
+    }
+}
+
+/// Awaits `f`, failing the test instead of hanging if it never completes. Under the paused
+/// clock the timeout fires as soon as nothing else can make progress.
+async fn bounded<F: std::future::Future>(what: &str, f: F) -> F::Output {
+    match tokio::time::timeout(Duration::from_secs(3600), f).await {
+        Ok(out) => out,
+        Err(_) => panic!("timed out waiting until {what}"),
     }
 }
 
@@ -404,7 +413,7 @@ async fn failed_list_backs_off_and_wait_for_sync_completes_after_success() {
         async move { i.run(c).await }
     });
     let start = tokio::time::Instant::now();
-    informer.wait_for_sync().await;
+    bounded("the informer syncs", informer.wait_for_sync()).await;
     // 800 ms after the first failure, 1.6 s after the second.
     assert_eq!(start.elapsed(), Duration::from_millis(2400));
     ctx.cancel();
