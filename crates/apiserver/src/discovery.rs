@@ -23,6 +23,17 @@ const RESOURCE_VERBS: [&str; 8] = [
     "update",
     "watch",
 ];
+/// The verbs of the self-review resources.
+const CREATE_ONLY: [&str; 1] = ["create"];
+
+fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
+    if crate::http::reviews::is_review_group(&r.group) {
+        &CREATE_ONLY
+    } else {
+        &RESOURCE_VERBS
+    }
+}
+
 /// The verbs of the `status` and `scale` subresources.
 const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
 
@@ -151,7 +162,7 @@ pub fn resource_list(resources: &[ResourceInfo], group: &str, version: &str) -> 
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": RESOURCE_VERBS,
+            "verbs": verbs(r),
         });
         if !r.short_names.is_empty() {
             main["shortNames"] = json!(r.short_names);
@@ -258,7 +269,7 @@ fn aggregated_resource(r: &ResourceInfo) -> Value {
         "responseKind": kind,
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": RESOURCE_VERBS,
+        "verbs": verbs(r),
     });
     if !r.short_names.is_empty() {
         doc["shortNames"] = json!(r.short_names);

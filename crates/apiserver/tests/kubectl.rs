@@ -284,6 +284,12 @@ async fn create_apply_get_label_annotate_patch_replace() {
         out.stderr
     );
 
+    assert_eq!(
+        k.ok(&["auth", "can-i", "create", "pods"]).await.trim(),
+        "yes"
+    );
+    assert!(k.ok(&["auth", "whoami"]).await.contains("crt-admin"));
+
     let bad = k.dir.path().join("bad");
     std::fs::write(&bad, server.kubeconfig().replace(server.token(), "nope")).unwrap();
     let out = Command::new("kubectl")

@@ -6,6 +6,7 @@
 //! - [`objects`]: resource requests (get, list, create, update, patch, delete, watch).
 //! - [`watch`]: the newline-delimited JSON watch stream.
 //! - [`openapi`]: the minimal OpenAPI documents kubectl reads.
+//! - [`reviews`]: `kubectl auth can-i` / `whoami` (self access and subject reviews).
 
 use std::sync::Arc;
 
@@ -21,6 +22,7 @@ pub mod openapi;
 pub mod protobuf;
 pub mod request;
 pub mod response;
+pub mod reviews;
 pub mod watch;
 
 pub use request::{Route, parse_path};
@@ -108,7 +110,11 @@ where
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    let resources = || state.storage.served_resources();
+    let resources = || {
+        let mut served = state.storage.served_resources();
+        served.extend(reviews::resources());
+        served
+    };
     let doc = match route {
         Route::Health => return Ok(response::text(200, "ok")),
         Route::Version => discovery::version(),

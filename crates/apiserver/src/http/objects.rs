@@ -24,6 +24,9 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let storage = &state.storage;
+    if super::reviews::is_review_group(&path.group) {
+        return serve_review(state, req, &path).await;
+    }
     let res = storage
         .resolve(&path.group, &path.version, &path.plural)
         .ok_or_else(not_found)?;
@@ -198,4 +201,42 @@ fn crd_printer_columns(state: &AppState, res: &ResourceInfo) -> Option<Value> {
         .find(|v| v.get("name").and_then(Value::as_str) == Some(res.version.as_str()))?
         .get("additionalPrinterColumns")
         .cloned()
+}
+
+/// `POST` of a self review (the only verb those resources take).
+async fn serve_review<B>(
+    state: &AppState,
+    req: Request<B>,
+    path: &ResourcePath,
+) -> Result<Response<Body>, ApiError>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let served = super::reviews::resources();
+    let scoped = path.namespace.is_none() && path.name.is_none() && !path.legacy_watch;
+    let Some(res) = served
+        .iter()
+        .find(|r| r.group == path.group && r.version == path.version && r.plural == path.plural)
+        .filter(|_| scoped)
+    else {
+        return Err(not_found());
+    };
+    if req.method() != Method::POST {
+        return Err(method_not_allowed());
+    }
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let body = read_body(req.into_body(), None, state.max_body_bytes).await?;
+    // Protobuf bodies (kubectl's typed clients) are not decoded: only the answer matters.
+    let review = match content_type.as_deref() {
+        Some(ct) if ct.starts_with("application/vnd.kubernetes.protobuf") => {
+            serde_json::json!({ "apiVersion": res.api_version(), "kind": res.kind })
+        }
+        ct => decode_object(ct, &body)?,
+    };
+    Ok(json(201, &super::reviews::answer(&path.plural, review)?))
 }

@@ -145,7 +145,9 @@ mod tests {
     #[test]
     fn patch_operations_declare_field_validation() {
         let root = v3_root(&[cm()]);
-        let url = root["paths"]["api/v1"]["serverRelativeURL"].as_str().unwrap();
+        let url = root["paths"]["api/v1"]["serverRelativeURL"]
+            .as_str()
+            .unwrap();
         assert!(url.starts_with("/openapi/v3/api/v1?hash="), "{url}");
         let mut other = cm();
         other.plural = "others".into();
