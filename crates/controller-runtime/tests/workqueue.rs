@@ -646,6 +646,68 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+#[derive(Clone, Debug)]
+enum DelayOp {
+    Add(u8),
+    AddAfter(u8, u64),
+    Advance(u64),
+    Get,
+    Done(u8),
+    ShutDown,
+}
+
+fn delay_op() -> impl Strategy<Value = DelayOp> {
+    prop_oneof![
+        4 => (0u8..6).prop_map(DelayOp::Add),
+        4 => (0u8..6, 0u64..20).prop_map(|(k, ms)| DelayOp::AddAfter(k, ms)),
+        3 => (0u64..15).prop_map(DelayOp::Advance),
+        4 => Just(DelayOp::Get),
+        3 => (0u8..6).prop_map(DelayOp::Done),
+        1 => Just(DelayOp::ShutDown),
+    ]
+}
+
+/// The plain model plus client-go's delaying layer: waiting items keep their earliest time and
+/// become adds, in time order, when the clock reaches it.
+#[derive(Default, Debug)]
+struct DelayModel {
+    queue: Model,
+    waiting: HashMap<u8, (u64, u64)>,
+    now: u64,
+    seq: u64,
+}
+
+impl DelayModel {
+    fn add_after(&mut self, k: u8, ms: u64) {
+        if self.queue.shut_down {
+            return;
+        }
+        if ms == 0 {
+            return self.queue.add(k);
+        }
+        let at = self.now + ms;
+        if self.waiting.get(&k).is_some_and(|(w, _)| *w <= at) {
+            return;
+        }
+        self.seq += 1;
+        self.waiting.insert(k, (at, self.seq));
+    }
+    fn advance(&mut self, ms: u64) {
+        self.now += ms;
+        let mut due: Vec<(u64, u64, u8)> = self
+            .waiting
+            .iter()
+            .filter(|(_, (at, _))| *at <= self.now)
+            .map(|(k, (at, seq))| (*at, *seq, *k))
+            .collect();
+        due.sort();
+        for (_, _, k) in due {
+            self.waiting.remove(&k);
+            self.queue.add(k);
+        }
+    }
+}
+
 /// A model of the priority queue without delays: queued items with (priority, order), and the
 /// processing set.
 #[derive(Default, Debug)]
@@ -700,6 +762,42 @@ fn prio_op() -> impl Strategy<Value = PrioOp> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn plain_queue_with_delays_follows_the_model(ops in proptest::collection::vec(delay_op(), 1..80)) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let q = plain::<u8>();
+            let mut model = DelayModel::default();
+            for op in ops {
+                match op {
+                    DelayOp::Add(k) => { q.add(k); model.queue.add(k); }
+                    DelayOp::AddAfter(k, ms) => {
+                        q.add_after(k, Duration::from_millis(ms));
+                        model.add_after(k, ms);
+                    }
+                    DelayOp::Advance(ms) => {
+                        tokio::time::advance(Duration::from_millis(ms)).await;
+                        model.advance(ms);
+                    }
+                    DelayOp::Get => prop_assert_eq!(q.try_get(), model.queue.get()),
+                    DelayOp::Done(k) => { q.done(&k); model.queue.done(k); }
+                    DelayOp::ShutDown => {
+                        q.shut_down();
+                        model.queue.shut_down = true;
+                        model.waiting.clear();
+                    }
+                }
+                prop_assert_eq!(q.len(), model.queue.queue.len());
+                prop_assert_eq!(q.num_processing(), model.queue.processing.len());
+            }
+            Ok(())
+        })?;
+    }
 
     #[test]
     fn priority_queue_follows_the_model(ops in proptest::collection::vec(prio_op(), 1..80)) {

@@ -216,12 +216,7 @@ impl<T: QueueItem> PriorityQueue<T> {
     /// `None` if nothing is ready.
     pub fn try_get_with_priority(&self) -> Option<(T, i32)> {
         let mut s = self.state.lock();
-        let got = self.pop_locked(&mut s);
-        got.map(|(item, priority, more)| {
-            drop(s);
-            self.notify_pushed(more);
-            (item, priority)
-        })
+        self.pop_locked(&mut s)
     }
 
     /// Like [`PriorityQueue::try_get_with_priority`], without the priority.
@@ -234,10 +229,8 @@ impl<T: QueueItem> PriorityQueue<T> {
     pub fn get_with_priority(&self) -> BoxFuture<'_, Option<(T, i32)>> {
         boxed(wait_loop(&self.items_ready, move |notified| {
             let mut s = self.state.lock();
-            if let Some((item, priority, more)) = self.pop_locked(&mut s) {
-                drop(s);
-                self.notify_pushed(more);
-                return Attempt::Done(Some((item, priority)));
+            if let Some(got) = self.pop_locked(&mut s) {
+                return Attempt::Done(Some(got));
             }
             if s.shutting_down {
                 return Attempt::Done(None);
@@ -375,10 +368,14 @@ impl<T: QueueItem> PriorityQueue<T> {
         wake
     }
 
-    /// Moves due delayed items into the ready set; returns how many getters can be served.
-    fn promote_due_locked(&self, s: &mut State<T>) -> usize {
+    /// Moves due delayed items into the ready set, waking a getter for each one.
+    ///
+    /// Every operation calls it first, so the queue behaves as if each item became ready at its
+    /// time (its place in the order included). It notifies under the lock: `Notify` never calls
+    /// back.
+    fn promote_due_locked(&self, s: &mut State<T>) {
         if s.delayed.is_empty() || s.shutting_down {
-            return 0;
+            return;
         }
         let now = Instant::now();
         let mut pushed = 0;
@@ -402,13 +399,12 @@ impl<T: QueueItem> PriorityQueue<T> {
                 pushed += 1;
             }
         }
-        pushed
+        self.notify_pushed(pushed);
     }
 
-    /// Takes the first ready item. Returns it, its priority, and how many further items were
-    /// made ready meanwhile (to wake other getters for).
-    fn pop_locked(&self, s: &mut State<T>) -> Option<(T, i32, usize)> {
-        let promoted = self.promote_due_locked(s);
+    /// Takes the first ready item and its priority.
+    fn pop_locked(&self, s: &mut State<T>) -> Option<(T, i32)> {
+        self.promote_due_locked(s);
         let now = self.now_for_metrics();
         let (item, priority, added_at) = loop {
             let r = s.ready.heap.pop()?;
@@ -432,7 +428,7 @@ impl<T: QueueItem> PriorityQueue<T> {
             m.observe_queued(added_at, now);
             depth_add(&mut s.depth, self.metrics.as_ref(), priority, -1);
         }
-        Some((item, priority, promoted.saturating_sub(1)))
+        Some((item, priority))
     }
 
     fn notify(&self, wake: Wake) {
@@ -503,10 +499,8 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
                 return;
             }
             // items that became due go first, so the order follows the time they were ready
-            let promoted = self.promote_due_locked(&mut s);
-            let mut wake = self.add_locked(&mut s, opts, item);
-            wake.pushed += promoted;
-            wake
+            self.promote_due_locked(&mut s);
+            self.add_locked(&mut s, opts, item)
         };
         self.notify(wake);
     }
@@ -522,9 +516,7 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
     fn get(&self) -> BoxFuture<'_, Option<T>> {
         boxed(wait_loop(&self.items_ready, move |notified| {
             let mut s = self.state.lock();
-            if let Some((item, _, more)) = self.pop_locked(&mut s) {
-                drop(s);
-                self.notify_pushed(more);
+            if let Some((item, _)) = self.pop_locked(&mut s) {
                 return Attempt::Done(Some(item));
             }
             if s.shutting_down {
@@ -539,6 +531,7 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
         let (pushed, drained) = {
             let mut guard = self.state.lock();
             let s = &mut *guard;
+            self.promote_due_locked(s);
             // removed first so the common case (nothing else to do) hashes once
             let Some((key, slot)) = s.items.remove_entry(item) else {
                 return;
@@ -576,17 +569,16 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
 
     fn len(&self) -> usize {
         let mut s = self.state.lock();
-        let promoted = self.promote_due_locked(&mut s);
-        let len = s.ready.len;
-        drop(s);
-        self.notify_pushed(promoted);
-        len
+        self.promote_due_locked(&mut s);
+        s.ready.len
     }
 
     fn shut_down(&self) {
         {
             let mut s = self.state.lock();
             if !s.shutting_down {
+                // what is due became ready before the shutdown
+                self.promote_due_locked(&mut s);
                 s.shutting_down = true;
                 s.delayed.clear();
                 let State { items, slots, .. } = &mut *s;

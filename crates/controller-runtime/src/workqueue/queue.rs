@@ -217,10 +217,13 @@ impl<T: QueueItem> Workqueue<T> {
         pushed
     }
 
-    /// Moves due delayed items into the queue; returns how many were pushed to `ready`.
-    fn promote_due_locked(&self, s: &mut State<T>) -> usize {
+    /// Moves due delayed items into the queue, waking a getter for each one pushed to `ready`.
+    ///
+    /// Every operation calls it first, so the queue behaves as if each delayed add happened at
+    /// its time (FIFO order included). It notifies under the lock: `Notify` never calls back.
+    fn promote_due_locked(&self, s: &mut State<T>) {
         if s.delayed.is_empty() || s.shutting_down {
-            return 0;
+            return;
         }
         let now = Instant::now();
         let mut pushed = 0;
@@ -234,16 +237,12 @@ impl<T: QueueItem> Workqueue<T> {
                 pushed += 1;
             }
         }
-        pushed
+        self.notify_pushed(pushed);
     }
 
     /// The get rule, without waiting.
     fn pop_locked(&self, s: &mut State<T>) -> Option<T> {
-        let promoted = self.promote_due_locked(s);
-        // items promoted beyond the one we take are announced to other getters
-        for _ in 1..promoted {
-            self.items_ready.notify_one();
-        }
+        self.promote_due_locked(s);
         let (item, slot) = s.ready.pop_front()?;
         let now = self.now_for_metrics();
         let st = &mut s.slots[slot];
@@ -273,10 +272,12 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
                 return;
             }
             // items that became due go first, so the order follows the time they were ready
-            let promoted = self.promote_due_locked(&mut s);
-            promoted + usize::from(self.add_locked(&mut s, item))
+            self.promote_due_locked(&mut s);
+            self.add_locked(&mut s, item)
         };
-        self.notify_pushed(pushed);
+        if pushed {
+            self.items_ready.notify_one();
+        }
     }
 
     fn add_after(&self, item: T, delay: Duration) {
@@ -288,6 +289,7 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
             if let Some(m) = &self.metrics {
                 m.retries.inc();
             }
+            self.promote_due_locked(&mut s);
             if delay.is_zero() {
                 let pushed = self.add_locked(&mut s, item);
                 drop(s);
@@ -347,6 +349,7 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
         let (pushed, drained) = {
             let mut guard = self.state.lock();
             let s = &mut *guard;
+            self.promote_due_locked(s);
             // removed first so the common case (nothing else to do) hashes once
             let Some((key, slot)) = s.items.remove_entry(item) else {
                 return;
@@ -384,17 +387,16 @@ impl<T: QueueItem> Queue<T> for Workqueue<T> {
 
     fn len(&self) -> usize {
         let mut s = self.state.lock();
-        let promoted = self.promote_due_locked(&mut s);
-        let len = s.ready.len();
-        drop(s);
-        self.notify_pushed(promoted);
-        len
+        self.promote_due_locked(&mut s);
+        s.ready.len()
     }
 
     fn shut_down(&self) {
         {
             let mut s = self.state.lock();
             if !s.shutting_down {
+                // what is due was added before the shutdown
+                self.promote_due_locked(&mut s);
                 s.shutting_down = true;
                 // delayed adds never happen now
                 s.delayed.clear();
