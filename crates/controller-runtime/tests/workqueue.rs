@@ -760,6 +760,150 @@ fn prio_op() -> impl Strategy<Value = PrioOp> {
     ]
 }
 
+/// The priority queue with delays: each queued item has a priority, an order number, and a
+/// ready time (`None`: ready). `heap` numbers the delayed entries in push order (ties of equal
+/// times become ready in that order).
+#[derive(Default, Debug)]
+struct DelayedPriorityModel {
+    queued: HashMap<u8, (i32, u64, Option<(u64, u64)>)>,
+    processing: HashSet<u8>,
+    seq: u64,
+    heap: u64,
+    now: u64,
+    shut_down: bool,
+}
+
+impl DelayedPriorityModel {
+    fn next(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+    fn delayed(&mut self, ms: u64) -> Option<(u64, u64)> {
+        (ms > 0).then(|| {
+            self.heap += 1;
+            (self.now + ms, self.heap)
+        })
+    }
+    fn add(&mut self, k: u8, p: i32, ms: u64) {
+        if self.shut_down {
+            return;
+        }
+        let Some(&(old_p, old_seq, old_at)) = self.queued.get(&k) else {
+            let at = self.delayed(ms);
+            let seq = self.next();
+            self.queued.insert(k, (p, seq, at));
+            return;
+        };
+        let p = p.max(old_p);
+        let entry = match (old_at, ms) {
+            (None, _) => (p, old_seq, None),
+            (Some(_), 0) => (p, self.next(), None),
+            (Some((at, _)), ms) if self.now + ms < at => (p, old_seq, self.delayed(ms)),
+            (Some(old), _) => (p, old_seq, Some(old)),
+        };
+        self.queued.insert(k, entry);
+    }
+    fn advance(&mut self, ms: u64) {
+        self.now += ms;
+        let mut due: Vec<((u64, u64), u8)> = self
+            .queued
+            .iter()
+            .filter_map(|(k, (_, _, at))| at.filter(|(t, _)| *t <= self.now).map(|at| (at, *k)))
+            .collect();
+        due.sort();
+        for (_, k) in due {
+            let seq = self.next();
+            let e = self.queued.get_mut(&k).unwrap();
+            e.1 = seq;
+            e.2 = None;
+        }
+    }
+    fn get(&mut self) -> Option<(u8, i32)> {
+        let (&k, &(p, _, _)) = self
+            .queued
+            .iter()
+            .filter(|(k, (_, _, at))| at.is_none() && !self.processing.contains(*k))
+            .max_by_key(|(_, (p, seq, _))| (*p, std::cmp::Reverse(*seq)))?;
+        self.queued.remove(&k);
+        self.processing.insert(k);
+        Some((k, p))
+    }
+    fn len(&self) -> usize {
+        self.queued
+            .iter()
+            .filter(|(k, (_, _, at))| at.is_none() && !self.processing.contains(*k))
+            .count()
+    }
+    fn shut_down(&mut self) {
+        self.shut_down = true;
+        self.queued.retain(|_, (_, _, at)| at.is_none());
+    }
+}
+
+#[derive(Clone, Debug)]
+enum DelayedPrioOp {
+    Add(u8, i32, u64),
+    Advance(u64),
+    Get,
+    Done(u8),
+    ShutDown,
+}
+
+fn delayed_prio_op() -> impl Strategy<Value = DelayedPrioOp> {
+    let prio = prop_oneof![Just(LOW_PRIORITY), Just(0), Just(10)];
+    let ms = prop_oneof![Just(0u64), 1u64..20];
+    prop_oneof![
+        8 => (0u8..6, prio, ms).prop_map(|(k, p, ms)| DelayedPrioOp::Add(k, p, ms)),
+        3 => (0u64..15).prop_map(DelayedPrioOp::Advance),
+        4 => Just(DelayedPrioOp::Get),
+        3 => (0u8..6).prop_map(DelayedPrioOp::Done),
+        1 => Just(DelayedPrioOp::ShutDown),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn priority_queue_with_delays_follows_the_model(
+        ops in proptest::collection::vec(delayed_prio_op(), 1..80),
+    ) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let q = PriorityQueue::<u8>::new(QueueConfig::default());
+            let mut model = DelayedPriorityModel::default();
+            for op in ops {
+                match op {
+                    DelayedPrioOp::Add(k, p, ms) => {
+                        q.add_with_opts(prio_after(p, Duration::from_millis(ms)), k);
+                        model.add(k, p, ms);
+                    }
+                    DelayedPrioOp::Advance(ms) => {
+                        tokio::time::advance(Duration::from_millis(ms)).await;
+                        model.advance(ms);
+                    }
+                    DelayedPrioOp::Get => prop_assert_eq!(q.try_get_with_priority(), model.get()),
+                    DelayedPrioOp::Done(k) => {
+                        q.done(&k);
+                        model.processing.remove(&k);
+                    }
+                    DelayedPrioOp::ShutDown => {
+                        q.shut_down();
+                        model.shut_down();
+                    }
+                }
+                prop_assert_eq!(q.len(), model.len());
+                prop_assert_eq!(q.num_processing(), model.processing.len());
+            }
+            Ok(())
+        })?;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
