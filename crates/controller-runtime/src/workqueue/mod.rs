@@ -11,7 +11,10 @@
 //!   dirty, and `done` puts it back in the queue. So one item is never processed by two workers at
 //!   once, and an add during processing is delivered exactly once more, after `done`.
 //! - After `shut_down`, `get` still hands out what is left and returns `None` only once the
-//!   queue is empty. Delayed adds that are still waiting are dropped at shutdown.
+//!   queue is empty. Delayed adds that are still waiting are dropped at shutdown. As in
+//!   client-go, an item added during processing before the shutdown is still queued again at its
+//!   `done`; a worker that already saw `None` does not come back for it, so controllers stop
+//!   with [`Queue::shut_down_with_drain`] and let their workers run until `get` says `None`.
 //!
 //! ## The queues
 //! - [`Workqueue`]: client-go's queue with its delaying and rate-limiting layers in one type:
@@ -30,6 +33,10 @@
 //! timer task: `add`, `get` and `len` move the items that are due, and a `get` with nothing ready
 //! sleeps until the earliest ready time or a notification. Time is tokio's clock, so tests can
 //! pause it. A `get` that finds an item ready returns it without sleeping.
+//!
+//! Per-item states live in a slab; the item map (std SipHash with random keys, fed each key in
+//! one piece) points into it, and the ready queue carries slab indexes, so an add/get/done cycle
+//! hashes the item twice and clones it once. Figures are in `BENCHMARKS.md`.
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
