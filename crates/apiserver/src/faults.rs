@@ -33,7 +33,9 @@ impl std::fmt::Debug for Faults {
 }
 
 impl Faults {
-    pub(crate) fn new(storage: Storage) -> Self {
+    /// A handle injecting faults into `storage` and into the requests of the HTTP layer given
+    /// it (see [`crate::http::AppState`]).
+    pub fn new(storage: Storage) -> Self {
         Faults {
             storage,
             failing: Arc::default(),
