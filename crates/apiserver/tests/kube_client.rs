@@ -523,3 +523,23 @@ async fn discovery_tables_and_metadata() {
     assert_eq!(metas.items.len(), 1);
     assert_eq!(metas.items[0].metadata.name.as_deref(), Some("m1"));
 }
+
+#[tokio::test]
+async fn dropping_the_server_frees_the_port() {
+    let server = server().await;
+    let port = server.port();
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", port)).is_err(),
+        "in use while running"
+    );
+    drop(server);
+    let mut freed = false;
+    for _ in 0..100 {
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            freed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(freed, "the port is free after drop");
+}
