@@ -763,9 +763,12 @@ fn prio_op() -> impl Strategy<Value = PrioOp> {
 /// The priority queue with delays: each queued item has a priority, an order number, and a
 /// ready time (`None`: ready). `heap` numbers the delayed entries in push order (ties of equal
 /// times become ready in that order).
+/// A queued item of the model: priority, order number, and (ready time, heap number) if delayed.
+type ModelEntry = (i32, u64, Option<(u64, u64)>);
+
 #[derive(Default, Debug)]
 struct DelayedPriorityModel {
-    queued: HashMap<u8, (i32, u64, Option<(u64, u64)>)>,
+    queued: HashMap<u8, ModelEntry>,
     processing: HashSet<u8>,
     seq: u64,
     heap: u64,

@@ -17,7 +17,8 @@
 //!   object while it still exists (finalizers or foreground deletion hold it: it then carries
 //!   `metadata.deletionTimestamp`), else the deleted object for custom resources, pods,
 //!   services, namespaces and PVCs, or a `Status` `Success` for the other built-in kinds, as
-//!   the real server does; [`delete_status_code`] gives the matching 202 or 200.
+//!   the real server does. The HTTP layer answers 200 in every case, as the real server does
+//!   (its 202 is only for the deprecated `orphanDependents=false`).
 //!   `delete_collection` answers the `<Kind>List` of what it deleted or marked.
 //! - `get`/`update`/`patch` with subresource `scale` speak `autoscaling/v1 Scale`.
 //! - A `ResourceInfo` that is no longer served (its CRD was deleted) gets 404 from every call.
@@ -228,24 +229,6 @@ impl Default for Storage {
     fn default() -> Self {
         Storage::new(StorageConfig::default())
     }
-}
-
-/// The HTTP status of a `delete` answer, as the real server sends it: 202 Accepted while the
-/// object still exists (it carries `metadata.deletionTimestamp`: finalizers or foreground
-/// deletion hold it), else 200.
-///
-/// ```
-/// use serde_json::json;
-/// assert_eq!(crt_apiserver::storage::delete_status_code(&json!({"kind": "Status", "status": "Success"})), 200);
-/// let held = json!({"kind": "ConfigMap", "metadata": {"deletionTimestamp": "2024-01-01T00:00:00Z"}});
-/// assert_eq!(crt_apiserver::storage::delete_status_code(&held), 202);
-/// ```
-pub fn delete_status_code(answer: &Value) -> u16 {
-    let pending = answer
-        .get("metadata")
-        .and_then(|m| m.get("deletionTimestamp"))
-        .is_some_and(|t| !t.is_null());
-    if pending { 202 } else { 200 }
 }
 
 /// The 404 for a resource that is not served (any more).

@@ -151,10 +151,10 @@ fn validate_match(opts: &ListOptions) -> Result<(), ApiError> {
     }
 }
 
-fn list_source(
-    st: &State,
-    opts: &ListOptions,
-) -> Result<(Data, u64, Option<(ObjKey, Progress)>), ApiError> {
+/// The data a list reads, its resourceVersion, and where a continued list resumes.
+type ListSource = (Data, u64, Option<(ObjKey, Progress)>);
+
+fn list_source(st: &State, opts: &ListOptions) -> Result<ListSource, ApiError> {
     validate_match(opts)?;
     if let Some(token) = opts.continue_token.as_deref().filter(|t| !t.is_empty()) {
         if opts

@@ -18,11 +18,12 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 
 type Events = mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, kube_client::Error>>;
+type ListResponses = VecDeque<Result<ObjectList<ConfigMap>, kube_client::Error>>;
 
 /// Serves scripted list responses; each watch call gets a fresh channel the test feeds.
 #[derive(Clone, Default)]
 struct Fake {
-    lists: Arc<Mutex<VecDeque<Result<ObjectList<ConfigMap>, kube_client::Error>>>>,
+    lists: Arc<Mutex<ListResponses>>,
     watches: Arc<Mutex<Vec<(String, Events)>>>,
     /// Whether each watch asked for a streaming list.
     streaming: Arc<Mutex<Vec<bool>>>,

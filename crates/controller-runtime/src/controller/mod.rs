@@ -431,12 +431,12 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     }
 }
 
+/// A controller's queue, and the same queue as a priority queue when it is one.
+type Queues<T> = (Arc<dyn Queue<T>>, Option<Arc<PriorityQueue<T>>>);
+
 /// The controller's queue: the priority queue or the plain rate-limiting queue (or the one
 /// `new_queue` builds), and the priority queue again when it is one.
-fn new_queue<T: QueueItem>(
-    name: &str,
-    options: &ControllerOptions<T>,
-) -> (Arc<dyn Queue<T>>, Option<Arc<PriorityQueue<T>>>) {
+fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Queues<T> {
     if let Some(build) = &options.new_queue {
         return (build(name, options.rate_limiter.clone()), None);
     }
