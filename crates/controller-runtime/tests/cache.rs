@@ -550,3 +550,67 @@ async fn client_writes_and_errors() {
     );
     ctx.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_scoped_cache_holds_only_the_selection_and_follows_relabels() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(
+        &PostParams::default(),
+        &cm("default", "in", &[("team", "a")]),
+    )
+    .await
+    .unwrap();
+    api.create(
+        &PostParams::default(),
+        &cm("default", "out", &[("team", "b")]),
+    )
+    .await
+    .unwrap();
+    let options = CacheOptions {
+        default_label_selector: Some("team=a".into()),
+        ..Default::default()
+    };
+    let cache = Cache::new(client.clone(), options);
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let objects = Client::new(cache.clone()).objects::<ConfigMap>();
+    let names = || async {
+        let mut names: Vec<String> = objects
+            .list(&ListOptions::default())
+            .await
+            .unwrap()
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names().await, ["in"]);
+    // Relabelled into the selection: it arrives; out of it: it leaves.
+    api.patch(
+        "out",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "in",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "c"}}})),
+    )
+    .await
+    .unwrap();
+    let informer = cache.get_informer::<ConfigMap>().await.unwrap();
+    eventually("the cache follows the relabels", || {
+        let store = informer.store();
+        store.len() == 1
+            && store
+                .get(&ObjectKey::namespaced("default", "out"))
+                .is_some()
+    })
+    .await;
+    assert_eq!(names().await, ["out"]);
+    ctx.cancel();
+}
