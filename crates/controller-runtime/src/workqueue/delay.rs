@@ -119,6 +119,16 @@ pub(crate) enum Attempt<R> {
     Wait(Option<Instant>),
 }
 
+/// The attempt of `shut_down_with_drain`, for either queue: done when nothing is processing,
+/// else wait for the next `done`. Call it with the queue's lock held.
+pub(crate) fn until_drained(processing: usize, notified: Pin<&mut Notified<'_>>) -> Attempt<()> {
+    if processing == 0 {
+        return Attempt::Done(());
+    }
+    notified.enable();
+    Attempt::Wait(None)
+}
+
 /// Runs `attempt` until it is [`Attempt::Done`], sleeping on `notify` in between.
 ///
 /// `attempt` gets a fresh `Notified` and must [`Notified::enable`] it *while it still holds the

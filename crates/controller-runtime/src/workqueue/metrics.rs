@@ -198,6 +198,18 @@ impl QueueMetrics {
 }
 
 /// What a queue tells the scrape-time collector.
+/// The sum and the maximum, in seconds, of how long items that started processing at
+/// `started` have been processing at `now` (both queues' [`ProcessingStats`]).
+pub(crate) fn processing_seconds(
+    started: impl Iterator<Item = Instant>,
+    now: Instant,
+) -> (f64, f64) {
+    started.fold((0.0f64, 0.0f64), |(sum, max), t| {
+        let secs = now.saturating_duration_since(t).as_secs_f64();
+        (sum + secs, max.max(secs))
+    })
+}
+
 pub(crate) trait ProcessingStats: Send + Sync {
     /// The sum and the maximum, in seconds, of how long the items being processed have been
     /// processing at `now`.

@@ -24,9 +24,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::delay::{Attempt, DelayHeap, boxed, ready_time, wait_loop};
+use super::delay::{Attempt, DelayHeap, boxed, ready_time, until_drained, wait_loop};
 use super::hash::Map;
-use super::metrics::{ProcessingStats, QueueMetrics};
+use super::metrics::{ProcessingStats, QueueMetrics, processing_seconds};
 use super::queue::QueueConfig;
 use super::rate_limiter::RateLimiter;
 use super::slots::Slots;
@@ -601,12 +601,10 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
     fn shut_down_with_drain(&self) -> BoxFuture<'_, ()> {
         self.shut_down();
         boxed(wait_loop(&self.drained, move |notified| {
+            // The lock is held until the attempt returns, so `until_drained` enables the
+            // notification under it.
             let s = self.state.lock();
-            if s.processing == 0 {
-                return Attempt::Done(());
-            }
-            notified.enable();
-            Attempt::Wait(None)
+            until_drained(s.processing, notified)
         }))
     }
 
@@ -618,15 +616,6 @@ impl<T: QueueItem> Queue<T> for PriorityQueue<T> {
 impl<T: QueueItem> ProcessingStats for PriorityQueue<T> {
     fn processing_seconds(&self, now: std::time::Instant) -> (f64, f64) {
         let s = self.state.lock();
-        let mut sum = 0.0f64;
-        let mut max = 0.0f64;
-        for st in s.slots.iter() {
-            if let Some(t) = st.started_at {
-                let secs = now.saturating_duration_since(t).as_secs_f64();
-                sum += secs;
-                max = max.max(secs);
-            }
-        }
-        (sum, max)
+        processing_seconds(s.slots.iter().filter_map(|st| st.started_at), now)
     }
 }
