@@ -63,6 +63,84 @@ async fn create_all(apis: &[Api<ConfigMap>], prefix: &str, n: usize) -> Duration
     start.elapsed()
 }
 
+/// Set in the child process that only serves (see [`server_cpu_per_create`]).
+const SERVER_PROCESS: &str = "CRT_BENCH_SERVER_PROCESS";
+
+/// The server in a process of its own: prints its kubeconfig then `READY`, serves until its
+/// stdin closes.
+async fn serve_in_child() {
+    let server = Server::start(Config::default()).await.unwrap();
+    print!("{}", server.kubeconfig());
+    println!("READY");
+    let _ = tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        let _ = std::io::stdin().read_line(&mut line);
+    })
+    .await;
+    server.stop().await;
+}
+
+/// CPU seconds (user + system, all threads) a process has used, from `/proc/PID/stat`.
+fn process_cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    let hz = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .unwrap_or(100.0);
+    ticks / hz
+}
+
+/// The server's own cost of a create: the server runs in a child process, 8 kube-clients in
+/// this one create 10,000 ConfigMaps, and the child's CPU time over that phase is divided by
+/// the creates. Client and server still share the two cores, so the wall-clock rate is the
+/// end-to-end one; `1 / cpu per create` is what one core of server sustains.
+async fn server_cpu_per_create() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(SERVER_PROCESS, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut kubeconfig = String::new();
+    for line in std::io::BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line == "READY" {
+            break;
+        }
+        kubeconfig.push_str(&line);
+        kubeconfig.push('\n');
+    }
+    let kc = Kubeconfig::from_yaml(&kubeconfig).unwrap();
+    let mut apis = Vec::new();
+    for _ in 0..CLIENTS {
+        let config =
+            kube_client::Config::from_custom_kubeconfig(kc.clone(), &KubeConfigOptions::default())
+                .await
+                .unwrap();
+        let api = Api::<ConfigMap>::namespaced(Client::try_from(config).unwrap(), "default");
+        api.list(&ListParams::default().limit(1)).await.unwrap();
+        apis.push(api);
+    }
+    let before = process_cpu_seconds(child.id());
+    let took = create_all(&apis, "p", OBJECTS).await;
+    let cpu = process_cpu_seconds(child.id()) - before;
+    println!(
+        "server in its own process, creates from {CLIENTS} kube-clients: {} end to end; server CPU {:.1} us per create = {:.0} creates/s per server core",
+        rate(OBJECTS, took),
+        cpu * 1e6 / OBJECTS as f64,
+        OBJECTS as f64 / cpu
+    );
+    drop(child.stdin.take());
+    let _ = child.wait();
+}
+
 fn rate(n: usize, d: Duration) -> String {
     format!(
         "{:.0}/s ({n} in {:.2} s)",
@@ -171,8 +249,12 @@ async fn http_handler() {
 
 #[tokio::main]
 async fn main() {
+    if std::env::var_os(SERVER_PROCESS).is_some() {
+        return serve_in_child().await;
+    }
     in_process().await;
     http_handler().await;
+    server_cpu_per_create().await;
 
     // Start time.
     let mut starts = Vec::new();
