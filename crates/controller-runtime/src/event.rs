@@ -4,7 +4,7 @@
 //! handler and controller reads that same allocation. Nothing is deep-copied per handler.
 //!
 //! `K` is any Kubernetes object: a k8s-openapi type, a `#[derive(CustomResource)]` type, a
-//! [`kube_core::DynamicObject`] or a [`kube_core::PartialObjectMetadata`].
+//! [`kube_core::DynamicObject`] or a [`kube_core::PartialObjectMeta`].
 
 use std::sync::Arc;
 

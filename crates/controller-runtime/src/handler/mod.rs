@@ -14,7 +14,7 @@
 //! list (`is_in_initial_list`) and updates whose old and new resourceVersion are equal (resync
 //! replays) go in at [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY); everything else at the
 //! default priority. Handlers always call
-//! [`Queue::add_with_opts`](crate::workqueue::Queue::add_with_opts) for those, which a queue
+//! [`Queue::add_with_opts`] for those, which a queue
 //! without priorities treats as a plain add. Wrap a handler of your own in
 //! [`with_low_priority_when_unchanged`] to get the same behaviour.
 //!
