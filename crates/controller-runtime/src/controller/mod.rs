@@ -253,6 +253,9 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
 
     /// Adds a ready-made [`Watch`] (a bound source, or a [`Func`](crate::source::Func)); see
     /// [`watch`](Self::watch).
+    ///
+    /// It takes the controller's lock, which [`start`](Self::start) holds while it starts and
+    /// syncs the sources: do not call it from a source's `start` or `wait_for_sync`.
     pub async fn add_watch(&self, watch: impl Watch<T> + 'static) -> Result<(), Error> {
         let mut state = self.inner.state.lock().await;
         match (&state.ctx, &state.sources) {

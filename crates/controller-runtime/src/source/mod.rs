@@ -92,6 +92,10 @@ pub enum Error {
 /// `start` must not block: it spawns what it needs (tied to `ctx`) and returns. A source may
 /// be started several times, with different dispatchers (several watches, several
 /// controllers); each start is a separate destination.
+///
+/// A controller starts and syncs its sources while holding its own lock, so neither `start`
+/// nor `wait_for_sync` may call back into the same controller (`watch`, `add_watch`, `start`):
+/// that call would wait for the lock forever. Add watches from outside the source.
 pub trait Source<K, T: QueueItem = Request>: Send + Sync {
     /// Starts delivering events to `dispatcher` until `ctx` is cancelled.
     fn start(
