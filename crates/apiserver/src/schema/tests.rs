@@ -177,6 +177,25 @@ fn formats_and_int_or_string() {
 }
 
 #[test]
+fn property_counts() {
+    let props = json!({
+        "m": {"type": "object", "minProperties": 1, "maxProperties": 2,
+              "additionalProperties": {"type": "string"}}
+    });
+    assert_valid(props.clone(), json!({"m": {"a": "1"}}));
+    assert_one(
+        props.clone(),
+        json!({"m": {}}),
+        "spec.m: Invalid value: 0: spec.m in body should have at least 1 properties",
+    );
+    assert_one(
+        props,
+        json!({"m": {"a": "1", "b": "2", "c": "3"}}),
+        "spec.m: Too many: 3: must have at most 2 items",
+    );
+}
+
+#[test]
 fn arrays_and_list_types() {
     let props = json!({
         "a": {"type": "array", "minItems": 1, "maxItems": 2, "items": {"type": "string"}},

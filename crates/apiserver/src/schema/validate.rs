@@ -280,26 +280,8 @@ fn validate_object(
             }
         }
     }
-    let count = m.len() as u64;
-    if let Some(min) = node.min_properties
-        && count < min
-    {
-        invalid(
-            errors,
-            path,
-            &Value::from(count),
-            format!("{path} in body should have at least {min} properties"),
-        );
-    }
-    if let Some(max) = node.max_properties
-        && count > max
-    {
-        errors.push(FieldError::new(
-            path,
-            "FieldValueTooMany",
-            format!("Too many: {count}: must have at most {max} items"),
-        ));
-    }
+    let count = (node.min_properties, node.max_properties);
+    check_count(errors, path, m.len(), count, "properties");
     for (k, child_v) in m {
         if root && k == "metadata" {
             continue;
@@ -312,19 +294,27 @@ fn validate_object(
     }
 }
 
-fn validate_array(node: &Node, a: &[Value], path: &str, errors: &mut Vec<FieldError>) {
-    let count = a.len() as u64;
-    if let Some(min) = node.min_items
+/// minProperties/maxProperties and minItems/maxItems: `bounds` is (min, max); `noun` names what
+/// is counted in the too-few message (the real server says "items" in the too-many one for both).
+fn check_count(
+    errors: &mut Vec<FieldError>,
+    path: &str,
+    count: usize,
+    bounds: (Option<u64>, Option<u64>),
+    noun: &str,
+) {
+    let count = count as u64;
+    if let Some(min) = bounds.0
         && count < min
     {
         invalid(
             errors,
             path,
             &Value::from(count),
-            format!("{path} in body should have at least {min} items"),
+            format!("{path} in body should have at least {min} {noun}"),
         );
     }
-    if let Some(max) = node.max_items
+    if let Some(max) = bounds.1
         && count > max
     {
         errors.push(FieldError::new(
@@ -333,6 +323,16 @@ fn validate_array(node: &Node, a: &[Value], path: &str, errors: &mut Vec<FieldEr
             format!("Too many: {count}: must have at most {max} items"),
         ));
     }
+}
+
+fn validate_array(node: &Node, a: &[Value], path: &str, errors: &mut Vec<FieldError>) {
+    check_count(
+        errors,
+        path,
+        a.len(),
+        (node.min_items, node.max_items),
+        "items",
+    );
     match node.list_type {
         Some(ListType::Map) => {
             let keys: Vec<Value> = a
