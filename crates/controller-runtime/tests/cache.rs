@@ -50,6 +50,14 @@ fn cm(ns: &str, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     }
 }
 
+/// Creates a ConfigMap through the API server (not the cache).
+async fn create_cm(client: &kube_client::Client, ns: &str, name: &str, labels: &[(&str, &str)]) {
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &cm(ns, name, labels))
+        .await
+        .unwrap();
+}
+
 /// Waits (at most 20 s, polling) until `cond` holds; panics with `what` otherwise.
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -99,9 +107,7 @@ fn has(log: &Log, line: &str) -> bool {
 async fn kind_source_sees_every_change_through_watch_closes_and_compaction() {
     let (server, client) = server().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &cm("default", "before", &[]))
-        .await
-        .unwrap();
+    create_cm(&client, "default", "before", &[]).await;
 
     let cache = Cache::new(client.clone(), CacheOptions::default());
     let log: Log = Default::default();
@@ -122,9 +128,7 @@ async fn kind_source_sees_every_change_through_watch_closes_and_compaction() {
     });
     eventually("the initial list is seen", || has(&log, "create before")).await;
 
-    api.create(&PostParams::default(), &cm("default", "a", &[]))
-        .await
-        .unwrap();
+    create_cm(&client, "default", "a", &[]).await;
     api.patch(
         "a",
         &PatchParams::default(),
@@ -142,9 +146,7 @@ async fn kind_source_sees_every_change_through_watch_closes_and_compaction() {
 
     // Every watch closed by the server: the informer resumes from its last resourceVersion.
     server.faults().close_watches();
-    api.create(&PostParams::default(), &cm("default", "after-close", &[]))
-        .await
-        .unwrap();
+    create_cm(&client, "default", "after-close", &[]).await;
     eventually("a change after the watch was closed is seen", || {
         has(&log, "create after-close")
     })
@@ -160,12 +162,7 @@ async fn kind_source_sees_every_change_through_watch_closes_and_compaction() {
         .unwrap();
     server.faults().compact();
     server.restart_listener().await.unwrap();
-    api.create(
-        &PostParams::default(),
-        &cm("default", "after-compaction", &[]),
-    )
-    .await
-    .unwrap();
+    create_cm(&client, "default", "after-compaction", &[]).await;
     eventually("the vanished object arrives as an unknown delete", || {
         has(&log, "delete a unknown") && has(&log, "create after-compaction")
     })
@@ -333,10 +330,7 @@ async fn two_controllers_on_one_type_share_one_informer() {
         let (c, ctx) = (c2.clone(), ctx.clone());
         async move { c.start(ctx).await }
     });
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    api.create(&PostParams::default(), &cm("default", "shared", &[]))
-        .await
-        .unwrap();
+    create_cm(&client, "default", "shared", &[]).await;
     eventually("both controllers see the object", || {
         has(&log1, "create shared") && has(&log2, "create shared")
     })
@@ -364,29 +358,9 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .unwrap();
         pods.create(&PostParams::default(), &pod).await.unwrap();
     }
-    let kube_system: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
-    let default: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    kube_system
-        .create(
-            &PostParams::default(),
-            &cm("kube-system", "sys", &[("team", "a")]),
-        )
-        .await
-        .unwrap();
-    default
-        .create(
-            &PostParams::default(),
-            &cm("default", "mine", &[("team", "a")]),
-        )
-        .await
-        .unwrap();
-    default
-        .create(
-            &PostParams::default(),
-            &cm("default", "theirs", &[("team", "b")]),
-        )
-        .await
-        .unwrap();
+    create_cm(&client, "kube-system", "sys", &[("team", "a")]).await;
+    create_cm(&client, "default", "mine", &[("team", "a")]).await;
+    create_cm(&client, "default", "theirs", &[("team", "b")]).await;
 
     // ConfigMaps cached from "default" only, with a transform; everything else unscoped.
     let transform: controller_runtime::cache::MetaTransform =
@@ -555,18 +529,8 @@ async fn client_writes_and_errors() {
 async fn label_scoped_cache_holds_only_the_selection_and_follows_relabels() {
     let (_server, client) = server().await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    api.create(
-        &PostParams::default(),
-        &cm("default", "in", &[("team", "a")]),
-    )
-    .await
-    .unwrap();
-    api.create(
-        &PostParams::default(),
-        &cm("default", "out", &[("team", "b")]),
-    )
-    .await
-    .unwrap();
+    create_cm(&client, "default", "in", &[("team", "a")]).await;
+    create_cm(&client, "default", "out", &[("team", "b")]).await;
     let options = CacheOptions {
         default_label_selector: Some("team=a".into()),
         ..Default::default()
