@@ -403,6 +403,37 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .collect();
     names.sort();
     assert_eq!(names, ["p1", "p3"]);
+    // An indexed field together with metadata.* requirements: every requirement holds.
+    let pod_names = |selector: &'static str| {
+        let client = client.clone();
+        async move {
+            let options = ListOptions::default().fields(selector).unwrap();
+            let mut names: Vec<String> = client
+                .objects::<Pod>()
+                .list(&options)
+                .await
+                .unwrap()
+                .iter()
+                .map(|p| p.metadata.name.clone().unwrap())
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(
+        pod_names("spec.nodeName=n1,metadata.namespace=default").await,
+        ["p1", "p3"]
+    );
+    assert_eq!(
+        pod_names("metadata.namespace=default,spec.nodeName=n1").await,
+        ["p1", "p3"]
+    );
+    assert!(
+        pod_names("spec.nodeName=n1,metadata.namespace=kube-system")
+            .await
+            .is_empty()
+    );
+    assert_eq!(pod_names("spec.nodeName=n1,metadata.name=p3").await, ["p3"]);
     let unindexed = client
         .objects::<Pod>()
         .list(

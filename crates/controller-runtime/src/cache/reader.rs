@@ -101,36 +101,33 @@ impl Cache {
     ) -> Result<Vec<Arc<K>>, Error> {
         let informer = self.synced_informer::<K>(dt).await?;
         let store = informer.store();
-        let namespace = options.namespace.as_deref();
+        // Resolve the field requirements first: the namespace (from the options or
+        // `metadata.namespace`), the name, and at most one indexed field; then read once.
+        let mut namespace = options.namespace.as_deref();
         let mut name_filter: Option<&str> = None;
-        let mut objects: Option<Vec<Arc<K>>> = None;
+        let mut indexed: Option<(&str, &str)> = None;
         if let Some(fields) = &options.field_selector {
+            let unsupported = |reason: &str| Error::FieldSelector {
+                selector: fields.to_string(),
+                reason: reason.into(),
+            };
             for req in fields.requirements() {
-                let unsupported = |reason: &str| Error::FieldSelector {
-                    selector: fields.to_string(),
-                    reason: reason.into(),
-                };
                 if req.operator != FieldOperator::Equals {
                     return Err(unsupported(
                         "the cache answers only exact (=) field requirements",
                     ));
                 }
+                let value = req.value.as_str();
                 match req.field.as_str() {
-                    "metadata.name" => name_filter = Some(req.value.as_str()),
-                    "metadata.namespace" if namespace.is_some_and(|ns| ns != req.value) => {
+                    "metadata.name" if name_filter.is_some_and(|n| n != value) => {
                         return Ok(Vec::new());
                     }
-                    "metadata.namespace" => objects = Some(store.list(Some(&req.value))),
-                    field if objects.is_none() => {
-                        let found = store
-                            .by_index(&field_index_name(field), namespace, &req.value)
-                            .ok_or_else(|| {
-                                unsupported(&format!(
-                                    "no index for field {field:?} (see Cache::index_field)"
-                                ))
-                            })?;
-                        objects = Some(found);
+                    "metadata.name" => name_filter = Some(value),
+                    "metadata.namespace" if namespace.is_some_and(|ns| ns != value) => {
+                        return Ok(Vec::new());
                     }
+                    "metadata.namespace" => namespace = Some(value),
+                    field if indexed.is_none() => indexed = Some((field, value)),
                     _ => {
                         return Err(unsupported(
                             "the cache answers one indexed field requirement per list",
@@ -138,12 +135,23 @@ impl Cache {
                     }
                 }
             }
+            if let Some((field, _)) = indexed
+                && !store.has_index(&field_index_name(field))
+            {
+                return Err(unsupported(&format!(
+                    "no index for field {field:?} (see Cache::index_field)"
+                )));
+            }
         }
-        let objects = objects.unwrap_or_else(|| store.list(namespace));
+        let objects = match indexed {
+            Some((field, value)) => store
+                .by_index(&field_index_name(field), namespace, value)
+                .unwrap_or_default(),
+            None => store.list(namespace),
+        };
         Ok(objects
             .into_iter()
             .filter(|o| name_filter.is_none_or(|n| o.meta().name.as_deref() == Some(n)))
-            .filter(|o| namespace.is_none_or(|ns| o.meta().namespace.as_deref() == Some(ns)))
             .filter(|o| match &options.label_selector {
                 None => true,
                 Some(sel) => {
