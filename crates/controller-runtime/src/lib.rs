@@ -21,6 +21,8 @@ pub mod client;
 pub mod controller;
 pub mod event;
 pub mod handler;
+pub mod leaderelection;
+pub mod manager;
 pub mod metrics;
 pub mod predicate;
 pub mod reconcile;

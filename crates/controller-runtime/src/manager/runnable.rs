@@ -1,0 +1,72 @@
+//! [`Runnable`]: what a [`Manager`](super::Manager) runs.
+
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+/// A boxed error, as runnables return.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Which group a runnable starts in; see the [manager docs](super).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RunnableGroup {
+    /// HTTP servers (metrics, probes): first to start, last to stop.
+    HttpServers,
+    /// Webhook servers.
+    Webhooks,
+    /// Caches; the manager waits for them to sync before the next group.
+    Caches,
+    /// Everything else that does not need leader election.
+    Others,
+    /// Runnables that need leader election: started on the leader only.
+    LeaderElection,
+}
+
+/// Something a manager runs until its token is cancelled.
+pub trait Runnable: Send + Sync + 'static {
+    /// A name for logs and errors.
+    fn name(&self) -> String;
+    /// Runs until `ctx` is cancelled; an `Err` stops the manager.
+    fn start(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>>;
+    /// The group it starts in (default: [`RunnableGroup::LeaderElection`], as controller-runtime
+    /// treats a runnable that does not say).
+    fn group(&self) -> RunnableGroup {
+        RunnableGroup::LeaderElection
+    }
+    /// Work started before leader election (controllers' warm-up); default none.
+    fn warm_up(&self, _ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// A runnable from a name, a group and a function.
+pub fn from_fn<F, Fut>(name: impl Into<String>, group: RunnableGroup, f: F) -> impl Runnable
+where
+    F: Fn(CancellationToken) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+{
+    struct FnRunnable<F> {
+        name: String,
+        group: RunnableGroup,
+        f: F,
+    }
+    impl<F, Fut> Runnable for FnRunnable<F>
+    where
+        F: Fn(CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        fn name(&self) -> String {
+            self.name.clone()
+        }
+        fn start(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+            Box::pin((self.f)(ctx))
+        }
+        fn group(&self) -> RunnableGroup {
+            self.group
+        }
+    }
+    FnRunnable {
+        name: name.into(),
+        group,
+        f,
+    }
+}
