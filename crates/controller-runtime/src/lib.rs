@@ -16,10 +16,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod builder;
 pub mod cache;
 pub mod client;
 pub mod controller;
 pub mod event;
+pub mod finalizer;
 pub mod handler;
 pub mod leaderelection;
 pub mod manager;

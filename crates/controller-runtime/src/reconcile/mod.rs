@@ -1,5 +1,6 @@
 //! Reconcile: the [`Request`] a controller hands its workers, the [`Reconciler`] trait and the
-//! result types ([`Action`], [`ReconcileError`], [`TerminalError`]).
+//! result types ([`Action`], [`ReconcileError`], [`TerminalError`]), and [`for_object`], a
+//! reconciler that reads the request's object from the cache and hands it over typed.
 //!
 //! A reconciler is called with the key of one object and drives the world towards the state that
 //! object asks for. Its result tells the controller what to do with the key next:
@@ -38,6 +39,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+
+mod typed;
+
+pub use typed::{ObjectReconciler, for_object, for_object_with};
 
 /// The key of one object to reconcile: its namespace (`None` for cluster-scoped objects) and
 /// name. It is the default item type of every workqueue.
