@@ -14,20 +14,35 @@
 //!
 //! SKELETON: the API below is fixed; the bodies are being written.
 
+mod groups;
+mod healthz;
+mod http;
+mod run;
 mod runnable;
+mod signal;
 
+use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use runnable::{BoxError, Runnable, RunnableGroup, from_fn};
+pub use signal::signal_handler;
 
 use crate::cache::{Cache, CacheOptions};
 use crate::client::Client;
+use crate::leaderelection::LeaderElector;
 use crate::metrics::Metrics;
+use groups::Groups;
+use healthz::Checks;
 
 /// Why a manager could not be built, or why it stopped.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +74,15 @@ pub enum Error {
     /// Leadership was lost: the manager stopped.
     #[error("leader election lost")]
     LeaderElectionLost,
+    /// The leader election configuration cannot work.
+    #[error("leader election: {0}")]
+    LeaderElection(#[source] crate::leaderelection::Error),
+    /// A runnable was added while the manager was stopping.
+    #[error("the manager is stopping: no runnable can be added")]
+    Stopping,
+    /// Some runnables did not return within `graceful_shutdown_timeout`; they were abandoned.
+    #[error("runnables did not stop within the graceful shutdown timeout of {0:?}")]
+    ShutdownTimeout(Duration),
     /// The HTTP server could not bind its address.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -114,21 +138,82 @@ struct Inner {
     metrics: Metrics,
     registry: Arc<Mutex<Registry>>,
     options: ManagerOptions,
+    groups: Groups,
+    /// Runnable failures (and leadership loss), read by `start`.
+    failures: mpsc::UnboundedSender<Error>,
+    failures_rx: Mutex<Option<mpsc::UnboundedReceiver<Error>>>,
+    controller_names: Mutex<HashSet<String>>,
+    healthz: Checks,
+    readyz: Checks,
+    caches_synced: Arc<AtomicBool>,
+    started: AtomicBool,
+    elector: Option<Arc<LeaderElector>>,
+    /// `leader_election_master_status{name}`, when leader election is on.
+    leader_gauge: Option<Gauge>,
+    /// `true` once the leader-election group has started.
+    elected: watch::Sender<bool>,
+    metrics_addr: Mutex<Option<SocketAddr>>,
+    health_probe_addr: Mutex<Option<SocketAddr>>,
 }
 
 impl Manager {
     /// A manager on `client` (any kube-client: from a kubeconfig, in-cluster, or an embedded
     /// API server's kubeconfig).
     pub fn new(client: kube_client::Client, options: ManagerOptions) -> Result<Self, Error> {
+        let elector = match &options.leader_election {
+            Some(config) => Some(Arc::new(
+                LeaderElector::new(client.clone(), config.clone())
+                    .map_err(Error::LeaderElection)?,
+            )),
+            None => None,
+        };
         let cache = Cache::new(client, options.cache.clone());
         let mut registry = Registry::default();
         let metrics = Metrics::register(&mut registry);
+        let leader_gauge = options.leader_election.as_ref().map(|config| {
+            let family = Family::<Vec<(String, String)>, Gauge>::default();
+            registry.register(
+                "leader_election_master_status",
+                "Whether this process leads the lease named by the label (1) or waits (0)",
+                family.clone(),
+            );
+            family
+                .get_or_create(&vec![("name".into(), config.lease_name.clone())])
+                .clone()
+        });
+        let (failures, failures_rx) = mpsc::unbounded_channel();
+        let caches_synced = Arc::new(AtomicBool::new(false));
+        let readyz = Checks::default();
+        let synced = caches_synced.clone();
+        readyz.add(
+            "cache-sync".into(),
+            Arc::new(move || {
+                if synced.load(Ordering::Acquire) {
+                    Ok(())
+                } else {
+                    Err("the caches have not synced yet".into())
+                }
+            }),
+        );
         Ok(Manager {
             inner: Arc::new(Inner {
                 client: Client::new(cache),
                 metrics,
                 registry: Arc::new(Mutex::new(registry)),
                 options,
+                groups: Groups::new(failures.clone()),
+                failures,
+                failures_rx: Mutex::new(Some(failures_rx)),
+                controller_names: Mutex::default(),
+                healthz: Checks::default(),
+                readyz,
+                caches_synced,
+                started: AtomicBool::new(false),
+                elector,
+                leader_gauge,
+                elected: watch::Sender::new(false),
+                metrics_addr: Mutex::default(),
+                health_probe_addr: Mutex::default(),
             }),
         })
     }
@@ -136,8 +221,13 @@ impl Manager {
     /// A manager on the cluster kube-client infers: `$KUBECONFIG` or `~/.kube/config`, else
     /// the in-cluster service account.
     pub async fn infer(options: ManagerOptions) -> Result<Self, Error> {
-        let _ = options;
-        todo!()
+        let config = kube_client::Config::infer()
+            .await
+            .map_err(|e| Error::Kubeconfig(e.to_string()))?;
+        Self::new(
+            kube_client::Client::try_from(config).map_err(Error::Client)?,
+            options,
+        )
     }
 
     /// A manager on the cluster a kubeconfig file names (its current context).
@@ -145,8 +235,16 @@ impl Manager {
         path: impl AsRef<std::path::Path>,
         options: ManagerOptions,
     ) -> Result<Self, Error> {
-        let _ = (path.as_ref(), options);
-        todo!()
+        let path = path.as_ref();
+        let kubeconfig = kube_client::config::Kubeconfig::read_from(path)
+            .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
+        let config = kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .map_err(|e| Error::Kubeconfig(format!("{}: {e}", path.display())))?;
+        Self::new(
+            kube_client::Client::try_from(config).map_err(Error::Client)?,
+            options,
+        )
     }
 
     /// The cache every controller and the client read from.
@@ -178,61 +276,59 @@ impl Manager {
     /// Adds a runnable. Before `start` it waits for it; after, it starts at once (in its group
     /// when that group is running).
     pub fn add(&self, runnable: impl Runnable) -> Result<(), Error> {
-        let _ = runnable;
-        todo!()
+        self.inner.groups.add(Arc::new(runnable), None)
     }
 
     /// Reserves a controller name in this manager; the Builder calls it. Fails for a name
     /// already taken.
     pub fn register_controller_name(&self, name: &str) -> Result<(), Error> {
-        let _ = name;
-        todo!()
+        if self.inner.controller_names.lock().insert(name.to_string()) {
+            Ok(())
+        } else {
+            Err(Error::DuplicateControllerName(name.to_string()))
+        }
     }
 
     /// Adds a liveness check served under `/healthz/<name>` and folded into `/healthz`.
     pub fn add_healthz_check(&self, name: impl Into<String>, check: Check) {
-        let _ = (name.into(), check);
-        todo!()
+        self.inner.healthz.add(name.into(), check);
     }
 
     /// Adds a readiness check served under `/readyz/<name>` and folded into `/readyz`. The
     /// manager adds its own check that fails until the caches have synced.
     pub fn add_readyz_check(&self, name: impl Into<String>, check: Check) {
-        let _ = (name.into(), check);
-        todo!()
+        self.inner.readyz.add(name.into(), check);
     }
 
     /// Whether this manager is the leader now (always `true` without leader election, once
     /// started).
     pub fn is_leader(&self) -> bool {
-        todo!()
+        match &self.inner.elector {
+            Some(elector) => *elector.leader_status().borrow(),
+            None => *self.inner.elected.borrow(),
+        }
     }
 
     /// Resolves once this manager is the leader (at once without leader election).
     pub async fn elected(&self) {
-        todo!()
+        let mut elected = self.inner.elected.subscribe();
+        // The sender lives as long as `self`: this only returns once elected.
+        let _ = elected.wait_for(|elected| *elected).await;
     }
 
     /// The bound address of the metrics server, once started.
     pub fn metrics_addr(&self) -> Option<std::net::SocketAddr> {
-        todo!()
+        *self.inner.metrics_addr.lock()
     }
 
     /// The bound address of the health probe server, once started.
     pub fn health_probe_addr(&self) -> Option<std::net::SocketAddr> {
-        todo!()
+        *self.inner.health_probe_addr.lock()
     }
 
     /// Runs everything until `ctx` is cancelled, a runnable fails, or leadership is lost; then
     /// stops the groups in reverse order, waiting at most `graceful_shutdown_timeout`.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
-        let _ = ctx;
-        todo!()
+        run::start(&self.inner, ctx).await
     }
-}
-
-/// A token cancelled on the first SIGINT (Ctrl-C) or SIGTERM; a second signal exits the
-/// process with code 1 (controller-runtime's `SetupSignalHandler`).
-pub fn signal_handler() -> CancellationToken {
-    todo!()
 }

@@ -1,7 +1,14 @@
-//! [`Runnable`]: what a [`Manager`](super::Manager) runs.
+//! [`Runnable`]: what a [`Manager`](super::Manager) runs, and the runnables the runtime
+//! provides: every [`Controller`] is one, and so is the manager's [`Cache`].
+
+use std::fmt;
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
+
+use crate::cache::Cache;
+use crate::controller::Controller;
+use crate::workqueue::QueueItem;
 
 /// A boxed error, as runnables return.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -68,5 +75,57 @@ where
         name: name.into(),
         group,
         f,
+    }
+}
+
+/// A controller runs in [`RunnableGroup::LeaderElection`] unless its options say it needs no
+/// leader election ([`RunnableGroup::Others`]); its warm-up starts its sources before the
+/// manager campaigns for leadership (when `enable_warm_up` is set).
+impl<T: QueueItem + fmt::Debug> Runnable for Controller<T> {
+    fn name(&self) -> String {
+        Controller::name(self).to_string()
+    }
+
+    fn start(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        let controller = self.clone();
+        Box::pin(async move { Ok(controller.start(ctx).await?) })
+    }
+
+    fn group(&self) -> RunnableGroup {
+        if self.need_leader_election() {
+            RunnableGroup::LeaderElection
+        } else {
+            RunnableGroup::Others
+        }
+    }
+
+    fn warm_up(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        let controller = self.clone();
+        Box::pin(async move { Ok(controller.warm_up(ctx).await?) })
+    }
+}
+
+/// The manager's cache as a runnable in [`RunnableGroup::Caches`]: starts every informer, runs
+/// until cancelled, then waits for the informers' tasks to end. The manager waits for
+/// [`Cache::wait_for_cache_sync`] before it starts the next group.
+pub(crate) struct CacheRunnable(pub(crate) Cache);
+
+impl Runnable for CacheRunnable {
+    fn name(&self) -> String {
+        "cache".into()
+    }
+
+    fn start(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        let cache = self.0.clone();
+        Box::pin(async move {
+            cache.start(ctx.clone());
+            ctx.cancelled().await;
+            cache.stopped().await;
+            Ok(())
+        })
+    }
+
+    fn group(&self) -> RunnableGroup {
+        RunnableGroup::Caches
     }
 }

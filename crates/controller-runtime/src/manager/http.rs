@@ -1,0 +1,184 @@
+//! The manager's plain-HTTP servers (metrics, health probes) as runnables of the
+//! [`HttpServers`](super::RunnableGroup::HttpServers) group.
+//!
+//! Each server is a listener bound by [`Manager::start`](super::Manager::start) (so a bad
+//! address fails at once, and port 0 resolves before anything else starts) and a [`Handler`]
+//! from the request's URI to a response. HTTP/1.1 only: what Prometheus and the kubelet speak.
+//! On cancellation a server stops accepting, lets each open connection finish its request,
+//! and returns.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::{Method, Response, StatusCode, Uri, header};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use prometheus_client::registry::Registry;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::Error;
+use super::runnable::{BoxError, Runnable, RunnableGroup};
+
+/// Answers a GET for a path and query.
+pub(crate) type Handler = Arc<dyn Fn(&Uri) -> Response<Full<Bytes>> + Send + Sync>;
+
+/// A plain-text response.
+pub(crate) fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        header::HeaderName::from_static("x-content-type-options"),
+        header::HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// The content type of the OpenMetrics text that `prometheus_client` writes; Prometheus
+/// negotiates it (its scrape `Accept` header lists it first).
+pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// `/metrics`: the registry in OpenMetrics text.
+pub(crate) fn metrics_handler(registry: Arc<Mutex<Registry>>) -> Handler {
+    Arc::new(move |uri: &Uri| {
+        if uri.path() != "/metrics" {
+            return text(StatusCode::NOT_FOUND, "404 page not found\n");
+        }
+        let mut body = String::new();
+        let encoded = prometheus_client::encoding::text::encode(&mut body, &registry.lock());
+        match encoded {
+            Ok(()) => {
+                let mut response = Response::new(Full::new(Bytes::from(body)));
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    header::HeaderValue::from_static(OPENMETRICS),
+                );
+                response
+            }
+            Err(e) => text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("encoding metrics: {e}\n"),
+            ),
+        }
+    })
+}
+
+/// Binds `addr`. Go's `:8080` form (every interface) is accepted.
+pub(crate) async fn bind(addr: &str) -> Result<TcpListener, Error> {
+    let full = if addr.starts_with(':') {
+        format!("0.0.0.0{addr}")
+    } else {
+        addr.to_string()
+    };
+    TcpListener::bind(&full)
+        .await
+        .map_err(|source| Error::Bind {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// A bound server waiting to be run.
+pub(crate) struct HttpServer {
+    name: &'static str,
+    listener: Mutex<Option<TcpListener>>,
+    handler: Handler,
+}
+
+impl HttpServer {
+    pub(crate) fn new(name: &'static str, listener: TcpListener, handler: Handler) -> Self {
+        HttpServer {
+            name,
+            listener: Mutex::new(Some(listener)),
+            handler,
+        }
+    }
+}
+
+impl Runnable for HttpServer {
+    fn name(&self) -> String {
+        format!("{} server", self.name)
+    }
+
+    fn group(&self) -> RunnableGroup {
+        RunnableGroup::HttpServers
+    }
+
+    fn start(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        let listener = self.listener.lock().take();
+        let handler = self.handler.clone();
+        let name = self.name;
+        Box::pin(async move {
+            let listener = listener.ok_or("the server was started twice")?;
+            serve(name, listener, handler, ctx).await;
+            Ok(())
+        })
+    }
+}
+
+/// Accepts connections until `ctx` is cancelled, then waits for the open ones to finish.
+async fn serve(name: &str, listener: TcpListener, handler: Handler, ctx: CancellationToken) {
+    let addr = listener.local_addr().ok();
+    tracing::info!(server = name, addr = ?addr, "serving");
+    let connections = TaskTracker::new();
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = ctx.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // E.g. too many open files: keep serving the others.
+                    tracing::warn!(server = name, error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        connections.spawn(connection(stream, peer, handler.clone(), ctx.clone()));
+    }
+    drop(listener);
+    connections.close();
+    connections.wait().await;
+    tracing::info!(server = name, "stopped");
+}
+
+/// Serves one connection; on cancellation, finishes the request in flight and closes.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    handler: Handler,
+    ctx: CancellationToken,
+) {
+    let service = service_fn(move |request: http::Request<Incoming>| {
+        let response = if request.method() == Method::GET || request.method() == Method::HEAD {
+            handler(request.uri())
+        } else {
+            text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
+        };
+        async move { Ok::<_, std::convert::Infallible>(response) }
+    });
+    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        _ = ctx.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(peer = %peer, error = %e, "connection ended with an error");
+    }
+}
