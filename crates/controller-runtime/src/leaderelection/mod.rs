@@ -1,11 +1,75 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, as client-go's `leaderelection`.
 //!
-//! SKELETON: the API below is fixed; the bodies are being written.
+//! Several replicas of a program run; one of them, the leader, does the work. Each replica is
+//! a candidate ([`LeaderElector`]) for one Lease:
+//!
+//! - **Acquire.** A candidate reads the Lease every `retry_period` (plus up to 1.2 times as much
+//!   random jitter, so candidates do not stampede). It takes the Lease when nobody holds it, when
+//!   it holds it already (a restart under the same identity), or when the holder has not
+//!   renewed it for the Lease's `leaseDurationSeconds`. "Not renewed" is judged on the
+//!   candidate's own clock: it notes when it last *saw the Lease change*, so clocks of different
+//!   machines never need to agree.
+//! - **Renew.** The leader rewrites `renewTime` every `retry_period`. If it cannot renew for
+//!   `renew_deadline` after its last success, or sees another holder, it steps down:
+//!   [`leader_status`](LeaderElector::leader_status) turns `false` and
+//!   [`run`](LeaderElector::run) returns [`Error::LeaseLost`].
+//! - **Release.** When the candidate is cancelled it stops; with `release_on_cancel` a leader
+//!   first clears `holderIdentity` (and sets `leaseDurationSeconds` to 1), so another candidate
+//!   takes over at its next try instead of waiting a whole lease duration.
+//!
+//! Every write names the `resourceVersion` it read: of two candidates racing for a free Lease
+//! the API server lets one win (the other gets a 409 and retries later).
+//!
+//! **Why there is never more than one leader.** A leader steps down at most `renew_deadline`
+//! after the start of its last successful renewal; any other candidate saw that renewal after it
+//! was written, and waits a full lease duration from then. As `renew_deadline < lease_duration`
+//! (checked by [`LeaderElector::new`]), the old leader's status is `false` before anyone else's
+//! turns `true`. This is a little stricter than client-go, which counts the deadline from the
+//! first failed retry and so can overlap when `retry_period + renew_deadline > lease_duration`.
+//!
+//! The timing logic is written against the [`LeaseLock`] trait (client-go's
+//! `resourcelock.Interface`): [`KubeLeaseLock`] stores the record in a Lease, [`MemoryLock`]
+//! in memory for tests.
+//!
+//! ```no_run
+//! use controller_runtime::leaderelection::{LeaderElectionConfig, LeaderElector};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! let config = LeaderElectionConfig {
+//!     lease_name: "my-operator".into(),
+//!     ..Default::default()
+//! };
+//! let elector = LeaderElector::new(client, config)?;
+//! let mut leading = elector.leader_status();
+//! let ctx = CancellationToken::new();
+//! let election = tokio::spawn({
+//!     let ctx = ctx.clone();
+//!     async move { elector.run(ctx).await }
+//! });
+//! leading.wait_for(|l| *l).await?;
+//! // ... lead until the status turns false or `election` returns an error.
+//! ctx.cancel();
+//! election.await??;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::time::Duration;
 
-use tokio::sync::watch;
-use tokio_util::sync::CancellationToken;
+mod elector;
+mod lease_lock;
+mod lock;
+#[cfg(test)]
+mod tests;
+
+pub use elector::LeaderElector;
+pub use lease_lock::KubeLeaseLock;
+pub use lock::{LeaderElectionRecord, LeaseLock, LockError, MemoryLock, Versioned};
+
+/// client-go's `JitterFactor`: a candidate waits between `retry_period` and 2.2 times as long
+/// between two attempts to acquire.
+pub const JITTER_FACTOR: f64 = 1.2;
 
 /// Why leader election failed or ended.
 #[derive(Debug, thiserror::Error)]
@@ -24,6 +88,17 @@ pub enum Error {
 }
 
 /// How leader election runs. Defaults: controller-runtime's (15 s / 10 s / 2 s).
+///
+/// ```
+/// use std::time::Duration;
+/// use controller_runtime::leaderelection::LeaderElectionConfig;
+///
+/// let config = LeaderElectionConfig::default();
+/// assert_eq!(config.lease_duration, Duration::from_secs(15));
+/// assert!(config.validate().is_ok());
+/// let bad = LeaderElectionConfig { renew_deadline: Duration::from_secs(20), ..config };
+/// assert!(bad.validate().is_err());
+/// ```
 #[derive(Clone, Debug)]
 pub struct LeaderElectionConfig {
     /// The Lease's name (controller-runtime's `LeaderElectionID`).
@@ -32,7 +107,8 @@ pub struct LeaderElectionConfig {
     pub lease_namespace: String,
     /// This candidate's identity (default: host name plus `_` and a random suffix).
     pub identity: String,
-    /// How long a lease is valid without renewal (default 15 s).
+    /// How long a lease is valid without renewal (default 15 s). Written to the Lease in whole
+    /// seconds, rounded up.
     pub lease_duration: Duration,
     /// How long the leader keeps retrying to renew before giving up (default 10 s).
     pub renew_deadline: Duration,
@@ -57,34 +133,89 @@ impl Default for LeaderElectionConfig {
     }
 }
 
-/// The host name plus `_` and a random suffix.
+impl LeaderElectionConfig {
+    /// Checks the config as client-go's `NewLeaderElector` does: names and identity set,
+    /// `lease_duration > renew_deadline > 1.2 * retry_period`, `lease_duration` at least one
+    /// second, no zero durations.
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = |msg: String| Err(Error::InvalidConfig(msg));
+        if self.lease_name.is_empty() {
+            return invalid("lease_name must not be empty".into());
+        }
+        if self.lease_namespace.is_empty() {
+            return invalid("lease_namespace must not be empty".into());
+        }
+        if self.identity.is_empty() {
+            return invalid("identity must not be empty".into());
+        }
+        if self.retry_period.is_zero() {
+            return invalid("retry_period must be greater than zero".into());
+        }
+        if self.lease_duration < Duration::from_secs(1) {
+            return invalid(format!(
+                "lease_duration ({:?}) must be at least one second",
+                self.lease_duration
+            ));
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return invalid(format!(
+                "lease_duration ({:?}) must be greater than renew_deadline ({:?})",
+                self.lease_duration, self.renew_deadline
+            ));
+        }
+        if self.renew_deadline <= self.retry_period.mul_f64(JITTER_FACTOR) {
+            return invalid(format!(
+                "renew_deadline ({:?}) must be greater than retry_period * {JITTER_FACTOR} ({:?})",
+                self.renew_deadline,
+                self.retry_period.mul_f64(JITTER_FACTOR)
+            ));
+        }
+        Ok(())
+    }
+
+    /// `lease_duration` in whole seconds, rounded up, as written to the Lease.
+    pub(crate) fn lease_duration_seconds(&self) -> i32 {
+        let d = self.lease_duration;
+        let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+        i32::try_from(secs).unwrap_or(i32::MAX)
+    }
+}
+
+/// The host name plus `_` and a random suffix (a UUID, as controller-runtime's), so replicas
+/// on one host, or a restarted pod, never share an identity.
+///
+/// ```
+/// let a = controller_runtime::leaderelection::default_identity();
+/// let b = controller_runtime::leaderelection::default_identity();
+/// assert_ne!(a, b);
+/// assert!(a.contains('_'));
+/// ```
 pub fn default_identity() -> String {
-    todo!()
+    format!("{}_{}", host_name(), random_uuid())
 }
 
-/// A candidate for leadership of one lease.
-pub struct LeaderElector {
-    _private: (),
+/// The kernel's host name, else `$HOSTNAME`, else `localhost`.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|h| !h.is_empty()))
+        .unwrap_or_else(|| "localhost".to_string())
 }
 
-impl LeaderElector {
-    /// A candidate using `client` for the Lease.
-    pub fn new(client: kube_client::Client, config: LeaderElectionConfig) -> Result<Self, Error> {
-        let _ = (client, config);
-        todo!()
-    }
-
-    /// `true` while this candidate leads; see [`run`](Self::run).
-    pub fn leader_status(&self) -> watch::Receiver<bool> {
-        todo!()
-    }
-
-    /// Acquires the lease (retrying every `retry_period`), then renews it until `ctx` is
-    /// cancelled (`Ok`, releasing the lease if configured) or renewal fails for
-    /// `renew_deadline` ([`Error::LeaseLost`]). The status turns `true` when acquired and
-    /// `false` before `run` returns.
-    pub async fn run(&self, ctx: CancellationToken) -> Result<(), Error> {
-        let _ = ctx;
-        todo!()
-    }
+/// A random (version 4) UUID in its usual text form.
+fn random_uuid() -> String {
+    let mut bytes: [u8; 16] = rand::random();
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }

@@ -1,0 +1,375 @@
+//! The elector's timing on a [`MemoryLock`] under tokio's paused clock: every duration below is
+//! virtual, exact, and costs no wall-clock time.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, sleep};
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+
+const LEASE: Duration = Duration::from_secs(15);
+const RENEW: Duration = Duration::from_secs(10);
+const RETRY: Duration = Duration::from_secs(2);
+/// The longest wait between two acquisition tries.
+const MAX_RETRY_WAIT: Duration = Duration::from_millis(4400);
+
+fn config(id: &str) -> LeaderElectionConfig {
+    LeaderElectionConfig {
+        lease_name: "test".into(),
+        identity: id.into(),
+        ..Default::default()
+    }
+}
+
+fn candidate(lock: &MemoryLock, id: &str) -> Arc<LeaderElector> {
+    Arc::new(LeaderElector::with_lock(Arc::new(lock.clone()), config(id)).unwrap())
+}
+
+fn spawn(el: &Arc<LeaderElector>, ctx: &CancellationToken) -> JoinHandle<Result<(), Error>> {
+    let (el, ctx) = (el.clone(), ctx.clone());
+    tokio::spawn(async move { el.run(ctx).await })
+}
+
+async fn until_leader(el: &LeaderElector) {
+    el.leader_status().wait_for(|l| *l).await.unwrap();
+}
+
+fn holder(lock: &MemoryLock) -> String {
+    lock.record().unwrap().holder_identity
+}
+
+#[test]
+fn config_is_checked_as_client_go() {
+    let ok = config("a");
+    assert!(ok.validate().is_ok());
+    let bad = [
+        LeaderElectionConfig {
+            renew_deadline: LEASE,
+            ..ok.clone()
+        },
+        LeaderElectionConfig {
+            // 2 s * 1.2 = 2.4 s > 2.2 s
+            renew_deadline: Duration::from_millis(2200),
+            ..ok.clone()
+        },
+        LeaderElectionConfig {
+            retry_period: Duration::ZERO,
+            ..ok.clone()
+        },
+        LeaderElectionConfig {
+            lease_duration: Duration::from_millis(900),
+            renew_deadline: Duration::from_millis(800),
+            retry_period: Duration::from_millis(100),
+            ..ok.clone()
+        },
+        LeaderElectionConfig {
+            identity: String::new(),
+            ..ok.clone()
+        },
+        LeaderElectionConfig {
+            lease_name: String::new(),
+            ..ok.clone()
+        },
+    ];
+    for c in bad {
+        let err = LeaderElector::with_lock(Arc::new(MemoryLock::new()), c.clone())
+            .err()
+            .unwrap_or_else(|| panic!("accepted {c:?}"));
+        assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+    }
+    let half = LeaderElectionConfig {
+        lease_duration: Duration::from_millis(1500),
+        renew_deadline: Duration::from_secs(1),
+        retry_period: Duration::from_millis(200),
+        ..ok
+    };
+    assert_eq!(half.lease_duration_seconds(), 2, "rounded up");
+}
+
+#[test]
+fn identities_are_host_name_and_a_uuid() {
+    let id = default_identity();
+    let (host, uuid) = id.rsplit_once('_').unwrap();
+    assert!(!host.is_empty());
+    assert_eq!(uuid.len(), 36);
+    assert_eq!(uuid.as_bytes()[14], b'4', "version 4: {uuid}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn acquires_a_free_lease_at_once_and_renews_it() {
+    let lock = MemoryLock::new();
+    let a = candidate(&lock, "a");
+    let ctx = CancellationToken::new();
+    let start = Instant::now();
+    let run = spawn(&a, &ctx);
+    until_leader(&a).await;
+    assert_eq!(start.elapsed(), Duration::ZERO);
+    let first = lock.record().unwrap();
+    assert_eq!(first.holder_identity, "a");
+    assert_eq!(first.lease_duration_seconds, 15);
+    assert_eq!(first.lease_transitions, 0);
+    assert!(first.acquire_time.is_some());
+
+    // Renewals every retry period, keeping acquireTime and the transition count.
+    sleep(Duration::from_secs(60)).await;
+    assert!(a.is_leader());
+    let later = lock.record().unwrap();
+    assert_eq!(later.acquire_time, first.acquire_time);
+    assert_eq!(later.lease_transitions, 0);
+    let version = lock.get().await.unwrap().unwrap().version;
+    assert!(
+        version.parse::<u64>().unwrap() >= 30,
+        "renewed: version {version}"
+    );
+
+    ctx.cancel();
+    run.await.unwrap().unwrap();
+    assert!(!a.is_leader());
+    assert_eq!(holder(&lock), "a", "no release unless configured");
+}
+
+#[tokio::test(start_paused = true)]
+async fn waits_while_another_renews() {
+    let lock = MemoryLock::new();
+    let (a, b) = (candidate(&lock, "a"), candidate(&lock.handle(), "b"));
+    let ctx = CancellationToken::new();
+    let _ra = spawn(&a, &ctx);
+    until_leader(&a).await;
+    let rb = spawn(&b, &ctx);
+    sleep(Duration::from_secs(120)).await;
+    assert!(a.is_leader());
+    assert!(!b.is_leader());
+    assert_eq!(holder(&lock), "a");
+    ctx.cancel();
+    rb.await.unwrap().unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn takes_over_a_lease_not_renewed_for_its_duration() {
+    let lock = MemoryLock::new();
+    // A holder that died: its record stays, never renewed.
+    let dead = LeaderElectionRecord {
+        holder_identity: "dead".into(),
+        lease_duration_seconds: 15,
+        lease_transitions: 3,
+        ..Default::default()
+    };
+    lock.create(dead).await.unwrap();
+    let b = candidate(&lock, "b");
+    let ctx = CancellationToken::new();
+    let start = Instant::now();
+    let _rb = spawn(&b, &ctx);
+    until_leader(&b).await;
+    let waited = start.elapsed();
+    // b first saw the record at 0 and may take it from 15 s on, at its next try.
+    assert!(waited >= LEASE, "took over after {waited:?}");
+    assert!(
+        waited <= LEASE + MAX_RETRY_WAIT,
+        "took over after {waited:?}"
+    );
+    let record = lock.record().unwrap();
+    assert_eq!(record.holder_identity, "b");
+    assert_eq!(
+        record.lease_transitions, 4,
+        "a change of holder is a transition"
+    );
+    ctx.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_that_cannot_renew_steps_down_before_another_takes_over() {
+    let lock = MemoryLock::new();
+    let a_lock = lock.handle();
+    let a = Arc::new(LeaderElector::with_lock(Arc::new(a_lock.clone()), config("a")).unwrap());
+    let b = candidate(&lock.handle(), "b");
+    let ctx = CancellationToken::new();
+    let ra = spawn(&a, &ctx);
+    until_leader(&a).await;
+    let _rb = spawn(&b, &ctx);
+    sleep(Duration::from_secs(7)).await;
+    // a's last successful renewal started at 6 s (renewals at 0, 2, 4, 6).
+    let cut = Instant::now();
+    a_lock.set_failing(true);
+
+    let err = ra.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::LeaseLost { .. }), "{err}");
+    let lost = cut.elapsed() + Duration::from_secs(1);
+    assert_eq!(
+        lost, RENEW,
+        "steps down renew_deadline after the last renewal"
+    );
+    assert!(!a.is_leader());
+    assert!(!b.is_leader(), "b waits a whole lease duration");
+
+    until_leader(&b).await;
+    let taken = cut.elapsed() + Duration::from_secs(1);
+    assert!(
+        taken >= LEASE,
+        "b took over {taken:?} after a's last renewal"
+    );
+    // b saw that renewal at its next try, and takes over at its first try a lease later.
+    assert!(taken <= LEASE + 2 * MAX_RETRY_WAIT, "{taken:?}");
+    assert_eq!(holder(&lock), "b");
+    ctx.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_that_sees_another_holder_steps_down_at_once() {
+    let lock = MemoryLock::new();
+    let a = candidate(&lock, "a");
+    let ctx = CancellationToken::new();
+    let ra = spawn(&a, &ctx);
+    until_leader(&a).await;
+    // Someone overwrites the lease (e.g. an operator by hand).
+    let current = lock.get().await.unwrap().unwrap();
+    let stolen = LeaderElectionRecord {
+        holder_identity: "thief".into(),
+        ..current.record
+    };
+    lock.update(stolen, current.version).await.unwrap();
+    let start = Instant::now();
+    let err = ra.await.unwrap().unwrap_err();
+    assert!(matches!(err, Error::LeaseLost { .. }));
+    assert!(start.elapsed() <= RETRY);
+}
+
+#[tokio::test(start_paused = true)]
+async fn release_on_cancel_hands_over_at_the_next_try() {
+    let lock = MemoryLock::new();
+    let a = Arc::new(
+        LeaderElector::with_lock(
+            Arc::new(lock.clone()),
+            LeaderElectionConfig {
+                release_on_cancel: true,
+                ..config("a")
+            },
+        )
+        .unwrap(),
+    );
+    let b = candidate(&lock.handle(), "b");
+    let (ctx_a, ctx_b) = (CancellationToken::new(), CancellationToken::new());
+    let ra = spawn(&a, &ctx_a);
+    until_leader(&a).await;
+    let _rb = spawn(&b, &ctx_b);
+    sleep(Duration::from_secs(30)).await;
+    assert!(!b.is_leader());
+
+    ctx_a.cancel();
+    ra.await.unwrap().unwrap();
+    let released = lock.record().unwrap();
+    assert_eq!(released.holder_identity, "");
+    assert_eq!(released.lease_duration_seconds, 1);
+    let start = Instant::now();
+    until_leader(&b).await;
+    assert!(start.elapsed() <= MAX_RETRY_WAIT, "{:?}", start.elapsed());
+    let record = lock.record().unwrap();
+    assert_eq!(record.holder_identity, "b");
+    assert_eq!(record.lease_transitions, 1);
+    ctx_b.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn cancel_before_acquiring_returns_ok_without_leading() {
+    let lock = MemoryLock::new();
+    lock.create(LeaderElectionRecord {
+        holder_identity: "other".into(),
+        lease_duration_seconds: 15,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let a = candidate(&lock, "a");
+    let ctx = CancellationToken::new();
+    let ra = spawn(&a, &ctx);
+    sleep(Duration::from_secs(5)).await;
+    ctx.cancel();
+    ra.await.unwrap().unwrap();
+    assert!(!a.is_leader());
+    assert_eq!(holder(&lock), "other", "a non-leader releases nothing");
+}
+
+/// Five candidates on one lock for a simulated ten minutes, while a chaos task cuts them off
+/// the storage and cancels and restarts them at random: leadership intervals never overlap,
+/// and leadership does change hands.
+#[tokio::test(start_paused = true)]
+async fn never_two_leaders() {
+    use rand::{Rng, SeedableRng};
+
+    let lock = MemoryLock::new();
+    let ids = ["a", "b", "c", "d", "e"];
+    let handles: Vec<MemoryLock> = ids.iter().map(|_| lock.handle()).collect();
+    let electors: Vec<Arc<LeaderElector>> = ids
+        .iter()
+        .zip(&handles)
+        .enumerate()
+        .map(|(i, (id, h))| {
+            let config = LeaderElectionConfig {
+                release_on_cancel: i % 2 == 0,
+                ..config(id)
+            };
+            Arc::new(LeaderElector::with_lock(Arc::new(h.clone()), config).unwrap())
+        })
+        .collect();
+    let stop = CancellationToken::new();
+
+    // Each candidate runs in a loop; `restart[i]` cancels its current run.
+    let restart: Vec<Arc<parking_lot::Mutex<CancellationToken>>> = electors
+        .iter()
+        .map(|_| Arc::new(parking_lot::Mutex::new(stop.child_token())))
+        .collect();
+    for (el, slot) in electors.iter().zip(&restart) {
+        let (el, slot, stop) = (el.clone(), slot.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let ctx = slot.lock().clone();
+                let _ = el.run(ctx).await;
+                *slot.lock() = stop.child_token();
+                sleep(Duration::from_millis(500)).await;
+            }
+        });
+    }
+
+    // Watches every status change and records leadership intervals.
+    let checker = {
+        let mut rxs: Vec<_> = electors.iter().map(|e| e.leader_status()).collect();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut changes = 0usize;
+            let mut leaders_seen = std::collections::HashSet::new();
+            loop {
+                let changed =
+                    futures::future::select_all(rxs.iter_mut().map(|rx| Box::pin(rx.changed())));
+                tokio::select! {
+                    _ = changed => {}
+                    _ = stop.cancelled() => break,
+                }
+                changes += 1;
+                let leading: Vec<usize> = (0..rxs.len())
+                    .filter(|&i| *rxs[i].borrow_and_update())
+                    .collect();
+                assert!(leading.len() <= 1, "two leaders at once: {leading:?}");
+                leaders_seen.extend(leading);
+            }
+            (changes, leaders_seen.len())
+        })
+    };
+
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let end = Instant::now() + Duration::from_secs(600);
+    while Instant::now() < end {
+        sleep(Duration::from_millis(rng.random_range(500..6000))).await;
+        let i = rng.random_range(0..ids.len());
+        match rng.random_range(0..3) {
+            0 => handles[i].set_failing(true),
+            1 => handles[i].set_failing(false),
+            _ => restart[i].lock().cancel(),
+        }
+    }
+    stop.cancel();
+    let (changes, distinct) = checker.await.unwrap();
+    assert!(changes >= 10, "leadership changed {changes} times");
+    assert!(distinct >= 3, "{distinct} candidates led");
+}
