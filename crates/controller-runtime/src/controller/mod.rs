@@ -15,6 +15,11 @@
 //! Stopping is graceful: workers stop taking keys, running reconciles finish, the queue shuts
 //! down, and `start` returns.
 //!
+//! Watches can be added at any time, before or after `start`, and removed again with the
+//! [`WatchHandle`] adding returned ([`Controller::remove_watch`], which controller-runtime
+//! lacks): each started watch runs under its own child of the controller's token, so removing
+//! one stops that source alone.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use controller_runtime::controller::{Controller, ControllerOptions};
@@ -46,8 +51,10 @@
 //! # });
 //! ```
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -151,8 +158,36 @@ struct State<T: QueueItem> {
     sources: Sources,
     /// The token the watches were started with, for watches added later.
     ctx: Option<CancellationToken>,
-    /// Watches added before the sources started.
-    pending: Vec<Arc<dyn Watch<T>>>,
+    /// Watches added before the sources started, by handle id.
+    pending: Vec<(u64, Arc<dyn Watch<T>>)>,
+    /// The started watches' tokens (children of `ctx`), by handle id: cancelling one stops
+    /// that watch's source.
+    running: HashMap<u64, CancellationToken>,
+}
+
+/// Identifies a watch added to a controller, to remove it with [`Controller::remove_watch`].
+///
+/// Handles are unique across all controllers of the process, so a handle given to another
+/// controller removes nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WatchHandle {
+    id: u64,
+    description: Arc<str>,
+}
+
+impl WatchHandle {
+    fn new(description: String) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        WatchHandle {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            description: description.into(),
+        }
+    }
+
+    /// The watched source's description (as in the controller's logs).
+    pub fn describe(&self) -> &str {
+        &self.description
+    }
 }
 
 enum Sources {
@@ -207,6 +242,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                     sources: Sources::NotStarted,
                     ctx: None,
                     pending: Vec::new(),
+                    running: HashMap::new(),
                 }),
             }),
         })
@@ -235,13 +271,13 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     /// Watches `source`: its events go through `predicates` (all must pass), then `handler`,
     /// which fills the queue. Before [`start`](Self::start) (or [`warm_up`](Self::warm_up)) the
     /// watch is kept until then; after, the source is started at once (without waiting for it to
-    /// sync).
+    /// sync). The handle removes the watch again: see [`remove_watch`](Self::remove_watch).
     pub async fn watch<K, S, H>(
         &self,
         source: S,
         handler: H,
         predicates: Vec<BoxPredicate<K>>,
-    ) -> Result<(), Error>
+    ) -> Result<WatchHandle, Error>
     where
         K: Send + Sync + 'static,
         S: Source<K, T> + 'static,
@@ -256,21 +292,61 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     ///
     /// It takes the controller's lock, which [`start`](Self::start) holds while it starts and
     /// syncs the sources: do not call it from a source's `start` or `wait_for_sync`.
-    pub async fn add_watch(&self, watch: impl Watch<T> + 'static) -> Result<(), Error> {
+    pub async fn add_watch(&self, watch: impl Watch<T> + 'static) -> Result<WatchHandle, Error> {
+        let handle = WatchHandle::new(watch.describe());
         let mut state = self.inner.state.lock().await;
         match (&state.ctx, &state.sources) {
             (Some(ctx), Sources::Started) => {
-                tracing::info!(controller = %self.inner.name, source = %watch.describe(), "Starting EventSource");
+                tracing::info!(controller = %self.inner.name, source = %handle.describe(), "Starting EventSource");
+                let token = ctx.child_token();
                 watch
-                    .start(ctx.clone(), self.inner.queue.clone())
+                    .start(token.clone(), self.inner.queue.clone())
                     .await
-                    .map_err(|source| self.source_error(source))
+                    .map_err(|source| {
+                        token.cancel();
+                        self.source_error(source)
+                    })?;
+                state.running.insert(handle.id, token);
             }
-            _ => {
-                state.pending.push(Arc::new(watch));
-                Ok(())
-            }
+            _ => state.pending.push((handle.id, Arc::new(watch))),
         }
+        Ok(handle)
+    }
+
+    /// Removes a watch added with [`watch`](Self::watch) or [`add_watch`](Self::add_watch),
+    /// before or after the controller started: a pending watch is dropped, a started one has
+    /// its source stopped (its token is cancelled; the source's tasks end shortly after). Keys
+    /// the watch already queued stay queued. Returns `false` when the watch is not in this
+    /// controller (already removed, or added to another one).
+    ///
+    /// Like `add_watch`, it waits while [`start`](Self::start) starts and syncs the sources.
+    ///
+    /// ```
+    /// use controller_runtime::controller::{Controller, ControllerOptions};
+    /// use controller_runtime::handler::EnqueueRequestForObject;
+    /// use controller_runtime::reconcile::{self, Action};
+    /// use controller_runtime::{source, Request};
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    /// let controller = Controller::new("configmaps", reconciler, ControllerOptions::default()).unwrap();
+    /// let (_tx, channel) = source::channel::<ConfigMap>(16);
+    /// let handle = controller.watch(channel, EnqueueRequestForObject, vec![]).await.unwrap();
+    /// assert!(controller.remove_watch(&handle).await);
+    /// assert!(!controller.remove_watch(&handle).await, "removed once");
+    /// # });
+    /// ```
+    pub async fn remove_watch(&self, handle: &WatchHandle) -> bool {
+        let mut state = self.inner.state.lock().await;
+        if let Some(token) = state.running.remove(&handle.id) {
+            tracing::info!(controller = %self.inner.name, source = %handle.describe(), "Stopping EventSource");
+            token.cancel();
+            return true;
+        }
+        let before = state.pending.len();
+        state.pending.retain(|(id, _)| *id != handle.id);
+        state.pending.len() != before
     }
 
     fn source_error(&self, source: source::Error) -> Error {
@@ -381,8 +457,15 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             Sources::NotStarted => {}
         }
         state.ctx = Some(ctx.clone());
-        let watches = std::mem::take(&mut state.pending);
-        let result = self.start_watches(ctx, &watches).await;
+        let watches: Vec<_> = std::mem::take(&mut state.pending)
+            .into_iter()
+            .map(|(id, watch)| {
+                let token = ctx.child_token();
+                state.running.insert(id, token.clone());
+                (token, watch)
+            })
+            .collect();
+        let result = self.start_watches(&watches, ctx).await;
         state.sources = match &result {
             Ok(true) => Sources::Started,
             Ok(false) => Sources::Failed("cancelled while starting".into()),
@@ -391,19 +474,19 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
         result
     }
 
-    /// Starts the watches and waits for them to sync. `Ok(false)` when `ctx` was cancelled
-    /// meanwhile.
+    /// Starts the watches, each with its own token (a child of `ctx`), and waits for them to
+    /// sync. `Ok(false)` when `ctx` was cancelled meanwhile.
     async fn start_watches(
         &self,
+        watches: &[(CancellationToken, Arc<dyn Watch<T>>)],
         ctx: &CancellationToken,
-        watches: &[Arc<dyn Watch<T>>],
     ) -> Result<bool, Error> {
         let inner = &self.inner;
         let timeout = inner.options.cache_sync_timeout;
-        let one = |w: &Arc<dyn Watch<T>>| {
+        let one = |(token, w): &(CancellationToken, Arc<dyn Watch<T>>)| {
             let w = w.clone();
             let queue = inner.queue.clone();
-            let ctx = ctx.clone();
+            let ctx = token.clone();
             async move {
                 let name = w.describe();
                 tracing::info!(controller = %inner.name, source = %name, "Starting EventSource");

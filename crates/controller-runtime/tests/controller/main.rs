@@ -5,3 +5,4 @@ mod harness;
 mod lifecycle;
 mod priority;
 mod results;
+mod watches;
