@@ -41,6 +41,7 @@
 pub mod discovery;
 pub mod error;
 pub mod faults;
+pub mod fieldmanager;
 pub mod http;
 pub mod patch;
 pub mod resource;

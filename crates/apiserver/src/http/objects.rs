@@ -41,6 +41,8 @@ where
     let accept = accept(header(header::ACCEPT).as_deref());
     let content_type = header(header::CONTENT_TYPE);
     let content_length = header(header::CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok());
+    let user_agent = header(header::USER_AGENT);
+    let req_query = req.uri().query().map(String::from);
     let method = req.method().clone();
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref();
@@ -68,7 +70,21 @@ where
     } else {
         Default::default()
     };
-    let write = query.write_options();
+    let mut write = query.write_options();
+    let patch_kind = (method == Method::PATCH)
+        .then(|| patch_type(content_type.as_deref()))
+        .transpose()?;
+    if patch_kind != Some(crate::storage::PatchType::Apply) {
+        if patch_kind.is_some() && force_given(req_query.as_deref()) {
+            return Err(force_forbidden());
+        }
+        // Writes other than apply default their field manager to the user agent's prefix.
+        if write.field_manager.is_none() {
+            write.field_manager = Some(crate::fieldmanager::manager_from_user_agent(
+                user_agent.as_deref().unwrap_or(""),
+            ));
+        }
+    }
     let (code, answer) = match (&method, name) {
         (&Method::GET | &Method::HEAD, Some(name)) => (200, storage.get(&res, ns, name, sub)?),
         (&Method::GET | &Method::HEAD, None) => {
@@ -86,7 +102,7 @@ where
             (200, storage.update(&res, ns, name, sub, obj, &write)?)
         }
         (&Method::PATCH, Some(name)) => {
-            let patch = patch_type(content_type.as_deref())?;
+            let patch = patch_kind.ok_or_else(method_not_allowed)?;
             if res.custom && patch == crate::storage::PatchType::Strategic {
                 return Err(ApiError::unsupported_media_type(
                     content_type.as_deref().unwrap_or(""),
@@ -115,6 +131,32 @@ where
         _ => answer,
     };
     Ok(json(code, &answer))
+}
+
+/// Whether the query names `force` (any value): only apply may.
+fn force_given(query: Option<&str>) -> bool {
+    query
+        .unwrap_or("")
+        .split('&')
+        .any(|p| p.split('=').next() == Some("force"))
+}
+
+/// 422 for `force` on a patch other than apply, as `ValidatePatchOptions` words it.
+fn force_forbidden() -> ApiError {
+    ApiError::new(
+        422,
+        "Invalid",
+        "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch",
+    )
+    .with_details(serde_json::json!({
+        "group": "meta.k8s.io",
+        "kind": "PatchOptions",
+        "causes": [{
+            "reason": "FieldValueForbidden",
+            "message": "Forbidden: may not be specified for non-apply patch",
+            "field": "force",
+        }],
+    }))
 }
 
 /// 404 for a path whose scope does not fit the resource, or a subresource it does not serve.

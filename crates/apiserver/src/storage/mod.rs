@@ -44,11 +44,14 @@
 //! - All versions of a resource share one stored form (`convert.rs`): CRD versions differ in
 //!   `apiVersion` only (conversion strategy `None`); core and `events.k8s.io` Events are one
 //!   resource, renamed field by field.
-//! - Server-side apply (`PatchType::Apply`) is approximated by create-if-absent, else a merge
-//!   patch, without managed fields (`write::apply_create`): the hook for the later issue.
+//! - Every write records field ownership in `metadata.managedFields` (`crate::fieldmanager`):
+//!   create, update and the three patch types an `Update` entry for `WriteOptions::field_manager`,
+//!   server-side apply (`PatchType::Apply`, `apply.rs`) an `Apply` entry, with conflicts, force
+//!   and removal of the fields an applier stopped applying.
 //!
 //! ## Files
 //! `store.rs` data, resourceVersion, indexes, snapshots · `write.rs` create/update/patch ·
+//! `apply.rs` server-side apply requests ·
 //! `rules.rs` per-kind defaults and immutable fields · `objectmeta.rs` metadata checks ·
 //! `invalid.rs` 422 wording and name formats · `gc.rs` deletion, GC, namespaces, CRD cleanup ·
 //! `read.rs` get/list/pagination · `select.rs` selectors and field labels · `watch.rs` window,
@@ -59,6 +62,7 @@
 // layer consumes it; boxing it would change the shared contract for no measurable gain.
 #![allow(clippy::result_large_err)]
 
+mod apply;
 mod convert;
 mod crd;
 mod gc;

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::invalid::{FieldError, invalid_kind};
 use super::store::State;
-use super::write::{check_precondition, commit_update, current, obj_key};
+use super::write::{check_precondition, commit_update, current, obj_key, set_managed};
 use super::{WriteOptions, meta};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -86,7 +86,8 @@ pub(crate) fn to_scale(res: &ResourceInfo, obj: &Value) -> Value {
 }
 
 /// PUT on `scale`: sets the replicas of the object (with its generation bump); answers the new
-/// `Scale`.
+/// `Scale`. `managed` are the object's new `managedFields` when server-side apply computed
+/// them; `None` records an `Update` through `scale` for the request's field manager.
 pub(crate) fn update(
     st: &mut State,
     res: &ResourceInfo,
@@ -94,6 +95,7 @@ pub(crate) fn update(
     name: &str,
     body: Value,
     opts: &WriteOptions,
+    managed: Option<Value>,
 ) -> Result<Value, ApiError> {
     let key = obj_key(res, namespace, name);
     let old = current(st, res, &key, Some("scale"))?;
@@ -130,6 +132,7 @@ pub(crate) fn update(
     }
     let mut new = (*old).clone();
     meta::set_path(&mut new, &info.spec_replicas_path, replicas);
+    set_managed(st, res, &old, &mut new, opts, Some("scale"), managed);
     let stored = commit_update(st, res, key, old, new, opts)?;
     Ok(to_scale(res, &stored))
 }

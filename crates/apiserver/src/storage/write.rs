@@ -11,6 +11,7 @@ use super::store::{ObjKey, State, res_key};
 use super::watch::as_version;
 use super::{PatchType, WriteOptions, convert, crd, meta, objectmeta, rules, scale};
 use crate::error::ApiError;
+use crate::fieldmanager::{self, shape::Shape};
 use crate::patch::{MergeKeys, PatchKind};
 use crate::resource::ResourceInfo;
 
@@ -153,6 +154,19 @@ pub(crate) fn create(
     body: Value,
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
+    create_with(st, res, namespace, body, opts, None)
+}
+
+/// A create whose `managedFields` are `managed` (a create through server-side apply), or, when
+/// `None`, an `Update` entry for the request's field manager.
+pub(crate) fn create_with(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    body: Value,
+    opts: &WriteOptions,
+    managed: Option<Value>,
+) -> Result<Value, ApiError> {
     let mut obj = check_body(res, body)?;
     let ns = scope_namespace(res, namespace, &mut obj)?;
     if !meta::resource_version(&obj).is_empty() {
@@ -224,6 +238,13 @@ pub(crate) fn create(
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
     }
+    match managed {
+        Some(m) => meta::set_meta(&mut obj, "managedFields", m),
+        None => {
+            let w = writer(res, opts, None);
+            fieldmanager::record_update(None, &mut obj, &shape_of(st, res), &w.get());
+        }
+    }
     if res.namespaced {
         check_namespace_open(st, &ns)?;
     }
@@ -267,8 +288,24 @@ pub(crate) fn update(
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     if subresource == Some("scale") {
-        return scale::update(st, res, namespace, name, body, opts);
+        return scale::update(st, res, namespace, name, body, opts, None);
     }
+    update_with(st, res, namespace, name, subresource, body, opts, None)
+}
+
+/// An update of the object or its `status` whose `managedFields` are `managed` (server-side
+/// apply), or, when `None`, updated for the request's field manager.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update_with(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    body: Value,
+    opts: &WriteOptions,
+    managed: Option<Value>,
+) -> Result<Value, ApiError> {
     let mut body = check_body(res, body)?;
     if meta::name(&body) != name {
         return Err(ApiError::bad_request(format!(
@@ -285,7 +322,74 @@ pub(crate) fn update(
         Some(_) => prepare_status_update(&old, body),
     };
     rules::normalize(res, &mut new)?;
+    set_managed(st, res, &old, &mut new, opts, subresource, managed);
     commit_update(st, res, key, old, new, opts)
+}
+
+/// Sets `new`'s `managedFields`: `managed` as given, or `old`'s updated for the request's
+/// field manager writing through `subresource`.
+pub(crate) fn set_managed(
+    st: &State,
+    res: &ResourceInfo,
+    old: &Value,
+    new: &mut Value,
+    opts: &WriteOptions,
+    subresource: Option<&str>,
+    managed: Option<Value>,
+) {
+    match managed {
+        Some(m) => meta::set_meta(new, "managedFields", m),
+        None => {
+            let w = writer(res, opts, subresource);
+            fieldmanager::record_update(Some(old), new, &shape_of(st, res), &w.get());
+        }
+    }
+}
+
+/// The merge shape of a resource's objects: the built-in kind's, or its CRD's schema.
+pub(crate) fn shape_of(st: &State, res: &ResourceInfo) -> Shape {
+    if !res.custom {
+        return Shape::builtin(&res.group, &res.kind);
+    }
+    match st.get(gc::CRD_KEY, &(String::new(), res_key(res))) {
+        Some(crd) => Shape::from_crd(crd.clone(), &res.version),
+        None => Shape::Untyped,
+    }
+}
+
+/// Who writes: the request's field manager (`""` when none was given or derived), through
+/// `subresource`, in the resource's version, now.
+pub(crate) fn writer<'a>(
+    res: &ResourceInfo,
+    opts: &'a WriteOptions,
+    subresource: Option<&'a str>,
+) -> OwnedWriter<'a> {
+    OwnedWriter {
+        manager: opts.field_manager.as_deref().unwrap_or(""),
+        subresource,
+        api_version: res.api_version(),
+        now: meta::now(),
+    }
+}
+
+/// A [`fieldmanager::Writer`] that owns its version and time strings.
+pub(crate) struct OwnedWriter<'a> {
+    manager: &'a str,
+    subresource: Option<&'a str>,
+    api_version: String,
+    now: String,
+}
+
+impl OwnedWriter<'_> {
+    /// The borrowed form the field manager takes.
+    pub(crate) fn get(&self) -> fieldmanager::Writer<'_> {
+        fieldmanager::Writer {
+            manager: self.manager,
+            subresource: self.subresource,
+            api_version: &self.api_version,
+            now: &self.now,
+        }
+    }
 }
 
 /// The stored object for an update of `subresource`, or 404.
@@ -430,7 +534,9 @@ pub(crate) fn commit_update(
             .unwrap_or(0);
         meta::set_meta(&mut new, "generation", Value::from(g + 1));
     }
-    if meta::same_content(&old, &new) {
+    if meta::same_content(&old, &new)
+        && old.pointer("/metadata/managedFields") == new.pointer("/metadata/managedFields")
+    {
         return Ok(as_version(&old, &res.api_version()));
     }
     if opts.dry_run {
@@ -482,43 +588,19 @@ pub(crate) fn patch(
             "application/strategic-merge-patch+json",
         ));
     }
-    let key = obj_key(res, namespace, name);
-    if patch_type == PatchType::Apply
-        && subresource.is_none()
-        && st.get(&res_key(res), &key).is_none()
-    {
-        return apply_create(st, res, namespace, name, body, opts);
+    if patch_type == PatchType::Apply {
+        return super::apply::apply(st, res, namespace, name, subresource, body, opts);
     }
+    let key = obj_key(res, namespace, name);
     let old = current(st, res, &key, subresource)?;
     if subresource == Some("scale") {
         let base = scale::to_scale(res, &old);
         let patched = apply_patch(res, &base, patch_type, body)?;
-        return scale::update(st, res, namespace, name, patched, opts);
+        return scale::update(st, res, namespace, name, patched, opts, None);
     }
     let base = as_version(&old, &res.api_version());
     let patched = apply_patch(res, &base, patch_type, body)?;
     update(st, res, namespace, name, subresource, patched, opts)
-}
-
-/// Server-side apply of an object that does not exist yet: a create from the applied
-/// configuration (no managed fields yet: the hook for server-side apply).
-fn apply_create(
-    st: &mut State,
-    res: &ResourceInfo,
-    namespace: Option<&str>,
-    name: &str,
-    body: &[u8],
-    opts: &WriteOptions,
-) -> Result<Value, ApiError> {
-    let obj: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-    if meta::name(&obj) != name {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({}) does not match the name on the URL ({name})",
-            meta::name(&obj)
-        )));
-    }
-    create(st, res, namespace, obj, opts)
 }
 
 /// Applies a patch document to `base` (`crate::patch`); strategic merge patches use the merge
@@ -531,7 +613,9 @@ fn apply_patch(
 ) -> Result<Value, ApiError> {
     let keys = (!res.custom).then(|| MergeKeys::builtin(&res.group, &res.kind));
     let kind = match patch_type {
-        PatchType::Merge | PatchType::Apply => PatchKind::Merge,
+        PatchType::Merge => PatchKind::Merge,
+        // Server-side apply is not a patch document: `super::apply` handles it.
+        PatchType::Apply => return Err(ApiError::internal("apply is not a patch document")),
         PatchType::Json => PatchKind::Json,
         PatchType::Strategic => PatchKind::StrategicMerge,
     };

@@ -422,37 +422,36 @@ fn patch_types() {
 }
 
 #[test]
-fn apply_creates_then_merges() {
+fn apply_creates_then_owns_what_it_applies() {
     let s = store();
     let cms = res(&s, "", "configmaps");
-    let body =
-        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ap"},"data":{"a":"1"}}"#;
-    let created = s
-        .patch(
+    let apply = |body: &[u8], manager: Option<&str>| {
+        let opts = WriteOptions {
+            field_manager: manager.map(String::from),
+            ..Default::default()
+        };
+        s.patch(
             &cms,
             Some("default"),
             "ap",
             None,
             PatchType::Apply,
             body,
-            &w(),
+            &opts,
         )
-        .unwrap();
+    };
+    let a1 = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ap"},"data":{"a":"1"}}"#;
+    assert_eq!(apply(a1, None).unwrap_err().code, 422);
+    let created = apply(a1, Some("m")).unwrap();
     assert_eq!(created["data"]["a"], "1");
-    let body =
-        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ap"},"data":{"b":"2"}}"#;
-    let merged = s
-        .patch(
-            &cms,
-            Some("default"),
-            "ap",
-            None,
-            PatchType::Apply,
-            body,
-            &w(),
-        )
-        .unwrap();
-    assert_eq!(merged["data"], json!({"a": "1", "b": "2"}));
+    assert_eq!(
+        created["metadata"]["managedFields"][0]["operation"],
+        "Apply"
+    );
+    // The same manager applying only `b`: `a` is no longer applied and nobody else owns it.
+    let b2 = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"ap"},"data":{"b":"2"}}"#;
+    let merged = apply(b2, Some("m")).unwrap();
+    assert_eq!(merged["data"], json!({"b": "2"}));
 }
 
 #[test]
