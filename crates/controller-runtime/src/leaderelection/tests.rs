@@ -373,3 +373,90 @@ async fn never_two_leaders() {
     assert!(changes >= 10, "leadership changed {changes} times");
     assert!(distinct >= 3, "{distinct} candidates led");
 }
+
+/// Two candidates on a real Lease in the embedded API server, with short durations.
+mod server {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube_client::Api;
+
+    use super::*;
+
+    async fn client(server: &crt_apiserver::Server) -> kube_client::Client {
+        let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+        let config = kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        kube_client::Client::try_from(config).unwrap()
+    }
+
+    fn fast(id: &str) -> LeaderElectionConfig {
+        LeaderElectionConfig {
+            lease_name: "real".into(),
+            identity: id.into(),
+            lease_duration: Duration::from_secs(2),
+            renew_deadline: Duration::from_millis(1500),
+            retry_period: Duration::from_millis(200),
+            release_on_cancel: true,
+            ..Default::default()
+        }
+    }
+
+    async fn leading(el: &LeaderElector) {
+        tokio::time::timeout(Duration::from_secs(30), until_leader(el))
+            .await
+            .expect("leads within 30 s");
+    }
+
+    #[tokio::test]
+    async fn candidates_share_a_lease_on_the_api_server() {
+        let server = crt_apiserver::Server::start(crt_apiserver::Config::default())
+            .await
+            .unwrap();
+        let client = client(&server).await;
+        let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+        let a = Arc::new(LeaderElector::new(client.clone(), fast("a")).unwrap());
+        let b = Arc::new(LeaderElector::new(client.clone(), fast("b")).unwrap());
+        let (ctx_a, ctx_b) = (CancellationToken::new(), CancellationToken::new());
+        // Both race for the Lease that does not exist yet: one creates it, the other gets a
+        // conflict and waits.
+        let ra = spawn(&a, &ctx_a);
+        let rb = spawn(&b, &ctx_b);
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while !a.is_leader() && !b.is_leader() {
+                sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap();
+        // Renewals keep the leader; the other never leads meanwhile.
+        sleep(Duration::from_secs(3)).await;
+        assert!(a.is_leader() != b.is_leader(), "exactly one leader");
+        let (leader, follower, ctx_leader, ctx_follower, run_leader, run_follower) =
+            if a.is_leader() {
+                (a, b, ctx_a, ctx_b, ra, rb)
+            } else {
+                (b, a, ctx_b, ctx_a, rb, ra)
+            };
+        let lease = leases.get("real").await.unwrap();
+        let spec = lease.spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some(leader.identity()));
+        assert_eq!(spec.lease_duration_seconds, Some(2));
+        assert_eq!(spec.lease_transitions, Some(0));
+        assert!(spec.acquire_time.is_some() && spec.renew_time > spec.acquire_time);
+
+        // The leader is cancelled and releases: the follower takes over, one transition later.
+        ctx_leader.cancel();
+        run_leader.await.unwrap().unwrap();
+        assert!(!leader.is_leader());
+        leading(&follower).await;
+        let spec = leases.get("real").await.unwrap().spec.unwrap();
+        assert_eq!(spec.holder_identity.as_deref(), Some(follower.identity()));
+        assert_eq!(spec.lease_transitions, Some(1));
+
+        ctx_follower.cancel();
+        run_follower.await.unwrap().unwrap();
+        let spec = leases.get("real").await.unwrap().spec.unwrap();
+        assert_eq!(spec.holder_identity, None, "released");
+        assert_eq!(spec.lease_duration_seconds, Some(1));
+    }
+}
