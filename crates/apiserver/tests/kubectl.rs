@@ -556,3 +556,123 @@ async fn finalizers_garbage_collection_and_namespace_deletion() {
             .is_empty()
     );
 }
+
+fn applied_cm(name: &str, data: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n{data}")
+}
+
+const APPLIED_DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: CONTAINER
+        image: IMAGE
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_managers_conflicts_and_force() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let ssa = ["apply", "--server-side", "-f", "-"];
+    let out = k
+        .ok_with(&ssa, Some(&applied_cm("s", "  a: \"1\"\n  gone: x\n")))
+        .await;
+    assert!(out.contains("configmap/s serverside-applied"), "{out}");
+    // kubectl's applier owns what it applied; managedFields are there, as FieldsV1.
+    let got = k.json(&["get", "cm", "s", "--show-managed-fields"]).await;
+    let entry = &got["metadata"]["managedFields"][0];
+    assert_eq!(entry["manager"], "kubectl");
+    assert_eq!(entry["operation"], "Apply");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    assert_eq!(
+        entry["fieldsV1"],
+        serde_json::json!({"f:data": {"f:a": {}, "f:gone": {}}})
+    );
+
+    // Re-applying without `gone` removes it: nobody else owns it.
+    k.ok_with(&ssa, Some(&applied_cm("s", "  a: \"1\"\n"))).await;
+    assert_eq!(
+        k.json(&["get", "cm", "s"]).await["data"],
+        serde_json::json!({"a": "1"})
+    );
+
+    // A second manager applying the same value shares it, and adds its own field.
+    let other = [
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "other",
+        "-f",
+        "-",
+    ];
+    k.ok_with(&other, Some(&applied_cm("s", "  a: \"1\"\n  b: \"2\"\n")))
+        .await;
+    // A different value is a conflict that names the owner and the field.
+    let err = k
+        .fails(&other, Some(&applied_cm("s", "  a: \"3\"\n  b: \"2\"\n")))
+        .await;
+    assert!(
+        err.contains(r#"Apply failed with 1 conflict: conflict with "kubectl": .data.a"#),
+        "{err}"
+    );
+    // --force-conflicts takes it over.
+    let forced = [
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "other",
+        "--force-conflicts",
+        "-f",
+        "-",
+    ];
+    k.ok_with(&forced, Some(&applied_cm("s", "  a: \"3\"\n  b: \"2\"\n")))
+        .await;
+    let got = k.json(&["get", "cm", "s", "--show-managed-fields"]).await;
+    assert_eq!(got["data"], serde_json::json!({"a": "3", "b": "2"}));
+    let managers: Vec<&str> = got["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(managers, ["other"], "kubectl lost its only field");
+
+    // Containers merge by name: a second manager's sidecar sits beside kubectl's container.
+    let app = APPLIED_DEPLOYMENT
+        .replace("CONTAINER", "app")
+        .replace("IMAGE", "nginx:1");
+    k.ok_with(&ssa, Some(&app)).await;
+    let sidecar = APPLIED_DEPLOYMENT
+        .replace("CONTAINER", "log")
+        .replace("IMAGE", "busybox");
+    k.ok_with(&other, Some(&sidecar)).await;
+    let d = k.json(&["get", "deployment", "web"]).await;
+    let names: Vec<&str> = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["app", "log"]);
+    // An update (kubectl set image) owns the image it set: kubectl's apply of another
+    // image conflicts with it.
+    k.ok(&["set", "image", "deployment/web", "app=nginx:2"]).await;
+    let err = k
+        .fails(&ssa, Some(&app.replace("nginx:1", "nginx:3")))
+        .await;
+    assert!(
+        err.contains(r#"conflict with "kubectl-set" using apps/v1"#)
+            && err.contains(r#".spec.template.spec.containers[name="app"].image"#),
+        "{err}"
+    );
+}
