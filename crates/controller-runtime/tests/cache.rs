@@ -3,7 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_runtime::cache::{ByObject, Cache, CacheOptions, ListOptions, ObjectKey};
+use controller_runtime::cache::{
+    ALL_NAMESPACES, ByObject, Cache, CacheOptions, ListOptions, NamespaceConfig, ObjectKey,
+    namespaces,
+};
 use controller_runtime::client::Client;
 use controller_runtime::controller::{Controller, ControllerOptions};
 use controller_runtime::handler::Funcs;
@@ -11,7 +14,7 @@ use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::Kind;
 use controller_runtime::{Request, controller};
 use crt_apiserver::{Config, Server};
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_client::core::{
@@ -372,7 +375,7 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
     let options = CacheOptions::default().by_object::<ConfigMap>(
         &(),
         ByObject {
-            namespace: Some("default".into()),
+            namespaces: Some(namespaces(["default"])),
             transform: Some(transform),
             ..Default::default()
         },
@@ -476,7 +479,18 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .objects::<ConfigMap>()
         .get(&ObjectKey::namespaced("kube-system", "sys"))
         .await;
-    assert!(missing.unwrap_err().is_not_found());
+    // Not "not found": the cache does not hold kube-system at all (controller-runtime's
+    // "unknown namespace for the cache").
+    let err = missing.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            controller_runtime::client::Error::Cache(
+                controller_runtime::cache::Error::UnknownNamespace { .. }
+            )
+        ),
+        "{err:?}"
+    );
 
     // Metadata only: its own informer, with the ConfigMap options (they are keyed by
     // group/version/kind, as controller-runtime's ByObject).
@@ -494,7 +508,7 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
     );
     let meta_missing = client
         .objects::<PartialObjectMeta<ConfigMap>>()
-        .get(&ObjectKey::namespaced("kube-system", "sys"))
+        .get(&ObjectKey::namespaced("default", "nothing"))
         .await;
     assert!(meta_missing.unwrap_err().is_not_found());
 
@@ -607,5 +621,206 @@ async fn label_scoped_cache_holds_only_the_selection_and_follows_relabels() {
     })
     .await;
     assert_eq!(names().await, ["out"]);
+    ctx.cancel();
+}
+
+/// Creates a namespace through the API server.
+async fn create_namespace(client: &kube_client::Client, name: &str) {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+}
+
+/// `namespace/name` of each object, sorted.
+fn keys<K: kube_core::Resource>(objects: &[Arc<K>]) -> Vec<String> {
+    let mut keys: Vec<String> = objects
+        .iter()
+        .map(|o| ObjectKey::of(o.as_ref()).to_string())
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_namespace_cache_watches_each_namespace_and_merges_reads() {
+    let (server, client) = server().await;
+    for ns in ["a", "b", "c"] {
+        create_namespace(&client, ns).await;
+    }
+    create_cm(&client, "a", "one", &[]).await;
+    create_cm(&client, "b", "two", &[]).await;
+    create_cm(&client, "c", "three", &[]).await;
+
+    let options = CacheOptions {
+        default_namespaces: namespaces(["a", "b"]),
+        ..Default::default()
+    };
+    let cache = Cache::new(client.clone(), options);
+    // Two controllers on ConfigMaps: still one informer, one watch per namespace.
+    let (log1, log2): (Log, Log) = Default::default();
+    let c1 = noop_controller("one", ControllerOptions::default());
+    let c2 = noop_controller("two", ControllerOptions::default());
+    for (c, log) in [(&c1, &log1), (&c2, &log2)] {
+        c.watch(
+            Kind::<ConfigMap>::new(cache.clone()),
+            logging_handler(log),
+            vec![],
+        )
+        .await
+        .unwrap();
+    }
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let running: Vec<_> = [&c1, &c2]
+        .into_iter()
+        .map(|c| {
+            let (c, ctx) = (c.clone(), ctx.clone());
+            tokio::spawn(async move { c.start(ctx).await })
+        })
+        .collect();
+    eventually("both controllers see the initial lists of a and b", || {
+        [&log1, &log2]
+            .iter()
+            .all(|log| has(log, "create one") && has(log, "create two"))
+    })
+    .await;
+
+    // Reads merge the namespaces; c is not cached, and says so.
+    let all = cache
+        .list::<ConfigMap>(&ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(keys(&all), ["a/one", "b/two"]);
+    let in_b = cache
+        .list::<ConfigMap>(&ListOptions::default().in_namespace("b"))
+        .await
+        .unwrap();
+    assert_eq!(keys(&in_b), ["b/two"]);
+    let got = cache
+        .get::<ConfigMap>(&ObjectKey::namespaced("a", "one"))
+        .await
+        .unwrap();
+    assert_eq!(got.metadata.name.as_deref(), Some("one"));
+    let missing = cache
+        .get::<ConfigMap>(&ObjectKey::namespaced("a", "nothing"))
+        .await
+        .unwrap_err();
+    assert!(missing.is_not_found(), "{missing}");
+    let err = cache
+        .get::<ConfigMap>(&ObjectKey::namespaced("c", "three"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            controller_runtime::cache::Error::UnknownNamespace { .. }
+        ),
+        "{err}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("unable to get: c/three because of unknown namespace for the cache")
+            && message.contains("a, b"),
+        "{message}"
+    );
+    let err = cache
+        .list::<ConfigMap>(&ListOptions::default().in_namespace("c"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("unable to list: c"), "{err}");
+
+    // The sources get changes from both watched namespaces, none from c.
+    create_cm(&client, "c", "five", &[]).await;
+    create_cm(&client, "b", "four", &[]).await;
+    Api::<ConfigMap>::namespaced(client.clone(), "a")
+        .delete("one", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually("both controllers see the changes in a and b", || {
+        [&log1, &log2]
+            .iter()
+            .all(|log| has(log, "create four") && has(log, "delete one"))
+    })
+    .await;
+    // "five" (in c) was created before "four": had it been delivered, it would be there now.
+    assert!(!has(&log1, "create five") && !has(&log2, "create five"));
+    assert_eq!(cache.informer_count(), 1);
+    assert_eq!(
+        server.storage().watch_count(),
+        2,
+        "one watch connection per cached namespace, shared by both controllers"
+    );
+
+    // A cluster-scoped type ignores the namespaces: one informer, one watch, every object.
+    let listed = cache
+        .list::<Namespace>(&ListOptions::default())
+        .await
+        .unwrap();
+    let names: Vec<_> = listed
+        .iter()
+        .filter_map(|n| n.metadata.name.as_deref())
+        .collect();
+    assert!(
+        ["a", "b", "c"].iter().all(|n| names.contains(n)),
+        "{names:?}"
+    );
+    assert_eq!(server.storage().watch_count(), 3);
+
+    ctx.cancel();
+    for r in running {
+        r.await.unwrap().unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_namespace_settings_and_the_all_namespaces_entry() {
+    let (server, client) = server().await;
+    for ns in ["a", "b"] {
+        create_namespace(&client, ns).await;
+    }
+    create_cm(&client, "a", "a-web", &[("app", "web")]).await;
+    create_cm(&client, "a", "a-db", &[("app", "db")]).await;
+    create_cm(&client, "b", "b-db", &[("app", "db")]).await;
+    create_cm(&client, "default", "d-db", &[("app", "db")]).await;
+
+    // Namespace a: only app=web; every other namespace: everything.
+    let mut set = namespaces([ALL_NAMESPACES, "a"]);
+    set.insert(
+        "a".into(),
+        NamespaceConfig {
+            label_selector: Some("app=web".into()),
+            ..Default::default()
+        },
+    );
+    let options = CacheOptions::default().by_object::<ConfigMap>(
+        &(),
+        ByObject {
+            namespaces: Some(set),
+            ..Default::default()
+        },
+    );
+    let cache = Cache::new(client.clone(), options);
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let all = cache
+        .list::<ConfigMap>(&ListOptions::default())
+        .await
+        .unwrap();
+    let mut expected = vec!["a/a-web", "b/b-db", "default/d-db"];
+    let mut got = keys(&all);
+    // The embedded server may hold ConfigMaps of its own (kube-root-ca.crt and the like).
+    got.retain(|k| !k.ends_with("kube-root-ca.crt"));
+    expected.sort();
+    assert_eq!(got, expected);
+    // Every namespace is covered (by the "" entry): a get in b answers.
+    assert!(
+        cache
+            .get::<ConfigMap>(&ObjectKey::namespaced("b", "b-db"))
+            .await
+            .is_ok()
+    );
+    assert_eq!(server.storage().watch_count(), 2);
     ctx.cancel();
 }

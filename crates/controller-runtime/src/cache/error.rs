@@ -37,6 +37,22 @@ pub enum Error {
         /// `namespace/name`.
         key: String,
     },
+    /// A get or list in a namespace the cache does not hold (it caches other namespaces
+    /// only; controller-runtime: "unable to get: ns/name because of unknown namespace for the
+    /// cache").
+    #[error(
+        "unable to {verb}: {target} because of unknown namespace for the cache (it holds {kind} in {cached})"
+    )]
+    UnknownNamespace {
+        /// `get` or `list`.
+        verb: &'static str,
+        /// `namespace/name` for a get, the namespace for a list.
+        target: String,
+        /// Kind.
+        kind: String,
+        /// The namespaces the cache holds, comma-separated.
+        cached: String,
+    },
     /// A field index could not be added.
     #[error("adding a field index")]
     Index(#[from] IndexError),

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::error::Error;
-use super::informer::{Informer, InformerConfig, TransformFn};
+use super::informer::{Informer, InformerConfig, InformerScope, TransformFn};
 use super::list_watch::ApiListWatch;
 use super::options::{CacheOptions, gvk_key};
 
@@ -97,7 +97,14 @@ struct Shared {
 }
 
 /// A shared cache of informers: whatever the number of controllers and readers, one informer
-/// (one list and one watch connection) per type.
+/// per type, with one list and one watch connection per cached namespace (one in all for
+/// every namespace, and for cluster-scoped types).
+///
+/// With several namespaces (controller-runtime's multi-namespace cache, see
+/// [`CacheOptions::default_namespaces`]) the informer merges them into one store: a list
+/// without a namespace returns the objects of every cached namespace, a get or list in a
+/// namespace the cache does not hold fails with [`Error::UnknownNamespace`], and sources get
+/// the events of every namespace.
 ///
 /// Cheap to clone; clones share the informers.
 #[derive(Clone)]
@@ -158,23 +165,33 @@ impl Cache {
         }
         let resource = ApiResource::erase::<K>(dt);
         let namespaced = self.served(&resource).await?;
-        let settings = self.shared.options.resolve::<K>(dt);
-        let namespace = settings.namespace.as_deref().filter(|_| namespaced);
-        let list_watch = ApiListWatch::new(self.shared.client.clone(), dt, namespace);
-        let transform: Option<TransformFn<K>> = settings.transform.map(|meta_transform| {
-            Arc::new(move |mut obj: K| {
-                meta_transform(obj.meta_mut());
-                obj
-            }) as TransformFn<K>
-        });
+        let settings = self.shared.options.resolve::<K>(dt, namespaced);
+        // One list+watch per cached namespace (or one for all), merged into one store.
+        let scopes = settings
+            .scopes
+            .into_iter()
+            .map(|scope| InformerScope {
+                list_watch: Box::new(ApiListWatch::<K>::new(
+                    self.shared.client.clone(),
+                    dt,
+                    scope.namespace.as_deref(),
+                )),
+                namespace: scope.namespace,
+                label_selector: scope.label_selector,
+                field_selector: scope.field_selector,
+                transform: scope.transform.map(|meta_transform| {
+                    Arc::new(move |mut obj: K| {
+                        meta_transform(obj.meta_mut());
+                        obj
+                    }) as TransformFn<K>
+                }),
+            })
+            .collect();
         let config = InformerConfig {
-            label_selector: settings.label_selector,
-            field_selector: settings.field_selector,
             resync_period: settings.sync_period,
-            transform,
             ..InformerConfig::default()
         };
-        let informer = Informer::new(list_watch, config);
+        let informer = Informer::with_scopes(scopes, config);
 
         let mut state = self.shared.state.lock();
         // Another caller may have created it while we asked the server: keep the first.

@@ -420,3 +420,86 @@ async fn failed_list_backs_off_and_wait_for_sync_completes_after_success() {
     ctx.cancel();
     task.await.unwrap();
 }
+
+fn cm_in(ns: &str, name: &str, rv: &str) -> ConfigMap {
+    let mut cm = cm(name, rv);
+    cm.metadata.namespace = Some(ns.into());
+    cm
+}
+
+/// Sends an event on `fake`'s newest watch and lets the informer process it.
+async fn send_to(fake: &Fake, event: Result<WatchEvent<ConfigMap>, kube_client::Error>) {
+    fake.watches.lock().last().unwrap().1.send(event).ok();
+    settle().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn scopes_merge_into_one_store_sync_together_and_relist_alone() {
+    let (fa, fb) = (Fake::default(), Fake::default());
+    fa.lists
+        .lock()
+        .push_back(Ok(list(vec![cm_in("a", "x", "1")], "5")));
+    // b has no list scripted yet: its list fails and backs off, so b is not synced.
+    let informer = Informer::with_scopes(
+        vec![
+            InformerScope::new(Some("a".into()), fa.clone()),
+            InformerScope::new(Some("b".into()), fb.clone()),
+        ],
+        listing(),
+    );
+    assert_eq!(informer.namespaces(), Some(vec!["a".into(), "b".into()]));
+    assert!(informer.covers_namespace("b") && !informer.covers_namespace("c"));
+    let early = Arc::new(Recorder::default());
+    let early_reg = informer.add_event_handler(early.clone());
+    let ctx = CancellationToken::new();
+    let task = tokio::spawn({
+        let (i, c) = (informer.clone(), ctx.clone());
+        async move { i.run(c).await }
+    });
+    bounded("a's watch opens", fa.watch_opened.notified()).await;
+    assert!(!informer.has_synced() && !early_reg.has_synced());
+    assert_eq!(early.take(), ["add x 1 initial"]);
+    // A handler added between the two syncs gets a's content now and b's when it comes.
+    let late = Arc::new(Recorder::default());
+    let late_reg = informer.add_event_handler(late.clone());
+    assert_eq!(late.take(), ["add x 1 initial"]);
+    assert!(!late_reg.has_synced());
+
+    fb.lists
+        .lock()
+        .push_back(Ok(list(vec![cm_in("b", "y", "2")], "6")));
+    bounded("b's watch opens", fb.watch_opened.notified()).await;
+    assert!(informer.has_synced() && early_reg.has_synced() && late_reg.has_synced());
+    for r in [&early, &late] {
+        assert_eq!(r.take(), ["add y 2 initial"]);
+    }
+
+    // Both watches feed the handlers.
+    send_to(&fa, Ok(WatchEvent::Added(cm_in("a", "z", "7")))).await;
+    send_to(&fb, Ok(WatchEvent::Modified(cm_in("b", "y", "8")))).await;
+    assert_eq!(early.take(), ["add z 7", "update y 2 -> y 8"]);
+
+    // A 410 in a relists a alone: b's object is neither deleted nor replayed.
+    fa.lists
+        .lock()
+        .push_back(Ok(list(vec![cm_in("a", "z", "9")], "10")));
+    send_to(
+        &fa,
+        Ok(WatchEvent::Error(
+            Status::failure("too old", "Expired").with_code(410).boxed(),
+        )),
+    )
+    .await;
+    assert_eq!(early.take(), ["update z 7 -> z 9", "delete x 1 unknown"]);
+    let mut stored: Vec<String> = informer
+        .store()
+        .keys()
+        .iter()
+        .map(|k| k.to_string())
+        .collect();
+    stored.sort();
+    assert_eq!(stored, ["a/z", "b/y"]);
+    assert_eq!(fb.watches.lock().len(), 1, "b kept its watch");
+    ctx.cancel();
+    task.await.unwrap();
+}

@@ -5,7 +5,8 @@
 //! - [`Store`]: every object held once (`Arc<K>`), shared by every reader, with a namespace index
 //!   and user field indexes.
 //! - [`Informer`]: list, then watch, relist on 410, reconnect with backoff; tells registered
-//!   [`ResourceEventHandler`]s about every change.
+//!   [`ResourceEventHandler`]s about every change. One list+watch per [`InformerScope`]: every
+//!   namespace at once, or each cached namespace on its own (see [`CacheOptions`]).
 //! - [`ListWatch`]: how an informer reaches the server ([`ApiListWatch`] through a kube-client
 //!   `Api`, typed, dynamic or metadata-only).
 
@@ -16,14 +17,20 @@ mod informer_cache;
 mod list_watch;
 mod options;
 mod reader;
+mod reflector;
 mod store;
 
 pub use backoff::BackoffConfig;
 pub use error::Error;
-pub use informer::{Informer, InformerConfig, Registration, ResourceEventHandler, TransformFn};
+pub use informer::{
+    Informer, InformerConfig, InformerScope, Registration, ResourceEventHandler, TransformFn,
+};
 pub use informer_cache::{Cache, CacheObject};
 pub use list_watch::{ApiListWatch, ListWatch, WatchStream};
-pub use options::{ByObject, CacheOptions, MetaTransform, strip_managed_fields};
+pub use options::{
+    ALL_NAMESPACES, ByObject, CacheOptions, MetaTransform, NamespaceConfig, Namespaces, namespaces,
+    strip_managed_fields,
+};
 pub use reader::ListOptions;
 pub use store::{IndexError, IndexFn, ObjectKey, Store};
 

@@ -1,7 +1,32 @@
-//! Cache options: what each informer caches (namespace, selectors, transform, resync), as
-//! defaults and per type.
+//! Cache options: what each informer caches (namespaces, selectors, transform, resync), as
+//! defaults and per type, and per namespace within those (controller-runtime's
+//! `cache.Options`, `ByObject` and `Config`).
+//!
+//! A type's informer lists and watches once per cached namespace: with
+//! [`CacheOptions::default_namespaces`] (or [`ByObject::namespaces`]) naming `a` and `b`, the
+//! informer opens one list and one watch in `a` and one in `b`, and merges them into one store.
+//! An empty namespace set means every namespace, one list and one watch. Cluster-scoped types
+//! ignore namespaces.
+//!
+//! ```
+//! use controller_runtime::cache::{ByObject, CacheOptions, NamespaceConfig, namespaces};
+//! use k8s_openapi::api::core::v1::Secret;
+//!
+//! // Every type in namespaces "a" and "b"; Secrets only in "a", and only those labelled
+//! // app=web.
+//! let mut secret_namespaces = namespaces(["a"]);
+//! secret_namespaces.insert(
+//!     "a".into(),
+//!     NamespaceConfig { label_selector: Some("app=web".into()), ..Default::default() },
+//! );
+//! let options = CacheOptions {
+//!     default_namespaces: namespaces(["a", "b"]),
+//!     ..Default::default()
+//! }
+//! .by_object::<Secret>(&(), ByObject { namespaces: Some(secret_namespaces), ..Default::default() });
+//! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,11 +42,46 @@ pub fn strip_managed_fields() -> MetaTransform {
     Arc::new(|meta: &mut ObjectMeta| meta.managed_fields = None)
 }
 
+/// The key of a namespace set that stands for every namespace not named otherwise
+/// (controller-runtime's `cache.AllNamespaces`). With `{"": .., "a": ..}` the cache watches
+/// `a` with its own settings and every other namespace with the `""` entry's.
+pub const ALL_NAMESPACES: &str = "";
+
+/// Settings for one namespace of a type (controller-runtime's `cache.Config`); unset fields
+/// fall back to the type's [`ByObject`] settings, then to the [`CacheOptions`] defaults.
+#[derive(Clone, Default)]
+pub struct NamespaceConfig {
+    /// Cache only objects matching this label selector in this namespace.
+    pub label_selector: Option<String>,
+    /// Cache only objects matching this field selector in this namespace.
+    pub field_selector: Option<String>,
+    /// Applied to the metadata of every object of this namespace before it is cached.
+    pub transform: Option<MetaTransform>,
+}
+
+/// Cached namespaces, each with its own settings. Empty: every namespace.
+pub type Namespaces = BTreeMap<String, NamespaceConfig>;
+
+/// A namespace set with default settings for each namespace.
+///
+/// ```
+/// let set = controller_runtime::cache::namespaces(["a", "b"]);
+/// assert_eq!(set.keys().collect::<Vec<_>>(), ["a", "b"]);
+/// ```
+pub fn namespaces<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Namespaces {
+    names
+        .into_iter()
+        .map(|name| (name.into(), NamespaceConfig::default()))
+        .collect()
+}
+
 /// Settings for one type's informer; unset fields fall back to the [`CacheOptions`] defaults.
 #[derive(Clone, Default)]
 pub struct ByObject {
-    /// Cache only this namespace (ignored for cluster-scoped types).
-    pub namespace: Option<String>,
+    /// Cache only these namespaces (see [`namespaces`]); `None`: the cache's
+    /// [`default_namespaces`](CacheOptions::default_namespaces); an empty set: every namespace.
+    /// Ignored for cluster-scoped types.
+    pub namespaces: Option<Namespaces>,
     /// Cache only objects matching this label selector.
     pub label_selector: Option<String>,
     /// Cache only objects matching this field selector.
@@ -35,8 +95,9 @@ pub struct ByObject {
 /// Options of a [`Cache`](super::Cache).
 #[derive(Clone)]
 pub struct CacheOptions {
-    /// Cache only this namespace, for every namespaced type without its own setting.
-    pub default_namespace: Option<String>,
+    /// Cache only these namespaces, for every namespaced type without its own setting. Empty
+    /// (the default): every namespace.
+    pub default_namespaces: Namespaces,
     /// Default label selector.
     pub default_label_selector: Option<String>,
     /// Default field selector.
@@ -56,7 +117,7 @@ pub struct CacheOptions {
 impl Default for CacheOptions {
     fn default() -> Self {
         CacheOptions {
-            default_namespace: None,
+            default_namespaces: Namespaces::new(),
             default_label_selector: None,
             default_field_selector: None,
             default_transform: None,
@@ -67,6 +128,23 @@ impl Default for CacheOptions {
     }
 }
 
+/// What one list+watch of an informer covers, with its effective settings.
+#[derive(Clone)]
+pub(crate) struct ResolvedScope {
+    /// The namespace listed; `None`: every namespace (or a cluster-scoped type).
+    pub namespace: Option<String>,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub transform: Option<MetaTransform>,
+}
+
+/// The effective settings of one type's informer.
+pub(crate) struct Resolved {
+    /// One per list+watch; never empty.
+    pub scopes: Vec<ResolvedScope>,
+    pub sync_period: Option<Duration>,
+}
+
 impl CacheOptions {
     /// Sets the options of type `K` (with its dynamic type `dt`: `&()` for static types).
     pub fn by_object<K: Resource>(mut self, dt: &K::DynamicType, options: ByObject) -> Self {
@@ -74,28 +152,183 @@ impl CacheOptions {
         self
     }
 
-    /// The effective settings for type `K`.
-    pub(crate) fn resolve<K: Resource>(&self, dt: &K::DynamicType) -> ByObject {
+    /// The effective settings for type `K`: one scope per cached namespace, or a single
+    /// all-namespaces scope (also for cluster-scoped types, which ignore namespaces).
+    pub(crate) fn resolve<K: Resource>(&self, dt: &K::DynamicType, namespaced: bool) -> Resolved {
         let own = self
             .by_object
             .get(&gvk_key::<K>(dt))
             .cloned()
             .unwrap_or_default();
-        ByObject {
-            namespace: own.namespace.or_else(|| self.default_namespace.clone()),
-            label_selector: own
-                .label_selector
-                .or_else(|| self.default_label_selector.clone()),
-            field_selector: own
-                .field_selector
-                .or_else(|| self.default_field_selector.clone()),
-            transform: own.transform.or_else(|| self.default_transform.clone()),
+        let label_selector = own
+            .label_selector
+            .or_else(|| self.default_label_selector.clone());
+        let field_selector = own
+            .field_selector
+            .or_else(|| self.default_field_selector.clone());
+        let transform = own.transform.or_else(|| self.default_transform.clone());
+        let namespaces = own
+            .namespaces
+            .unwrap_or_else(|| self.default_namespaces.clone());
+        let scopes = if !namespaced || namespaces.is_empty() {
+            vec![ResolvedScope {
+                namespace: None,
+                label_selector,
+                field_selector,
+                transform,
+            }]
+        } else {
+            let named: Vec<&str> = namespaces
+                .keys()
+                .map(String::as_str)
+                .filter(|ns| *ns != ALL_NAMESPACES)
+                .collect();
+            namespaces
+                .iter()
+                .map(|(ns, config)| {
+                    let field_selector = config
+                        .field_selector
+                        .clone()
+                        .or_else(|| field_selector.clone());
+                    let (namespace, field_selector) = if ns == ALL_NAMESPACES {
+                        // Every other namespace: leave out the ones watched on their own.
+                        (None, excluding(field_selector, &named))
+                    } else {
+                        (Some(ns.clone()), field_selector)
+                    };
+                    ResolvedScope {
+                        namespace,
+                        label_selector: config
+                            .label_selector
+                            .clone()
+                            .or_else(|| label_selector.clone()),
+                        field_selector,
+                        transform: config.transform.clone().or_else(|| transform.clone()),
+                    }
+                })
+                .collect()
+        };
+        Resolved {
+            scopes,
             sync_period: own.sync_period.or(self.sync_period),
         }
     }
 }
 
+/// `selector` plus `metadata.namespace!=NS` for each of `namespaces`.
+fn excluding(selector: Option<String>, namespaces: &[&str]) -> Option<String> {
+    let parts: Vec<String> = selector
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .chain(
+            namespaces
+                .iter()
+                .map(|ns| format!("metadata.namespace!={ns}")),
+        )
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(","))
+}
+
 /// `group/version/Kind`, or `version/Kind` for the core group.
 pub(crate) fn gvk_key<K: Resource>(dt: &K::DynamicType) -> String {
     format!("{}/{}", K::api_version(dt), K::kind(dt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+
+    fn summary(resolved: &Resolved) -> Vec<String> {
+        resolved
+            .scopes
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} l={} f={}",
+                    s.namespace.as_deref().unwrap_or("*"),
+                    s.label_selector.as_deref().unwrap_or("-"),
+                    s.field_selector.as_deref().unwrap_or("-"),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn no_namespaces_is_one_all_namespaces_scope() {
+        let options = CacheOptions {
+            default_label_selector: Some("app=x".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            summary(&options.resolve::<ConfigMap>(&(), true)),
+            ["* l=app=x f=-"]
+        );
+    }
+
+    #[test]
+    fn one_scope_per_namespace_with_inherited_settings() {
+        let mut own = namespaces(["a", "b"]);
+        own.insert(
+            "b".into(),
+            NamespaceConfig {
+                label_selector: Some("tier=db".into()),
+                ..Default::default()
+            },
+        );
+        let options = CacheOptions {
+            default_namespaces: namespaces(["z"]),
+            default_field_selector: Some("metadata.name=n".into()),
+            ..Default::default()
+        }
+        .by_object::<ConfigMap>(
+            &(),
+            ByObject {
+                namespaces: Some(own),
+                label_selector: Some("app=x".into()),
+                ..Default::default()
+            },
+        );
+        assert_eq!(
+            summary(&options.resolve::<ConfigMap>(&(), true)),
+            [
+                "a l=app=x f=metadata.name=n",
+                "b l=tier=db f=metadata.name=n"
+            ]
+        );
+        // Types without their own setting use the default namespaces.
+        assert_eq!(
+            summary(&options.resolve::<k8s_openapi::api::core::v1::Secret>(&(), true)),
+            ["z l=- f=metadata.name=n"]
+        );
+    }
+
+    #[test]
+    fn all_namespaces_entry_leaves_out_the_named_ones() {
+        let options = CacheOptions {
+            default_namespaces: namespaces(["", "a", "b"]),
+            default_field_selector: Some("metadata.name=n".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            summary(&options.resolve::<ConfigMap>(&(), true)),
+            [
+                "* l=- f=metadata.name=n,metadata.namespace!=a,metadata.namespace!=b",
+                "a l=- f=metadata.name=n",
+                "b l=- f=metadata.name=n",
+            ]
+        );
+    }
+
+    #[test]
+    fn cluster_scoped_types_ignore_namespaces() {
+        let options = CacheOptions {
+            default_namespaces: namespaces(["a", "b"]),
+            ..Default::default()
+        };
+        assert_eq!(
+            summary(&options.resolve::<Namespace>(&(), false)),
+            ["* l=- f=-"]
+        );
+    }
 }

@@ -1,5 +1,9 @@
 //! Reading from the cache: get and list return the cached `Arc`s, never deep copies.
 //!
+//! A cache of several namespaces answers a list without a namespace from all of them, and
+//! refuses a get or list in a namespace it does not hold ([`Error::UnknownNamespace`]) rather
+//! than answer "not found" for objects it never watched.
+//!
 //! Label selectors are matched in memory; field selectors go through field indexes
 //! ([`Cache::index_field`]), except `metadata.name` and `metadata.namespace`, which every
 //! object has.
@@ -45,6 +49,25 @@ impl ListOptions {
     }
 }
 
+/// Fails with [`Error::UnknownNamespace`] when `informer` does not cache `namespace`.
+fn check_namespace<K: CacheObject>(
+    informer: &Informer<K>,
+    dt: &K::DynamicType,
+    verb: &'static str,
+    namespace: &str,
+    target: impl FnOnce() -> String,
+) -> Result<(), Error> {
+    if informer.covers_namespace(namespace) {
+        return Ok(());
+    }
+    Err(Error::UnknownNamespace {
+        verb,
+        target: target(),
+        kind: K::kind(dt).into_owned(),
+        cached: informer.namespaces().unwrap_or_default().join(", "),
+    })
+}
+
 /// The index name under which a field is indexed.
 pub(crate) fn field_index_name(field: &str) -> String {
     format!("field:{field}")
@@ -79,6 +102,9 @@ impl Cache {
         key: &ObjectKey,
     ) -> Result<Arc<K>, Error> {
         let informer = self.synced_informer::<K>(dt).await?;
+        if let Some(ns) = &key.namespace {
+            check_namespace(&informer, dt, "get", ns, || key.to_string())?;
+        }
         informer.store().get(key).ok_or_else(|| Error::NotFound {
             kind: K::kind(dt).into_owned(),
             key: key.to_string(),
@@ -142,6 +168,9 @@ impl Cache {
                     "no index for field {field:?} (see Cache::index_field)"
                 )));
             }
+        }
+        if let Some(ns) = namespace {
+            check_namespace(&informer, dt, "list", ns, || ns.to_string())?;
         }
         let objects = match indexed {
             Some((field, value)) => store

@@ -168,6 +168,26 @@ impl<K: Resource> Store<K> {
         old
     }
 
+    /// Replaces the objects whose keys satisfy `part` (one scope's relist in a multi-namespace
+    /// informer), keeping the others; returns the replaced ones.
+    pub fn replace_where(
+        &self,
+        part: impl Fn(&ObjectKey) -> bool,
+        objects: impl IntoIterator<Item = Arc<K>>,
+    ) -> HashMap<ObjectKey, Arc<K>> {
+        let mut inner = self.inner.write();
+        let keys: Vec<ObjectKey> = inner.objects.keys().filter(|k| part(k)).cloned().collect();
+        let old = keys
+            .into_iter()
+            .filter_map(|key| inner.remove(&key).map(|obj| (key, obj)))
+            .collect();
+        for obj in objects {
+            let key = ObjectKey::of(obj.as_ref());
+            inner.insert(key, obj);
+        }
+        old
+    }
+
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
         self.inner.read().objects.get(key).cloned()

@@ -55,7 +55,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let options = CacheOptions::default().by_object::<DynamicObject>(
         &resource,
         ByObject {
-            namespace: namespace.clone(),
+            // One namespace, or (an empty set) every namespace.
+            namespaces: Some(controller_runtime::cache::namespaces(namespace.clone())),
             ..Default::default()
         },
     );
