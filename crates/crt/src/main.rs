@@ -1,5 +1,7 @@
 //! `crt`: the controller-runtime-rs command line.
 //!
+//! - `crt demo`: an operator end to end (CRD, Builder, Manager, finalizer), with its flow
+//!   printed, on an embedded API server or a cluster.
 //! - `crt serve`: run the embedded Kubernetes API server in the foreground.
 //! - `crt watch RESOURCE`: print what a Kind source delivers for a resource.
 //!
@@ -19,6 +21,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a sample operator through a scripted scenario, printing each event's path through
+    /// the pipeline (on an embedded API server unless --kubeconfig is given).
+    Demo(cmd::demo::Args),
     /// Run the embedded Kubernetes API server in the foreground until Ctrl-C or SIGTERM.
     Serve(cmd::serve::Args),
     /// Print the events and queue items a Kind source gives for a resource (debugging a
@@ -35,6 +40,7 @@ async fn main() -> anyhow::Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
+        Command::Demo(args) => cmd::demo::run(args).await,
         Command::Serve(args) => cmd::serve::run(args).await,
         Command::Watch(args) => cmd::watch::run(args).await,
     }

@@ -1,4 +1,5 @@
 //! One module per subcommand.
 
+pub mod demo;
 pub mod serve;
 pub mod watch;

@@ -1,0 +1,229 @@
+//! `crt demo`: an operator, end to end, on an embedded API server (or any cluster).
+//!
+//! 1. It installs a CustomResourceDefinition, `greetings.demo.crt.dev` ([`crd::Greeting`]: a
+//!    spec with `replicas` and `message`, a status subresource with conditions, and the scale
+//!    subresource on `.spec.replicas`).
+//! 2. It runs an operator ([`operator`]) through a Manager: built with the Builder, `for_`
+//!    Greetings, `owns` ConfigMaps. For each Greeting it keeps `replicas` ConfigMaps carrying
+//!    `message`, reports them in the status with a `Ready` condition, and deletes them through a
+//!    finalizer when the Greeting goes.
+//! 3. It plays a scenario against the API ([`scenario`]) and checks each step's outcome,
+//!    printing the pipeline as it runs ([`flow`]): event, predicate, handler, queue, reconcile,
+//!    result.
+//!
+//! It ends with a summary and exit code 0, or a non-zero exit naming the step that failed. With
+//! `--serve` the server and the operator keep running for kubectl until Ctrl-C or SIGTERM.
+//!
+//! ```text
+//! crt demo                       # on an embedded API server
+//! crt demo --kubeconfig ~/.kube/config
+//! crt demo --serve               # then: kubectl --kubeconfig <printed path> get greetings -A
+//! ```
+
+mod crd;
+mod flow;
+mod operator;
+mod scenario;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use controller_runtime::builder::{ControllerBuilder, Input};
+use controller_runtime::cache::{ByObject, CacheOptions, namespaces};
+use controller_runtime::controller::ControllerOptions;
+use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::workqueue::{PriorityQueue, QueueConfig};
+use k8s_openapi::api::core::v1::ConfigMap;
+use tokio_util::sync::CancellationToken;
+
+use crd::Greeting;
+use flow::{FlowPredicate, FlowQueue, FlowReconciler, Notes, Stats};
+
+/// The namespace the demo works in (created if missing).
+pub const NAMESPACE: &str = "crt-demo";
+
+/// Arguments of `crt demo`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The cluster to run on; without it, an embedded API server is started.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// After the scenario, keep the server and the operator running (for kubectl) until
+    /// Ctrl-C or SIGTERM.
+    #[arg(long)]
+    pub serve: bool,
+}
+
+/// Runs the demo; an error names the step that failed.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let (kubeconfig, embedded) = match &args.kubeconfig {
+        Some(path) => (path.clone(), None),
+        None => {
+            let server = crt_apiserver::Server::start(Default::default())
+                .await
+                .context("starting the embedded API server")?;
+            let path =
+                std::env::temp_dir().join(format!("crt-demo-{}.kubeconfig", std::process::id()));
+            server.write_kubeconfig(&path)?;
+            println!("embedded API server at {}", server.url());
+            (path, Some(server))
+        }
+    };
+    let client = client_from_file(&kubeconfig).await?;
+
+    println!("== install the CustomResourceDefinition greetings.demo.crt.dev");
+    scenario::install(&client).await?;
+
+    // The operator: a Manager, and one controller built with the Builder.
+    let stats = Arc::new(Stats::default());
+    let mgr = manager(client.clone())?;
+    let notes = Arc::new(Notes::default());
+    let reconciler = FlowReconciler::new(
+        operator::reconciler(mgr.client(), notes.clone(), stats.clone()),
+        notes,
+        stats.clone(),
+    );
+    ControllerBuilder::new(&mgr)
+        .for_input(Input::<Greeting>::new().with_predicate(FlowPredicate::new(stats.clone())))
+        .owns_input(Input::<ConfigMap>::new().with_predicate(FlowPredicate::new(stats.clone())))
+        .with_options(controller_options(&mgr))
+        .complete(reconciler)
+        .await
+        .context("building the greeting controller")?;
+    let ctx = CancellationToken::new();
+    let running = tokio::spawn({
+        let (mgr, ctx) = (mgr.clone(), ctx.clone());
+        async move { mgr.start(ctx).await }
+    });
+    scenario::wait_started(&mgr).await?;
+    println!(
+        "== operator running: controller \"greeting\" (for Greeting, owns ConfigMap){}",
+        endpoints(&mgr)
+    );
+    println!(
+        "   an event prints: event | predicate | handler | queue; a reconcile: reconcile, then result"
+    );
+
+    let outcome = scenario::play(&client, &stats).await;
+    if let Err(e) = outcome {
+        ctx.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(5), running).await;
+        return Err(e);
+    }
+    summary(&stats, started.elapsed());
+
+    if args.serve {
+        scenario::create_for_kubectl(&client).await?;
+        let path = kubeconfig.display();
+        println!("== serving until Ctrl-C or SIGTERM");
+        println!("   kubeconfig: {path}");
+        println!("   try: kubectl --kubeconfig {path} -n {NAMESPACE} get greetings,configmaps");
+        println!(
+            "        kubectl --kubeconfig {path} -n {NAMESPACE} scale greeting/hello --replicas 3"
+        );
+        controller_runtime::manager::signal_handler()
+            .cancelled()
+            .await;
+    }
+
+    ctx.cancel();
+    match tokio::time::timeout(Duration::from_secs(10), running).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(e))) => eprintln!("the manager stopped with an error: {e}"),
+        Ok(Err(e)) => eprintln!("the manager task failed: {e}"),
+        Err(_) => eprintln!("the manager did not stop within 10 s"),
+    }
+    if let Some(server) = embedded {
+        server.stop().await;
+        let _ = std::fs::remove_file(&kubeconfig);
+    }
+    Ok(())
+}
+
+/// The Manager: its cache holds the demo namespace only, and of ConfigMaps only the operator's
+/// (the label every child carries), so other ConfigMaps never reach the controller. Metrics and
+/// probes listen on free ports (never a fixed one: tests run in parallel).
+fn manager(client: kube_client::Client) -> anyhow::Result<Manager> {
+    let cache = CacheOptions {
+        default_namespaces: namespaces([NAMESPACE]),
+        ..Default::default()
+    }
+    .by_object::<ConfigMap>(
+        &(),
+        ByObject {
+            label_selector: Some(operator::MANAGED_BY.into()),
+            ..Default::default()
+        },
+    );
+    let options = ManagerOptions {
+        cache,
+        metrics_bind_address: Some("127.0.0.1:0".into()),
+        health_probe_bind_address: Some("127.0.0.1:0".into()),
+        graceful_shutdown_timeout: Duration::from_secs(5),
+        ..Default::default()
+    };
+    Manager::new(client, options).context("creating the manager")
+}
+
+/// The controller's options: the default priority queue, seen through [`FlowQueue`]; one
+/// worker, so the printed reconciles come one at a time.
+fn controller_options(mgr: &Manager) -> ControllerOptions {
+    let metrics = mgr.metrics().workqueue.clone();
+    ControllerOptions {
+        max_concurrent_reconciles: 1,
+        new_queue: Some(Arc::new(move |name, rate_limiter| {
+            FlowQueue::wrap(PriorityQueue::new(QueueConfig {
+                name: name.to_string(),
+                rate_limiter,
+                metrics: Some(metrics.clone()),
+            }))
+        })),
+        ..Default::default()
+    }
+}
+
+/// Where the manager's HTTP endpoints listen, for the banner.
+fn endpoints(mgr: &Manager) -> String {
+    let mut out = String::new();
+    if let Some(addr) = mgr.metrics_addr() {
+        out.push_str(&format!("; metrics at http://{addr}/metrics"));
+    }
+    if let Some(addr) = mgr.health_probe_addr() {
+        out.push_str(&format!(", probes at http://{addr}/readyz"));
+    }
+    out
+}
+
+fn summary(stats: &Stats, took: Duration) {
+    let n = Stats::get;
+    println!("== summary");
+    println!(
+        "   scenario: {} steps, each verified, in {:.2} s",
+        scenario::STEPS,
+        took.as_secs_f64()
+    );
+    println!(
+        "   objects: 1 CustomResourceDefinition, 1 Greeting; the operator created {} ConfigMaps, updated {} objects, deleted {} ConfigMaps",
+        n(&stats.created),
+        n(&stats.updated),
+        n(&stats.deleted)
+    );
+    println!(
+        "   pipeline: {} events ({} dropped by the predicate), {} reconciles, {} errors",
+        n(&stats.events),
+        n(&stats.filtered),
+        n(&stats.reconciles),
+        n(&stats.errors)
+    );
+}
+
+async fn client_from_file(path: &Path) -> anyhow::Result<kube_client::Client> {
+    let kubeconfig = kube_client::config::Kubeconfig::read_from(path)
+        .with_context(|| format!("reading {}", path.display()))?;
+    let config =
+        kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(kube_client::Client::try_from(config)?)
+}

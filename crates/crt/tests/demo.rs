@@ -1,0 +1,69 @@
+//! `crt demo` (the README's run command) runs its scenario on an embedded API server, shows
+//! every step and the flow through the pipeline, ends with a summary and exits 0.
+
+use std::process::Command;
+
+#[test]
+fn crt_demo_plays_every_step_and_exits_0() {
+    let out = Command::new(env!("CARGO_BIN_EXE_crt"))
+        .arg("demo")
+        .output()
+        .expect("crt demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "crt demo exited with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+
+    // The lines appear in this order.
+    let expected = [
+        "== install the CustomResourceDefinition greetings.demo.crt.dev",
+        "ok: CRD established",
+        "== operator running",
+        "== step 1/6: create Greeting hello",
+        "ok: hello-0 and hello-1 say \"hello\"",
+        "== step 2/6: change the message",
+        "ok: both ConfigMaps say \"bonjour\"",
+        "== step 3/6: scale up to 4",
+        "ok: hello-0..hello-3 exist",
+        "== step 4/6: scale down to 1",
+        "ok: hello-1..hello-3 deleted",
+        "== step 5/6: delete the child ConfigMap hello-0",
+        "ok: hello-0 is back",
+        "== step 6/6: delete the Greeting",
+        "ok: cleanup deleted hello-0",
+        "== summary",
+        "scenario: 6 steps, each verified",
+        "pipeline: ",
+    ];
+    let mut rest = &stdout[..];
+    for line in expected {
+        match rest.find(line) {
+            Some(at) => rest = &rest[at + line.len()..],
+            None => panic!("{line:?} missing (or out of order) in:\n{stdout}"),
+        }
+    }
+
+    // The flow: an event passing the predicate and enqueued by the handler, one a predicate
+    // dropped (the operator's own status write), reconciles with their results, the owned
+    // child's event enqueuing its owner, and the finalizer at work.
+    let flow = [
+        "event     Create Greeting crt-demo/hello | predicate: pass (new object) | handler: enqueue crt-demo/hello",
+        "| predicate: drop (generation unchanged",
+        "reconcile crt-demo/hello (#1) taken from the queue",
+        "result    crt-demo/hello (#1) | add finalizer demo.crt.dev/cleanup, create hello-0, create hello-1",
+        "| done (",
+        "| queue: being reconciled: it runs again after",
+        "event     Delete ConfigMap crt-demo/hello-0 | predicate: pass (gone) | handler: enqueue crt-demo/hello",
+        "add finalizer demo.crt.dev/cleanup",
+        "cleanup done, remove finalizer demo.crt.dev/cleanup",
+    ];
+    for needle in flow {
+        assert!(stdout.contains(needle), "{needle:?} missing in:\n{stdout}");
+    }
+    // A readable flow, not a log flood.
+    let lines = stdout.lines().count();
+    assert!(lines < 200, "{lines} lines:\n{stdout}");
+}
