@@ -543,3 +543,322 @@ async fn dropping_the_server_frees_the_port() {
     }
     assert!(freed, "the port is free after drop");
 }
+
+/// The `fieldsV1` of `manager`'s entry with `operation`, read off a typed object.
+fn owned(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    manager: &str,
+    operation: &str,
+) -> Option<serde_json::Value> {
+    let entry = meta.managed_fields.as_ref()?.iter().find(|e| {
+        e.manager.as_deref() == Some(manager) && e.operation.as_deref() == Some(operation)
+    })?;
+    assert_eq!(entry.fields_type.as_deref(), Some("FieldsV1"));
+    assert!(entry.time.is_some() && entry.api_version.is_some());
+    Some(entry.fields_v1.as_ref()?.0.clone())
+}
+
+fn applied_cm(data: serde_json::Value) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data})
+}
+
+#[tokio::test]
+async fn server_side_apply_with_kube_client() {
+    let server = server().await;
+    let client = client(&server).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let alice = PatchParams::apply("alice");
+    let bob = PatchParams::apply("bob");
+
+    // Create through apply; managedFields come back on GET.
+    let created = api
+        .patch(
+            "ssa",
+            &alice,
+            &Patch::Apply(applied_cm(json!({"a": "1", "x": "1"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.data.as_ref().unwrap()["a"], "1");
+    let got = api.get("ssa").await.unwrap();
+    assert_eq!(
+        owned(&got.metadata, "alice", "Apply"),
+        Some(json!({"f:data": {"f:a": {}, "f:x": {}}}))
+    );
+
+    // Two managers: same value is shared, a different one is a 409 naming owner and field.
+    api.patch(
+        "ssa",
+        &bob,
+        &Patch::Apply(applied_cm(json!({"a": "1", "b": "2"}))),
+    )
+    .await
+    .unwrap();
+    let err = api
+        .patch(
+            "ssa",
+            &bob,
+            &Patch::Apply(applied_cm(json!({"a": "9", "x": "9"}))),
+        )
+        .await
+        .unwrap_err();
+    let kube_client::Error::Api(status) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        status.message,
+        "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .data.a\n- .data.x"
+    );
+    assert_eq!(
+        api.get("ssa").await.unwrap().data.unwrap()["a"],
+        "1",
+        "a conflict changes nothing"
+    );
+
+    // Force takes the field; alice keeps only x.
+    let forced = api
+        .patch(
+            "ssa",
+            &bob.clone().force(),
+            &Patch::Apply(applied_cm(json!({"a": "9", "b": "2"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.as_ref().unwrap()["a"], "9");
+    assert_eq!(
+        owned(&forced.metadata, "alice", "Apply"),
+        Some(json!({"f:data": {"f:x": {}}}))
+    );
+
+    // Alice stops applying x: nobody else owns it, so it goes; her entry goes with it.
+    let after = api
+        .patch("ssa", &alice, &Patch::Apply(applied_cm(json!({}))))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.data.clone().unwrap().into_iter().collect::<Vec<_>>(),
+        [("a".into(), "9".into()), ("b".into(), "2".into())]
+    );
+    assert_eq!(owned(&after.metadata, "alice", "Apply"), None);
+
+    // An update owns what it changes: a later apply of another value conflicts with it.
+    api.patch(
+        "ssa",
+        &PatchParams {
+            field_manager: Some("editor".into()),
+            ..Default::default()
+        },
+        &Patch::Merge(json!({"data": {"b": "3"}})),
+    )
+    .await
+    .unwrap();
+    let err = api
+        .patch(
+            "ssa",
+            &bob,
+            &Patch::Apply(applied_cm(json!({"a": "9", "b": "2"}))),
+        )
+        .await
+        .unwrap_err();
+    let kube_client::Error::Api(status) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"editor\" using v1: .data.b"
+    );
+
+    // Without fieldManager: 422, as the real server words it.
+    let (code, _, body) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/ssa",
+        "application/apply-patch+yaml",
+        "data:\n  a: \"1\"\n",
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        body["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+    // A YAML body works as well as JSON.
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  y: \"1\"\n";
+    let (code, _, body) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/ssa?fieldManager=yaml",
+        "application/apply-patch+yaml",
+        yaml,
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["data"]["y"], "1");
+}
+
+#[tokio::test]
+async fn server_side_apply_lists_status_and_scale() {
+    let server = server().await;
+    let client = client(&server).await;
+    let api: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let deployment = |containers: serde_json::Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"selector": {"matchLabels": {"app": "d"}},
+                        "template": {"metadata": {"labels": {"app": "d"}},
+                                     "spec": {"containers": containers}}}})
+    };
+    api.patch(
+        "d",
+        &PatchParams::apply("a"),
+        &Patch::Apply(deployment(json!([{"name": "app", "image": "nginx"}]))),
+    )
+    .await
+    .unwrap();
+    let d = api
+        .patch(
+            "d",
+            &PatchParams::apply("b"),
+            &Patch::Apply(deployment(
+                json!([{"name": "log", "image": "busybox", "ports": [{"containerPort": 80}]}]),
+            )),
+        )
+        .await
+        .unwrap();
+    let names: Vec<String> = d
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(names, ["app", "log"]);
+    let b = owned(&d.metadata, "b", "Apply").unwrap();
+    assert_eq!(
+        b["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"log\"}"]["f:ports"],
+        json!({"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}})
+    );
+
+    // Status through its subresource: an entry marked with the subresource.
+    let status = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                        "status": {"replicas": 2, "readyReplicas": 1}});
+    let after = api
+        .patch_status("d", &PatchParams::apply("ctrl"), &Patch::Apply(status))
+        .await
+        .unwrap();
+    assert_eq!(after.status.as_ref().unwrap().ready_replicas, Some(1));
+    let entry = after
+        .metadata
+        .managed_fields
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("ctrl"))
+        .unwrap();
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+    assert_eq!(
+        entry.fields_v1.as_ref().unwrap().0,
+        json!({"f:status": {"f:readyReplicas": {}, "f:replicas": {}}})
+    );
+
+    // Scale through apply: the entry is on the object, for spec.replicas, via `scale`.
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d"}, "spec": {"replicas": 4}});
+    let s = api
+        .patch_scale("d", &PatchParams::apply("hpa"), &Patch::Apply(scale))
+        .await
+        .unwrap();
+    assert_eq!(s.spec.unwrap().replicas, Some(4));
+    let d = api.get("d").await.unwrap();
+    let entry = d
+        .metadata
+        .managed_fields
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|e| e.manager.as_deref() == Some("hpa"))
+        .unwrap();
+    assert_eq!(entry.subresource.as_deref(), Some("scale"));
+    assert_eq!(
+        entry.fields_v1.as_ref().unwrap().0,
+        json!({"f:spec": {"f:replicas": {}}})
+    );
+}
+
+#[tokio::test]
+async fn server_side_apply_custom_map_list() {
+    let server = server().await;
+    let client = client(&server).await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                         "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                                   "x-kubernetes-list-map-keys": ["name"],
+                                   "items": {"type": "object", "required": ["name"], "properties": {
+                                       "name": {"type": "string"}, "port": {"type": "integer"}}}}}}}}}}]}});
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "application/json",
+        crd.to_string(),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Gadget"));
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+    let gadget = |ports: serde_json::Value| json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}, "spec": {"ports": ports}});
+    api.patch(
+        "g",
+        &PatchParams::apply("a"),
+        &Patch::Apply(gadget(json!([{"name": "http", "port": 80}]))),
+    )
+    .await
+    .unwrap();
+    let g = api
+        .patch(
+            "g",
+            &PatchParams::apply("b"),
+            &Patch::Apply(gadget(json!([{"name": "https", "port": 443}]))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        g.data["spec"]["ports"],
+        json!([{"name": "http", "port": 80}, {"name": "https", "port": 443}])
+    );
+    let err = api
+        .patch(
+            "g",
+            &PatchParams::apply("b"),
+            &Patch::Apply(gadget(json!([{"name": "http", "port": 8080}]))),
+        )
+        .await
+        .unwrap_err();
+    let kube_client::Error::Api(status) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"a\": .spec.ports[name=\"http\"].port"
+    );
+    // b dropping its item removes it; a's stays.
+    let g = api
+        .patch(
+            "g",
+            &PatchParams::apply("b"),
+            &Patch::Apply(gadget(json!([]))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        g.data["spec"]["ports"],
+        json!([{"name": "http", "port": 80}])
+    );
+}

@@ -600,7 +600,8 @@ async fn server_side_apply_managers_conflicts_and_force() {
     );
 
     // Re-applying without `gone` removes it: nobody else owns it.
-    k.ok_with(&ssa, Some(&applied_cm("s", "  a: \"1\"\n"))).await;
+    k.ok_with(&ssa, Some(&applied_cm("s", "  a: \"1\"\n")))
+        .await;
     assert_eq!(
         k.json(&["get", "cm", "s"]).await["data"],
         serde_json::json!({"a": "1"})
@@ -666,7 +667,8 @@ async fn server_side_apply_managers_conflicts_and_force() {
     assert_eq!(names, ["app", "log"]);
     // An update (kubectl set image) owns the image it set: kubectl's apply of another
     // image conflicts with it.
-    k.ok(&["set", "image", "deployment/web", "app=nginx:2"]).await;
+    k.ok(&["set", "image", "deployment/web", "app=nginx:2"])
+        .await;
     let err = k
         .fails(&ssa, Some(&app.replace("nginx:1", "nginx:3")))
         .await;

@@ -64,7 +64,9 @@ impl Entry {
 
     fn to_value(&self) -> Value {
         let mut m = Map::new();
-        m.insert("manager".into(), Value::from(self.manager.clone()));
+        if !self.manager.is_empty() {
+            m.insert("manager".into(), Value::from(self.manager.clone()));
+        }
         m.insert("operation".into(), Value::from(self.operation.as_str()));
         m.insert("apiVersion".into(), Value::from(self.api_version.clone()));
         if let Some(t) = &self.time {
