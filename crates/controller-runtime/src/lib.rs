@@ -28,6 +28,7 @@ pub mod manager;
 pub mod metrics;
 pub mod predicate;
 pub mod reconcile;
+pub mod recorder;
 pub mod source;
 pub mod workqueue;
 

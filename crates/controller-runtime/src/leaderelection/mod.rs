@@ -195,7 +195,7 @@ pub fn default_identity() -> String {
 }
 
 /// The kernel's host name, else `$HOSTNAME`, else `localhost`.
-fn host_name() -> String {
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
