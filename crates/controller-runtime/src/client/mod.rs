@@ -14,8 +14,11 @@
 //! ```
 //!
 //! Reads return the cache's shared `Arc`s: clone an object (as above) only to change it. For a
-//! read that must see the server's latest state, use the `*_uncached` reads.
+//! read that must see the server's latest state, use the `*_uncached` reads. Server-side apply
+//! (the object as a field manager's apply configuration): [`Objects::apply`],
+//! [`Objects::apply_status`].
 
+mod apply;
 mod error;
 
 use std::sync::Arc;
