@@ -678,3 +678,28 @@ async fn the_leader_gauge_follows_leadership() {
     join(running).await.unwrap();
     assert!(!mgr.is_leader());
 }
+
+#[tokio::test]
+async fn from_a_kubeconfig_file() {
+    let (server, client) = server().await;
+    let path = std::env::temp_dir().join(format!("manager-test-{}.yaml", std::process::id()));
+    server.write_kubeconfig(&path).unwrap();
+    let mgr = Manager::from_kubeconfig_file(&path, quiet()).await.unwrap();
+    std::fs::remove_file(&path).unwrap();
+    create_cm(&client, "seen").await;
+    let cms = mgr.cache().get_informer::<ConfigMap>().await.unwrap();
+    let ctx = CancellationToken::new();
+    let running = spawn_start(&mgr, &ctx);
+    mgr.elected().await;
+    assert!(cms.has_synced(), "started after the cache synced");
+    assert_eq!(cms.store().list(None).len(), 1);
+    ctx.cancel();
+    join(running).await.unwrap();
+
+    let missing = Manager::from_kubeconfig_file("/nonexistent/kubeconfig", quiet()).await;
+    assert!(
+        matches!(&missing, Err(Error::Kubeconfig(msg)) if msg.contains("/nonexistent/kubeconfig")),
+        "{:?}",
+        missing.err()
+    );
+}

@@ -69,42 +69,51 @@ impl Group {
         runnable: Arc<dyn Runnable>,
         ready: Option<ReadyCheck>,
     ) -> Result<(), Error> {
-        let mut state = self.state.lock();
-        match &mut *state {
-            State::Pending { queue, warming } => {
-                if *warming {
-                    self.spawn_warm_up(&runnable);
+        // The runnable's own code (`start`, `warm_up`) runs outside the lock: it may add more.
+        let warm_up = {
+            let mut state = self.state.lock();
+            match &mut *state {
+                State::Pending { queue, warming } => {
+                    queue.push(Pending {
+                        runnable: runnable.clone(),
+                        ready,
+                    });
+                    *warming
                 }
-                queue.push(Pending { runnable, ready });
-                Ok(())
+                State::Running => {
+                    drop(state);
+                    self.spawn(runnable);
+                    return Ok(());
+                }
+                State::Stopped => return Err(Error::Stopping),
             }
-            State::Running => {
-                self.spawn(runnable);
-                Ok(())
-            }
-            State::Stopped => Err(Error::Stopping),
+        };
+        if warm_up {
+            self.spawn_warm_up(&runnable);
         }
+        Ok(())
     }
 
     /// Starts the queued runnables and waits for their ready checks. Fails with
     /// [`Error::CacheSync`] when a check gives up while the group is not being stopped.
     pub(crate) async fn start(&self) -> Result<(), Error> {
-        let checks: Vec<ReadyCheck> = {
+        let queue = {
             let mut state = self.state.lock();
             let State::Pending { queue, .. } = &mut *state else {
                 return Ok(());
             };
             let queue = std::mem::take(queue);
             *state = State::Running;
-            tracing::debug!(group = ?self.kind, count = queue.len(), "starting runnables");
             queue
-                .into_iter()
-                .filter_map(|p| {
-                    self.spawn(p.runnable);
-                    p.ready
-                })
-                .collect()
         };
+        tracing::debug!(group = ?self.kind, count = queue.len(), "starting runnables");
+        let checks: Vec<ReadyCheck> = queue
+            .into_iter()
+            .filter_map(|p| {
+                self.spawn(p.runnable);
+                p.ready
+            })
+            .collect();
         for check in checks {
             if !check(self.ctx.clone()).await && !self.ctx.is_cancelled() {
                 return Err(Error::CacheSync);
@@ -116,14 +125,18 @@ impl Group {
     /// Calls `warm_up` on every queued runnable, and on each one added from now until the
     /// group starts. Warm-ups run under the group's token and count as its tasks.
     pub(crate) fn warm_up(&self) {
-        let mut state = self.state.lock();
-        if let State::Pending { queue, warming } = &mut *state
-            && !*warming
-        {
-            *warming = true;
-            for p in queue.iter() {
-                self.spawn_warm_up(&p.runnable);
+        let runnables: Vec<Arc<dyn Runnable>> = {
+            let mut state = self.state.lock();
+            match &mut *state {
+                State::Pending { queue, warming } if !*warming => {
+                    *warming = true;
+                    queue.iter().map(|p| p.runnable.clone()).collect()
+                }
+                _ => return,
             }
+        };
+        for runnable in &runnables {
+            self.spawn_warm_up(runnable);
         }
     }
 
@@ -142,21 +155,32 @@ impl Group {
     }
 
     fn spawn(&self, runnable: Arc<dyn Runnable>) {
-        let fut = runnable.start(self.ctx.clone());
+        let ctx = self.ctx.clone();
+        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| runnable.start(ctx)));
         self.track(runnable.name(), fut);
     }
 
     fn spawn_warm_up(&self, runnable: &Arc<dyn Runnable>) {
-        let fut = runnable.warm_up(self.ctx.clone());
+        let ctx = self.ctx.clone();
+        let fut = std::panic::catch_unwind(AssertUnwindSafe(|| runnable.warm_up(ctx)));
         self.track(format!("{} (warm-up)", runnable.name()), fut);
     }
 
-    /// Runs `fut`; its error or panic stops the manager unless the group is stopping.
-    fn track(&self, name: String, fut: BoxFuture<'static, Result<(), BoxError>>) {
+    /// Runs `fut` (or reports the panic that made it); its error or panic stops the manager
+    /// unless the group is stopping.
+    fn track(
+        &self,
+        name: String,
+        fut: std::thread::Result<BoxFuture<'static, Result<(), BoxError>>>,
+    ) {
         let ctx = self.ctx.clone();
         let failures = self.failures.clone();
         self.tasks.spawn(async move {
-            let source = match AssertUnwindSafe(fut).catch_unwind().await {
+            let result = match fut {
+                Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+            let source = match result {
                 Ok(Ok(())) => return,
                 Ok(Err(e)) => e,
                 Err(panic) => panic_message(&panic).into(),
@@ -285,6 +309,22 @@ mod tests {
             Some(Error::Runnable { name, source }) => {
                 assert_eq!(name, "panics");
                 assert_eq!(source.to_string(), "panicked: oh no");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        // A panic before the future exists (in `start` itself) is reported the same way.
+        let eager = from_fn(
+            "eager",
+            RunnableGroup::Others,
+            |_| -> futures::future::Ready<Result<(), BoxError>> {
+                panic!("at once");
+            },
+        );
+        g.add(Arc::new(eager), None).unwrap();
+        match rx.recv().await {
+            Some(Error::Runnable { name, source }) => {
+                assert_eq!(name, "eager");
+                assert_eq!(source.to_string(), "panicked: at once");
             }
             other => panic!("unexpected {other:?}"),
         }

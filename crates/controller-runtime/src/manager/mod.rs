@@ -12,7 +12,82 @@
 //! 5. warm-up of the controllers that need leader election
 //! 6. leader election, then the runnables that need it (on the leader only)
 //!
-//! SKELETON: the API below is fixed; the bodies are being written.
+//! A typical `main`:
+//!
+//! ```no_run
+//! use controller_runtime::controller::{Controller, ControllerOptions};
+//! use controller_runtime::handler::EnqueueRequestForObject;
+//! use controller_runtime::manager::{signal_handler, Manager, ManagerOptions};
+//! use controller_runtime::reconcile::{self, Action};
+//! use controller_runtime::source::Kind;
+//! use controller_runtime::Request;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // $KUBECONFIG, ~/.kube/config, or the pod's service account.
+//!     let mgr = Manager::infer(ManagerOptions {
+//!         health_probe_bind_address: Some("0.0.0.0:8081".into()),
+//!         ..Default::default()
+//!     })
+//!     .await?;
+//!
+//!     let reconciler = reconcile::from_fn(|req: Request| async move {
+//!         println!("reconcile {req}");
+//!         Ok(Action::done())
+//!     });
+//!     let controller = Controller::new(
+//!         "configmaps",
+//!         reconciler,
+//!         ControllerOptions {
+//!             metrics: Some(mgr.metrics().clone()),
+//!             ..Default::default()
+//!         },
+//!     )?;
+//!     let configmaps = Kind::<ConfigMap>::new(mgr.cache().clone());
+//!     controller.watch(configmaps, EnqueueRequestForObject, vec![]).await?;
+//!     mgr.add(controller)?;
+//!
+//!     // Until SIGINT or SIGTERM, then a graceful stop.
+//!     mgr.start(signal_handler()).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # Groups
+//!
+//! [`Manager::add`] puts a runnable in the group it names ([`Runnable::group`]): a
+//! [`Controller`](crate::controller::Controller) goes to
+//! [`LeaderElection`](RunnableGroup::LeaderElection) unless its options say it needs no
+//! leader election. Runnables added before `start` wait for their group; added later, they
+//! start at once if their group runs. A group starts once the previous one has: the caches
+//! group only once the cache has synced, so controllers and other runnables start on a full
+//! cache.
+//!
+//! # Stopping
+//!
+//! `start` returns when its token is cancelled, when a runnable fails
+//! ([`Error::Runnable`]: the others are stopped first), or when leadership is lost
+//! ([`Error::LeaderElectionLost`]). It cancels the groups one by one, last started first, each
+//! waited for, all within [`graceful_shutdown_timeout`](ManagerOptions::graceful_shutdown_timeout):
+//! running reconciles finish. What has not returned by then is abandoned
+//! ([`Error::ShutdownTimeout`]). After losing the lease nothing is waited for: another
+//! process may lead already.
+//!
+//! # Leader election
+//!
+//! With [`ManagerOptions::leader_election`] set, the manager campaigns for a
+//! `coordination.k8s.io/v1` Lease after the warm-up and starts the leader-election group once
+//! it holds it; [`Manager::is_leader`] and [`Manager::elected`] tell, and the
+//! `leader_election_master_status{name}` gauge shows it. The group stops before the lease is
+//! given up, so no reconcile runs on a process that is not the leader.
+//!
+//! # HTTP
+//!
+//! `/metrics` serves the [registry](Manager::registry) as OpenMetrics text with
+//! controller-runtime's metric names; the probe server serves `/healthz` and `/readyz`
+//! (aggregate, `?verbose`, `?exclude=`, and `/healthz/<check>`), as Kubernetes components do.
+//! The manager adds a `cache-sync` readiness check that fails until the caches have synced.
 
 mod groups;
 mod healthz;
@@ -100,7 +175,8 @@ pub struct ManagerOptions {
     /// The cache's options.
     pub cache: CacheOptions,
     /// Where `/metrics` is served (default `127.0.0.1:8080`, controller-runtime's `:8080`);
-    /// `None` disables it. Port 0 picks a free port (see [`Manager::metrics_addr`]).
+    /// `None` (or `"0"`) disables it. Port 0 picks a free port (see [`Manager::metrics_addr`]);
+    /// Go's `:8080` form listens on every interface.
     pub metrics_bind_address: Option<String>,
     /// Where `/healthz` and `/readyz` are served (default `None`: disabled, as
     /// controller-runtime). Port 0 picks a free port (see [`Manager::health_probe_addr`]).
@@ -273,8 +349,9 @@ impl Manager {
         &self.inner.options
     }
 
-    /// Adds a runnable. Before `start` it waits for it; after, it starts at once (in its group
-    /// when that group is running).
+    /// Adds a runnable to its [group](Runnable::group). Before `start` it waits for it; after,
+    /// it starts at once when its group is running (else when the group starts). Fails with
+    /// [`Error::Stopping`] once the manager is stopping.
     pub fn add(&self, runnable: impl Runnable) -> Result<(), Error> {
         self.inner.groups.add(Arc::new(runnable), None)
     }
@@ -289,7 +366,8 @@ impl Manager {
         }
     }
 
-    /// Adds a liveness check served under `/healthz/<name>` and folded into `/healthz`.
+    /// Adds a liveness check served under `/healthz/<name>` and folded into `/healthz`
+    /// (replacing a check of that name).
     pub fn add_healthz_check(&self, name: impl Into<String>, check: Check) {
         self.inner.healthz.add(name.into(), check);
     }
@@ -309,7 +387,8 @@ impl Manager {
         }
     }
 
-    /// Resolves once this manager is the leader (at once without leader election).
+    /// Resolves once this manager leads and its leader-election group has started (without
+    /// leader election: once that group started). Never resolves if it never leads.
     pub async fn elected(&self) {
         let mut elected = self.inner.elected.subscribe();
         // The sender lives as long as `self`: this only returns once elected.
@@ -328,6 +407,10 @@ impl Manager {
 
     /// Runs everything until `ctx` is cancelled, a runnable fails, or leadership is lost; then
     /// stops the groups in reverse order, waiting at most `graceful_shutdown_timeout`.
+    ///
+    /// Returns `Ok(())` after a clean stop on cancellation; the runnable's error, the lost
+    /// lease, or [`Error::ShutdownTimeout`] when runnables had to be abandoned. Binding the HTTP
+    /// servers fails at once with [`Error::Bind`]. A manager starts once.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         run::start(&self.inner, ctx).await
     }
