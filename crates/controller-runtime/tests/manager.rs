@@ -703,3 +703,42 @@ async fn from_a_kubeconfig_file() {
         missing.err()
     );
 }
+
+#[tokio::test]
+async fn losing_the_lease_stops_the_manager_with_an_error() {
+    let (server, client) = server().await;
+    let options = ManagerOptions {
+        leader_election: Some(LeaderElectionConfig {
+            lease_name: "lost".into(),
+            lease_duration: Duration::from_secs(2),
+            renew_deadline: Duration::from_millis(1500),
+            retry_period: Duration::from_millis(200),
+            ..Default::default()
+        }),
+        ..quiet()
+    };
+    let mgr = Manager::new(client, options).unwrap();
+    let log: Log = Arc::default();
+    mgr.add(recording(&log, "leader", RunnableGroup::LeaderElection))
+        .unwrap();
+    let running = spawn_start(&mgr, &CancellationToken::new());
+    tokio::time::timeout(Duration::from_secs(10), mgr.elected())
+        .await
+        .expect("the only candidate is elected");
+    assert!(mgr.is_leader());
+
+    // Every renewal fails from now on: after renew_deadline the lease is lost.
+    server.faults().fail_next(u32::MAX, 500);
+    let result = join(running).await;
+    server.faults().fail_next(0, 500);
+    assert!(
+        matches!(result, Err(Error::LeaderElectionLost)),
+        "{result:?}"
+    );
+    assert!(!mgr.is_leader());
+    // Cancelled without being waited for (someone else may lead already).
+    eventually("the leader runnable is cancelled", async || {
+        *log.lock() == ["start leader", "stop leader"]
+    })
+    .await;
+}
