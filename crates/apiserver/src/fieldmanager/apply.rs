@@ -86,12 +86,6 @@ pub fn apply(
         config_set,
         w.now,
     );
-    let gone = walk::compare(live, &merged, shape).removed;
-    for e in &mut managed.entries {
-        if !e.is(w.manager, Operation::Apply, w.subresource) {
-            e.fields = e.fields.recursive_difference(&gone);
-        }
-    }
     managed.write(&mut merged);
     Ok(merged)
 }
@@ -131,9 +125,8 @@ fn without_nulls(v: &Value) -> Value {
 /// Merges `config` into `live`: maps field by field, map lists item by item (by key, new
 /// items appended), sets by value, everything else (scalars, atomic lists and maps) replaced.
 pub fn merge(live: &Value, config: &Value, shape: &Shape, names: &mut Vec<String>) -> Value {
-    let path: Vec<&str> = names.iter().map(String::as_str).collect();
     match (live, config) {
-        (Value::Object(l), Value::Object(c)) if names.is_empty() || !shape.atomic_map(&path) => {
+        (Value::Object(l), Value::Object(c)) if names.is_empty() || !shape.atomic_map(names) => {
             let mut out = l.clone();
             for (k, cv) in c {
                 names.push(k.clone());
@@ -146,7 +139,7 @@ pub fn merge(live: &Value, config: &Value, shape: &Shape, names: &mut Vec<String
             }
             Value::Object(out)
         }
-        (Value::Array(l), Value::Array(c)) => match shape.list(&path) {
+        (Value::Array(l), Value::Array(c)) => match shape.list(names) {
             ListKind::Atomic => config.clone(),
             ListKind::Set => {
                 let mut out = l.clone();
@@ -192,7 +185,7 @@ fn remove(v: &mut Value, set: &FieldSet, shape: &Shape, names: &mut Vec<String>,
             }
         }
         Value::Array(items) => {
-            let kind = shape.list(&names.iter().map(String::as_str).collect::<Vec<_>>());
+            let kind = shape.list(names);
             let Ok(ids) = list_elements(items, &kind, path) else {
                 return;
             };

@@ -73,9 +73,11 @@ impl Shape {
     }
 
     /// How the list at `path` (field names from the root, list items skipped) merges.
-    pub fn list(&self, path: &[&str]) -> ListKind {
+    pub fn list<S: AsRef<str>>(&self, path: &[S]) -> ListKind {
         match self {
             Shape::Builtin { keys, .. } => {
+                let path: Vec<&str> = path.iter().map(AsRef::as_ref).collect();
+                let path = path.as_slice();
                 if !keys.is_merged_list(path) {
                     return ListKind::Atomic;
                 }
@@ -116,11 +118,16 @@ impl Shape {
     }
 
     /// Whether the object at `path` is atomic (owned and replaced as one field).
-    pub fn atomic_map(&self, path: &[&str]) -> bool {
+    pub fn atomic_map<S: AsRef<str>>(&self, path: &[S]) -> bool {
         match self {
             Shape::Builtin {
                 atomic_selector, ..
-            } => *atomic_selector && path == ["spec", "selector"],
+            } => {
+                *atomic_selector
+                    && path.len() == 2
+                    && path[0].as_ref() == "spec"
+                    && path[1].as_ref() == "selector"
+            }
             Shape::Schema(doc, pointer) => doc
                 .pointer(pointer)
                 .and_then(|root| schema_at(root, path))
@@ -133,13 +140,14 @@ impl Shape {
 }
 
 /// The schema node at `path`, stepping through `items` of arrays on the way.
-fn schema_at<'a>(root: &'a Value, path: &[&str]) -> Option<&'a Value> {
+fn schema_at<'a, S: AsRef<str>>(root: &'a Value, path: &[S]) -> Option<&'a Value> {
     let mut node = root;
     for name in path {
+        let name = name.as_ref();
         while node.get("type").and_then(Value::as_str) == Some("array") {
             node = node.get("items")?;
         }
-        node = match node.get("properties").and_then(|p| p.get(*name)) {
+        node = match node.get("properties").and_then(|p| p.get(name)) {
             Some(n) => n,
             None => node.get("additionalProperties").filter(|a| a.is_object())?,
         };

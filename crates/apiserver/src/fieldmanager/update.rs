@@ -1,6 +1,8 @@
 //! Every write other than apply (create, update, the three patch types) records an `Update`
 //! entry for its manager: it takes the fields it added or changed (from whoever owned them:
-//! an update is never refused for ownership) and nobody keeps the fields it removed.
+//! an update is never refused for ownership) and drops the fields it removed from its own
+//! entry (other managers keep theirs, as upstream: an applier still owns what an update
+//! deleted, and gets it back on its next apply).
 
 use serde_json::Value;
 
@@ -20,10 +22,7 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, shape: &Shape, w: &Wr
         .map(|e| e.fields.clone());
     for e in &mut managed.entries {
         if !e.is(w.manager, Operation::Update, w.subresource) {
-            e.fields = e
-                .fields
-                .difference(&changed)
-                .recursive_difference(&cmp.removed);
+            e.fields = e.fields.difference(&changed);
         }
     }
     if mine.is_some() || !changed.is_empty() {

@@ -27,10 +27,10 @@ const SERVER_METADATA: [&str; 10] = [
 ];
 
 /// Whether the field at `names` is never owned.
-pub(crate) fn unowned(names: &[&str]) -> bool {
+pub(crate) fn unowned<S: AsRef<str>>(names: &[S]) -> bool {
     match names {
-        [top] => matches!(*top, "apiVersion" | "kind"),
-        ["metadata", f] => SERVER_METADATA.contains(f),
+        [top] => matches!(top.as_ref(), "apiVersion" | "kind"),
+        [meta, f] => meta.as_ref() == "metadata" && SERVER_METADATA.contains(&f.as_ref()),
         _ => false,
     }
 }
@@ -115,12 +115,6 @@ struct Walker<'s> {
     path: Path,
 }
 
-impl Walker<'_> {
-    fn names(&self) -> Vec<&str> {
-        self.names.iter().map(String::as_str).collect()
-    }
-}
-
 /// The set of fields an applied configuration sets: its scalars, its list items (map and set
 /// lists) and its atomic lists and maps. Maps themselves are not members.
 pub fn config_set(config: &Value, shape: &Shape) -> Result<FieldSet, WalkError> {
@@ -137,13 +131,13 @@ pub fn config_set(config: &Value, shape: &Shape) -> Result<FieldSet, WalkError> 
 fn config_into(w: &mut Walker, v: &Value, set: &mut FieldSet) -> Result<(), WalkError> {
     match v {
         Value::Object(map) => {
-            if !w.path.is_empty() && w.shape.atomic_map(&w.names()) {
+            if !w.path.is_empty() && w.shape.atomic_map(&w.names) {
                 set.insert(&w.path);
                 return Ok(());
             }
             for (k, child) in map {
                 w.names.push(k.clone());
-                if !unowned(&w.names()) && !child.is_null() {
+                if !unowned(&w.names) && !child.is_null() {
                     w.path.push(PathElement::Field(k.clone()));
                     config_into(w, child, set)?;
                     w.path.pop();
@@ -152,7 +146,7 @@ fn config_into(w: &mut Walker, v: &Value, set: &mut FieldSet) -> Result<(), Walk
             }
         }
         Value::Array(list) => {
-            let kind = w.shape.list(&w.names());
+            let kind = w.shape.list(&w.names);
             if kind == ListKind::Atomic {
                 set.insert(&w.path);
                 return Ok(());
@@ -233,7 +227,7 @@ fn compare_maps(
     c: &mut Comparison,
 ) {
     let at_root = w.path.is_empty();
-    if !at_root && w.shape.atomic_map(&w.names()) {
+    if !at_root && w.shape.atomic_map(&w.names) {
         let (a, b) = (
             old.cloned().map(Value::Object),
             new.cloned().map(Value::Object),
@@ -247,7 +241,7 @@ fn compare_maps(
     keys.extend(a.keys().filter(|k| !b.contains_key(*k)));
     for k in keys {
         w.names.push(k.clone());
-        if !unowned(&w.names()) {
+        if !unowned(&w.names) {
             w.path.push(PathElement::Field(k.clone()));
             compare_into(w, a.get(k), b.get(k), c);
             w.path.pop();
@@ -274,7 +268,7 @@ fn compare_lists(
     new: Option<&Vec<Value>>,
     c: &mut Comparison,
 ) {
-    let kind = w.shape.list(&w.names());
+    let kind = w.shape.list(&w.names);
     let empty = Vec::new();
     let (a, b) = (old.unwrap_or(&empty), new.unwrap_or(&empty));
     let items = match kind {
