@@ -81,6 +81,12 @@ async fn eventually(what: &str, mut cond: impl AsyncFnMut() -> bool) {
 
 /// A plain HTTP/1.1 GET: (status, body).
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let (status, _, body) = get_with_head(addr, path).await;
+    (status, body)
+}
+
+/// A plain HTTP/1.1 GET: (status, head, body).
+async fn get_with_head(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -88,7 +94,7 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     stream.read_to_string(&mut response).await.unwrap();
     let (head, body) = response.split_once("\r\n\r\n").expect("a full response");
     let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, body.to_string())
+    (status, head.to_lowercase(), body.to_string())
 }
 
 /// Runs `mgr.start(ctx)` in a task.
@@ -290,8 +296,25 @@ async fn metrics_are_served_with_controller_runtime_names() {
     })
     .await;
     let addr = mgr.metrics_addr().expect("bound once started");
-    let (status, body) = get(addr, "/metrics").await;
+    // The worker counts the result just after the reconcile returns.
+    let success_counted = |body: &str| {
+        body.lines().any(|l| {
+            l.starts_with("controller_runtime_reconcile_total{")
+                && l.contains("controller=\"configmaps\"")
+                && l.contains("result=\"success\"")
+                && !l.ends_with(" 0")
+        })
+    };
+    eventually("the reconcile is counted", async || {
+        success_counted(&get(addr, "/metrics").await.1)
+    })
+    .await;
+    let (status, head, body) = get_with_head(addr, "/metrics").await;
     assert_eq!(status, 200);
+    assert!(
+        head.contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{head}"
+    );
     for family in [
         "controller_runtime_reconcile_total",
         "controller_runtime_reconcile_errors_total",
@@ -309,13 +332,6 @@ async fn metrics_are_served_with_controller_runtime_names() {
             "no {family} for the controller in:\n{body}"
         );
     }
-    assert!(
-        body.lines()
-            .any(|l| l.starts_with("controller_runtime_reconcile_total{")
-                && l.contains("result=\"success\"")
-                && !l.ends_with(" 0")),
-        "a successful reconcile is counted:\n{body}"
-    );
     assert!(body.ends_with("# EOF\n"));
     assert_eq!(get(addr, "/other").await.0, 404);
 
