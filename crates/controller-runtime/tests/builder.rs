@@ -10,7 +10,7 @@ use controller_runtime::cache::ObjectKey;
 use controller_runtime::client::{self, Client};
 use controller_runtime::event::GenericEvent;
 use controller_runtime::finalizer::{self, Event};
-use controller_runtime::handler::EnqueueRequestForObject;
+use controller_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
 use controller_runtime::manager::{Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action, ReconcileError, Reconciler};
 use controller_runtime::{Request, source};
@@ -528,6 +528,65 @@ async fn event_filter_applies_to_every_watch() {
     for name in ["cm-blocked", "owner-blocked", "chan-blocked"] {
         assert_eq!(count(&log, &format!("r {name}")), 0, "{name} filtered out");
     }
+    stop(ctx, handle).await;
+}
+
+/// `watches_object` watches a type through the cache with any handler (here a map function)
+/// and the event filter applies; a raw watch is already bound, so the filter does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_object_and_raw_watch() {
+    let (_server, client) = server().await;
+    let mgr = manager(&client);
+    let log = Log::default();
+    let (tx, channel) = source::channel::<Pod>(16);
+    let to_target = EnqueueRequestsFromMapFunc::new(|cm: &ConfigMap| {
+        let target = cm.metadata.labels.as_ref()?.get("target")?.clone();
+        Some(Request::new("default", target))
+    });
+    ControllerBuilder::new(&mgr)
+        .named("mapper")
+        .watches_object(Input::<ConfigMap>::new(), to_target)
+        .watches_raw(source::watch(channel, EnqueueRequestForObject, vec![]))
+        .with_event_filter(filter_fn(|meta: &ObjectMeta| {
+            meta.labels.as_ref().is_some_and(|l| l.contains_key("pass"))
+        }))
+        .complete(recorder(&log, "r"))
+        .await
+        .unwrap();
+    let (ctx, handle) = run(&mgr);
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    cms.create(
+        &PostParams::default(),
+        &cm("c1", &[("target", "t-blocked")]),
+    )
+    .await
+    .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &cm("c2", &[("target", "t-pass"), ("pass", "")]),
+    )
+    .await
+    .unwrap();
+    let unlabelled = Pod {
+        metadata: cm("raw", &[]).metadata,
+        ..Default::default()
+    };
+    tx.send(GenericEvent {
+        object: Arc::new(unlabelled),
+    })
+    .await
+    .unwrap();
+    eventually("t-pass reconciled", || count(&log, "r t-pass") == 1).await;
+    eventually("the raw watch's event reconciled", || {
+        count(&log, "r raw") == 1
+    })
+    .await;
+    assert_eq!(count(&log, "r t-blocked"), 0, "filtered out");
+    assert_eq!(
+        count(&log, "r c1") + count(&log, "r c2"),
+        0,
+        "mapped, not the object"
+    );
     stop(ctx, handle).await;
 }
 

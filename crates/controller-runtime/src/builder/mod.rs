@@ -66,7 +66,9 @@ pub use input::Input;
 use crate::Request;
 use crate::cache::{Cache, CacheObject};
 use crate::controller::{self, Controller, ControllerOptions};
-use crate::handler::{EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler};
+use crate::handler::{
+    EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler, with_low_priority_when_unchanged,
+};
 use crate::manager::{self, Manager};
 use crate::predicate::BoxPredicate;
 use crate::reconcile::{self, ReconcileError, Reconciler};
@@ -288,7 +290,9 @@ impl ControllerBuilder {
 
     /// Watches objects of a type through the manager's cache with your handler (e.g.
     /// [`EnqueueRequestsFromMapFunc`](crate::handler::EnqueueRequestsFromMapFunc));
-    /// controller-runtime's `Watches(object, handler)`.
+    /// controller-runtime's `Watches(object, handler)` (and `WatchesMetadata` with
+    /// [`Input::metadata`]). As there, the handler's initial-list creates and resync updates go
+    /// in at low priority ([`with_low_priority_when_unchanged`]).
     pub fn watches_object<K, H>(mut self, input: Input<K>, handler: H) -> Self
     where
         K: CacheObject,
@@ -297,6 +301,7 @@ impl ControllerBuilder {
         self.watches.push(Box::new(move |cx: &BuildContext| {
             let source = Kind::<K>::new_with(cx.cache.clone(), input.dt);
             let predicates = cx.predicates(input.predicates);
+            let handler = with_low_priority_when_unchanged(handler);
             Box::new(source::watch(source, handler, predicates)) as Box<dyn Watch>
         }));
         self
@@ -304,7 +309,8 @@ impl ControllerBuilder {
 
     /// Watches any [`Source`] (a [`Channel`](crate::source::Channel), an
     /// [`Informer`](crate::source::Informer), your own) with a handler. The builder's event
-    /// filters apply.
+    /// filters apply, and the handler is wrapped in [`with_low_priority_when_unchanged`] like
+    /// [`watches_object`](Self::watches_object)'s.
     pub fn watches<K, S, H>(self, source: S, handler: H) -> Self
     where
         K: kube_core::Resource + Send + Sync + 'static,
@@ -329,6 +335,7 @@ impl ControllerBuilder {
     {
         self.watches.push(Box::new(move |cx: &BuildContext| {
             let predicates = cx.predicates(predicates);
+            let handler = with_low_priority_when_unchanged(handler);
             Box::new(source::watch(source, handler, predicates)) as Box<dyn Watch>
         }));
         self
