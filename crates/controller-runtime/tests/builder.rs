@@ -352,6 +352,14 @@ async fn foo_owns_pod_enqueues_the_controller_owner() {
         .complete(recorder(&log, "every"))
         .await
         .unwrap();
+    // The same with Foo as a dynamic type: owners are matched by group and kind.
+    ControllerBuilder::new(&mgr)
+        .named("foo-dynamic")
+        .for_with::<DynamicObject>(ApiResource::erase::<Foo>(&()))
+        .owns::<Pod>()
+        .complete(recorder(&log, "dyn"))
+        .await
+        .unwrap();
     let (ctx, handle) = run(&mgr);
 
     let foos = dynamic_foos(&client);
@@ -407,6 +415,15 @@ async fn foo_owns_pod_enqueues_the_controller_owner() {
     );
     assert_eq!(count(&log, "every a"), 2, "every-owner: a");
     assert_eq!(count(&log, "every b"), 2, "every-owner: b too");
+    eventually("the dynamic controller saw p2", || {
+        count(&log, "dyn z") == 2
+    })
+    .await;
+    assert_eq!(
+        (count(&log, "dyn a"), count(&log, "dyn b")),
+        (2, 1),
+        "dynamic for type: controller owner only"
+    );
 
     // An update of the owned pod reconciles its owner again.
     pods.patch(
