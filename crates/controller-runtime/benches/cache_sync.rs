@@ -9,11 +9,18 @@
 //! - kube-runtime's reflector (its default ListWatch strategy, and its StreamingList).
 //!
 //! Heap is the allocator's live bytes after the sync minus before it, divided by N: the store,
-//! its indexes, and whatever else the contender keeps. Run:
+//! its indexes, and whatever else the contender keeps. CPU is the user + system time of this
+//! process (every thread: the client) and of the server process during the sync, read from
+//! `/proc`: on a loaded machine the CPU figures move much less than the wall-clock ones. Run:
 //!
 //! ```sh
 //! cargo bench -p controller-runtime --bench cache_sync            # 10,000 and 100,000
 //! CRT_BENCH_SIZES=10000 CRT_BENCH_ROUNDS=3 cargo bench -p controller-runtime --bench cache_sync
+//! # only some contenders (substrings of their names), e.g. to profile one with perf:
+//! CRT_BENCH_ONLY="informer, streaming" cargo bench -p controller-runtime --bench cache_sync
+//! # objects carrying a managedFields entry as a real API server writes it (kubectl create:
+//! # every field listed), plus contenders that drop it before caching:
+//! CRT_BENCH_MANAGED_FIELDS=1 cargo bench -p controller-runtime --bench cache_sync
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -21,16 +28,19 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use cap::Cap;
-use controller_runtime::cache::{ApiListWatch, Informer, InformerConfig};
+use std::sync::Arc;
+
+use controller_runtime::cache::{ApiListWatch, Informer, InformerConfig, strip_managed_fields};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube_runtime::watcher;
+use kube_runtime::{WatchStreamExt, watcher};
 use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
 static ALLOCATOR: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
 
 const SERVER_ENV: &str = "CRT_BENCH_SERVER_OBJECTS";
+const MANAGED_FIELDS_ENV: &str = "CRT_BENCH_MANAGED_FIELDS";
 
 fn main() {
     if let Ok(n) = std::env::var(SERVER_ENV) {
@@ -55,45 +65,82 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    println!("| objects | contender | sync time (median) | heap per object (median) |");
-    println!("| ---: | --- | ---: | ---: |");
+    let only = std::env::var("CRT_BENCH_ONLY").ok();
+    let managed_fields = std::env::var(MANAGED_FIELDS_ENV).is_ok_and(|v| v == "1");
+    let mut contenders: Vec<(&str, Contender)> = vec![
+        (
+            "controller-runtime-rs informer, streaming list",
+            Contender::Ours {
+                streaming: true,
+                strip: false,
+            },
+        ),
+        (
+            "controller-runtime-rs informer, paginated list",
+            Contender::Ours {
+                streaming: false,
+                strip: false,
+            },
+        ),
+        (
+            "kube-runtime 5.0 reflector, ListWatch (default)",
+            Contender::Kube {
+                streaming: false,
+                strip: false,
+            },
+        ),
+        (
+            "kube-runtime 5.0 reflector, StreamingList",
+            Contender::Kube {
+                streaming: true,
+                strip: false,
+            },
+        ),
+    ];
+    if managed_fields {
+        contenders.extend([
+            (
+                "controller-runtime-rs informer, streaming list, strip_managed_fields",
+                Contender::Ours {
+                    streaming: true,
+                    strip: true,
+                },
+            ),
+            (
+                "kube-runtime 5.0 reflector, ListWatch, managedFields dropped in .modify()",
+                Contender::Kube {
+                    streaming: false,
+                    strip: true,
+                },
+            ),
+        ]);
+    }
+    contenders.retain(|(name, _)| only.as_deref().is_none_or(|o| name.contains(o)));
+    println!(
+        "| objects | contender | sync time (median, min-max) | client CPU (median) | server CPU (median) | heap per object (median) |"
+    );
+    println!("| ---: | --- | ---: | ---: | ---: | ---: |");
     for n in sizes {
-        let (mut child, kubeconfig) = spawn_server(n);
+        let (mut child, kubeconfig) = spawn_server(n, managed_fields);
         let client = rt.block_on(client(&kubeconfig));
-        let contenders: [(&str, Contender); 4] = [
-            (
-                "controller-runtime-rs informer, streaming list",
-                Contender::Ours { streaming: true },
-            ),
-            (
-                "controller-runtime-rs informer, paginated list",
-                Contender::Ours { streaming: false },
-            ),
-            (
-                "kube-runtime 5.0 reflector, ListWatch (default)",
-                Contender::Kube { streaming: false },
-            ),
-            (
-                "kube-runtime 5.0 reflector, StreamingList",
-                Contender::Kube { streaming: true },
-            ),
-        ];
-        let mut results: Vec<Vec<(Duration, f64)>> = vec![Vec::new(); contenders.len()];
+        let mut results: Vec<Vec<Measured>> = vec![Vec::new(); contenders.len()];
         for _ in 0..rounds {
             for (i, (_, contender)) in contenders.iter().enumerate() {
-                results[i].push(rt.block_on(measure(&client, *contender, n)));
+                results[i].push(rt.block_on(measure(&client, *contender, n, child.id())));
             }
         }
-        for ((name, _), mut runs) in contenders.iter().zip(results) {
-            runs.sort_by_key(|r| r.0);
-            let time = runs[runs.len() / 2].0;
-            let mut heaps: Vec<f64> = runs.iter().map(|r| r.1).collect();
-            heaps.sort_by(f64::total_cmp);
-            let heap = heaps[heaps.len() / 2];
+        for ((name, _), runs) in contenders.iter().zip(results) {
+            let median = |f: fn(&Measured) -> f64| {
+                let mut v: Vec<f64> = runs.iter().map(f).collect();
+                v.sort_by(f64::total_cmp);
+                (v[v.len() / 2], v[0], v[v.len() - 1])
+            };
+            let (time, min, max) = median(|m| m.sync.as_secs_f64() * 1e3);
             println!(
-                "| {n} | {name} | {:.1} ms | {:.0} B |",
-                time.as_secs_f64() * 1e3,
-                heap
+                "| {n} | {name} | {time:.1} ms ({min:.0}-{max:.0}) | {:.0} ms | {:.0} ms | {:.0} B |",
+                median(|m| m.client_cpu * 1e3).0,
+                median(|m| m.server_cpu * 1e3).0,
+                median(|m| m.heap_per_object).0,
             );
         }
         child.stdin.take().unwrap().write_all(b"stop\n").ok();
@@ -101,21 +148,84 @@ fn main() {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Contender {
-    Ours { streaming: bool },
-    Kube { streaming: bool },
+/// One sync's figures.
+#[derive(Clone, Debug)]
+struct Measured {
+    sync: Duration,
+    /// CPU seconds of this process (the client) during the sync.
+    client_cpu: f64,
+    /// CPU seconds of the server process during the sync.
+    server_cpu: f64,
+    heap_per_object: f64,
 }
 
-/// Syncs once; returns the sync time and the live heap growth per object.
-async fn measure(client: &kube_client::Client, contender: Contender, n: usize) -> (Duration, f64) {
+/// CPU seconds (user + system, all threads) a process has used, from `/proc/PID/stat`.
+fn process_cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let Some(end) = stat.rfind(')') else {
+        return 0.0;
+    };
+    // Fields after the command: state is field 3; utime and stime are fields 14 and 15.
+    let fields: Vec<&str> = stat[end + 2..].split(' ').collect();
+    let ticks: f64 =
+        fields[11].parse::<f64>().unwrap_or(0.0) + fields[12].parse::<f64>().unwrap_or(0.0);
+    ticks / clock_ticks_per_second()
+}
+
+fn clock_ticks_per_second() -> f64 {
+    static HZ: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *HZ.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+#[derive(Clone, Copy)]
+enum Contender {
+    /// Our informer; `strip`: with the cache's `strip_managed_fields` transform.
+    Ours { streaming: bool, strip: bool },
+    /// kube-runtime's reflector; `strip`: managedFields cleared in the watcher stream's
+    /// `.modify()`, kube-runtime's way of transforming before the store.
+    Kube { streaming: bool, strip: bool },
+}
+
+/// Syncs once and measures it.
+async fn measure(
+    client: &kube_client::Client,
+    contender: Contender,
+    n: usize,
+    server_pid: u32,
+) -> Measured {
     tokio::time::sleep(Duration::from_millis(100)).await;
     let before = ALLOCATOR.allocated();
+    let (client_before, server_before) = (
+        process_cpu_seconds(std::process::id()),
+        process_cpu_seconds(server_pid),
+    );
     let start = Instant::now();
-    let (elapsed, held) = match contender {
-        Contender::Ours { streaming } => {
+    let cpu = || {
+        (
+            process_cpu_seconds(std::process::id()) - client_before,
+            process_cpu_seconds(server_pid) - server_before,
+        )
+    };
+    let (elapsed, (client_cpu, server_cpu), held) = match contender {
+        Contender::Ours { streaming, strip } => {
+            let transform = strip.then(|| {
+                let strip = strip_managed_fields();
+                Arc::new(move |mut cm: ConfigMap| {
+                    strip(&mut cm.metadata);
+                    cm
+                }) as controller_runtime::cache::TransformFn<ConfigMap>
+            });
             let config = InformerConfig {
                 streaming_list: streaming,
+                transform,
                 ..Default::default()
             };
             let informer: Informer<ConfigMap> = Informer::new(
@@ -129,14 +239,15 @@ async fn measure(client: &kube_client::Client, contender: Contender, n: usize) -
             });
             informer.wait_for_sync().await;
             let elapsed = start.elapsed();
+            let cpu = cpu();
             assert_eq!(informer.store().len(), n);
             tokio::time::sleep(Duration::from_millis(100)).await;
             let held = ALLOCATOR.allocated().saturating_sub(before);
             ctx.cancel();
             task.await.unwrap();
-            (elapsed, held)
+            (elapsed, cpu, held)
         }
-        Contender::Kube { streaming } => {
+        Contender::Kube { streaming, strip } => {
             let api: kube_client::Api<ConfigMap> =
                 kube_client::Api::namespaced(client.clone(), "bench");
             let mut config = watcher::Config::default();
@@ -144,23 +255,34 @@ async fn measure(client: &kube_client::Client, contender: Contender, n: usize) -
                 config = config.streaming_lists();
             }
             let (reader, writer) = kube_runtime::reflector::store();
-            let stream = kube_runtime::reflector(writer, watcher(api, config));
+            let events = watcher(api, config).modify(move |cm: &mut ConfigMap| {
+                if strip {
+                    cm.metadata.managed_fields = None;
+                }
+            });
+            let stream = kube_runtime::reflector(writer, events);
             let task = tokio::spawn(async move {
                 let mut stream = std::pin::pin!(stream);
                 while stream.next().await.is_some() {}
             });
             reader.wait_until_ready().await.unwrap();
             let elapsed = start.elapsed();
+            let cpu = cpu();
             assert_eq!(reader.len(), n);
             tokio::time::sleep(Duration::from_millis(100)).await;
             let held = ALLOCATOR.allocated().saturating_sub(before);
             task.abort();
             let _ = task.await;
             drop(reader);
-            (elapsed, held)
+            (elapsed, cpu, held)
         }
     };
-    (elapsed, held as f64 / n as f64)
+    Measured {
+        sync: elapsed,
+        client_cpu,
+        server_cpu,
+        heap_per_object: held as f64 / n as f64,
+    }
 }
 
 async fn client(kubeconfig: &str) -> kube_client::Client {
@@ -172,9 +294,10 @@ async fn client(kubeconfig: &str) -> kube_client::Client {
 }
 
 /// Starts this binary as the server process; returns it and its kubeconfig.
-fn spawn_server(n: usize) -> (std::process::Child, String) {
+fn spawn_server(n: usize, managed_fields: bool) -> (std::process::Child, String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env(SERVER_ENV, n.to_string())
+        .env(MANAGED_FIELDS_ENV, if managed_fields { "1" } else { "0" })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -192,9 +315,11 @@ fn spawn_server(n: usize) -> (std::process::Child, String) {
     (child, kubeconfig)
 }
 
-/// The server process: N ConfigMaps of ~1 KB JSON in namespace `bench`; prints the kubeconfig,
-/// then READY; stops when stdin closes.
+/// The server process: N ConfigMaps of ~1 KB JSON in namespace `bench` (with
+/// `CRT_BENCH_MANAGED_FIELDS=1`, each with the managedFields entry of a `kubectl create`);
+/// prints the kubeconfig, then READY; stops when stdin closes.
 fn serve(n: usize) {
+    let managed_fields = std::env::var(MANAGED_FIELDS_ENV).is_ok_and(|v| v == "1");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -210,13 +335,16 @@ fn serve(n: usize) {
         for i in 0..n {
             let data: serde_json::Map<String, serde_json::Value> =
                 (0..8).map(|k| (format!("key-{k}"), serde_json::Value::String(format!("{i:08}-{}", "v".repeat(90))))).collect();
-            let cm = serde_json::json!({
+            let mut cm = serde_json::json!({
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": format!("cm-{i:06}"), "namespace": "bench",
                              "labels": {"app": "bench", "shard": format!("{}", i % 16)},
                              "annotations": {"bench.example.com/owner": "cache-sync-benchmark"}},
                 "data": data,
             });
+            if managed_fields {
+                cm["metadata"]["managedFields"] = managed_fields_entry(&cm);
+            }
             storage.create(&configmaps, Some("bench"), cm, &Default::default()).unwrap();
         }
         print!("{}", server.kubeconfig());
@@ -228,4 +356,36 @@ fn serve(n: usize) {
         .await;
         server.stop().await;
     });
+}
+
+/// The managedFields a real API server records for `cm` created by `kubectl create`: one
+/// entry naming every field set, in the `FieldsV1` format.
+fn managed_fields_entry(cm: &serde_json::Value) -> serde_json::Value {
+    let set = |map: &serde_json::Value| -> serde_json::Value {
+        map.as_object()
+            .map(|m| {
+                m.keys()
+                    .map(|k| (format!("f:{k}"), serde_json::json!({})))
+                    .collect::<serde_json::Map<_, _>>()
+            })
+            .unwrap_or_default()
+            .into()
+    };
+    let mut annotations = set(&cm["metadata"]["annotations"]);
+    annotations["."] = serde_json::json!({});
+    let mut labels = set(&cm["metadata"]["labels"]);
+    labels["."] = serde_json::json!({});
+    let mut data = set(&cm["data"]);
+    data["."] = serde_json::json!({});
+    serde_json::json!([{
+        "manager": "kubectl-create",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "time": "2026-11-22T04:00:00Z",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {
+            "f:data": data,
+            "f:metadata": {"f:annotations": annotations, "f:labels": labels}
+        }
+    }])
 }

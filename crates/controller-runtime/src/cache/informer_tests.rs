@@ -503,3 +503,25 @@ async fn scopes_merge_into_one_store_sync_together_and_relist_alone() {
     ctx.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn stored_objects_keep_no_spare_room_in_their_metadata_lists() {
+    let fake = Fake::default();
+    let mut obj = cm("a", "1");
+    // As serde leaves a one-entry array: room for four.
+    let mut entries = Vec::with_capacity(4);
+    entries.push(Default::default());
+    obj.metadata.managed_fields = Some(entries);
+    fake.lists.lock().push_back(Ok(list(vec![obj], "5")));
+    let r = Running::start(fake, listing()).await;
+    let stored = r
+        .informer
+        .store()
+        .get(&ObjectKey::namespaced("ns", "a"))
+        .unwrap();
+    assert_eq!(
+        stored.metadata.managed_fields.as_ref().unwrap().capacity(),
+        1
+    );
+    r.stop().await;
+}

@@ -1,10 +1,11 @@
-//! The informer's store: every object held once, behind an [`Arc`], with a namespace index and
-//! user field indexes.
+//! The informer's store: every object held once, behind an [`Arc`], filed by namespace and
+//! name, with user field indexes.
 //!
 //! Readers get `Arc<K>`s: a get or a list never deep-copies an object. Index lookups return the
 //! objects whose index function produced the value, in one namespace or across all of them.
 
 use std::collections::{HashMap, HashSet};
+
 use std::fmt;
 use std::sync::Arc;
 
@@ -81,9 +82,19 @@ struct Index<K> {
     entries: HashMap<IndexKey, HashSet<ObjectKey>>,
 }
 
+/// A hash map with foldhash's per-map random seed: several times faster than SipHash on the
+/// short names and namespaces the store is keyed by.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+/// The namespace key of cluster-scoped objects (a namespace is never empty).
+const CLUSTER: &str = "";
+
 struct Inner<K> {
-    objects: HashMap<ObjectKey, Arc<K>>,
-    by_namespace: HashMap<String, HashSet<ObjectKey>>,
+    /// Objects by namespace ([`CLUSTER`] for cluster-scoped ones), then by name. Each
+    /// namespace is held once, not once per object, and a namespace's objects are one map, so
+    /// a namespaced list needs no separate index.
+    objects: Map<Box<str>, Map<Box<str>, Arc<K>>>,
+    len: usize,
     indexes: HashMap<String, Index<K>>,
 }
 
@@ -96,8 +107,8 @@ impl<K> Default for Store<K> {
     fn default() -> Self {
         Store {
             inner: RwLock::new(Inner {
-                objects: HashMap::new(),
-                by_namespace: HashMap::new(),
+                objects: Map::default(),
+                len: 0,
                 indexes: HashMap::new(),
             }),
         }
@@ -129,8 +140,10 @@ impl<K: Resource> Store<K> {
             func,
             entries: HashMap::new(),
         };
-        for (key, obj) in &inner.objects {
-            index_insert(&mut index, key, obj);
+        for (ns, names) in &inner.objects {
+            for (name, obj) in names {
+                index_insert(&mut index, &key_of(ns, name), obj);
+            }
         }
         inner.indexes.insert(name, index);
         Ok(())
@@ -143,9 +156,7 @@ impl<K: Resource> Store<K> {
 
     /// Inserts or replaces an object; returns the object it replaced.
     pub fn insert(&self, obj: Arc<K>) -> Option<Arc<K>> {
-        let key = ObjectKey::of(obj.as_ref());
-        let mut inner = self.inner.write();
-        inner.insert(key, obj)
+        self.inner.write().insert(obj)
     }
 
     /// Removes an object by key; returns it.
@@ -157,15 +168,20 @@ impl<K: Resource> Store<K> {
     pub fn replace(&self, objects: impl IntoIterator<Item = Arc<K>>) -> HashMap<ObjectKey, Arc<K>> {
         let mut inner = self.inner.write();
         let old = std::mem::take(&mut inner.objects);
-        inner.by_namespace.clear();
+        inner.len = 0;
         for index in inner.indexes.values_mut() {
             index.entries.clear();
         }
         for obj in objects {
-            let key = ObjectKey::of(obj.as_ref());
-            inner.insert(key, obj);
+            inner.insert(obj);
         }
-        old
+        old.into_iter()
+            .flat_map(|(ns, names)| {
+                names
+                    .into_iter()
+                    .map(move |(name, obj)| (key_of(&ns, &name), obj))
+            })
+            .collect()
     }
 
     /// Replaces the objects whose keys satisfy `part` (one scope's relist in a multi-namespace
@@ -176,36 +192,37 @@ impl<K: Resource> Store<K> {
         objects: impl IntoIterator<Item = Arc<K>>,
     ) -> HashMap<ObjectKey, Arc<K>> {
         let mut inner = self.inner.write();
-        let keys: Vec<ObjectKey> = inner.objects.keys().filter(|k| part(k)).cloned().collect();
+        let keys: Vec<ObjectKey> = inner.keys().filter(|k| part(k)).collect();
         let old = keys
             .into_iter()
             .filter_map(|key| inner.remove(&key).map(|obj| (key, obj)))
             .collect();
         for obj in objects {
-            let key = ObjectKey::of(obj.as_ref());
-            inner.insert(key, obj);
+            inner.insert(obj);
         }
         old
     }
 
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.read().objects.get(key).cloned()
+        self.inner.read().get(key).cloned()
     }
 
     /// Every object, or every object of one namespace.
     pub fn list(&self, namespace: Option<&str>) -> Vec<Arc<K>> {
         let inner = self.inner.read();
         match namespace {
-            None => inner.objects.values().cloned().collect(),
+            None => {
+                let mut all = Vec::with_capacity(inner.len);
+                for names in inner.objects.values() {
+                    all.extend(names.values().cloned());
+                }
+                all
+            }
             Some(ns) => inner
-                .by_namespace
+                .objects
                 .get(ns)
-                .map(|keys| {
-                    keys.iter()
-                        .filter_map(|k| inner.objects.get(k).cloned())
-                        .collect()
-                })
+                .map(|names| names.values().cloned().collect())
                 .unwrap_or_default(),
         }
     }
@@ -224,18 +241,14 @@ impl<K: Resource> Store<K> {
         let found = idx
             .entries
             .get(&(Box::from(ns), Box::from(value)))
-            .map(|keys| {
-                keys.iter()
-                    .filter_map(|k| inner.objects.get(k).cloned())
-                    .collect()
-            })
+            .map(|keys| keys.iter().filter_map(|k| inner.get(k).cloned()).collect())
             .unwrap_or_default();
         Some(found)
     }
 
     /// The number of objects stored.
     pub fn len(&self) -> usize {
-        self.inner.read().objects.len()
+        self.inner.read().len
     }
 
     /// Whether the store is empty.
@@ -245,47 +258,75 @@ impl<K: Resource> Store<K> {
 
     /// The keys of every object.
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.inner.read().objects.keys().cloned().collect()
+        self.inner.read().keys().collect()
+    }
+}
+
+/// The key of the object stored under namespace `ns` and `name`.
+fn key_of(ns: &str, name: &str) -> ObjectKey {
+    ObjectKey {
+        namespace: (ns != CLUSTER).then(|| ns.to_owned()),
+        name: name.to_owned(),
     }
 }
 
 impl<K: Resource> Inner<K> {
-    fn insert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        let old = self.remove(&key);
-        if let Some(ns) = &key.namespace {
-            self.by_namespace
-                .entry(ns.clone())
-                .or_default()
-                .insert(key.clone());
+    fn get(&self, key: &ObjectKey) -> Option<&Arc<K>> {
+        self.objects
+            .get(key.namespace.as_deref().unwrap_or(CLUSTER))?
+            .get(key.name.as_str())
+    }
+
+    fn keys(&self) -> impl Iterator<Item = ObjectKey> + '_ {
+        self.objects
+            .iter()
+            .flat_map(|(ns, names)| names.keys().map(move |name| key_of(ns, name)))
+    }
+
+    fn insert(&mut self, obj: Arc<K>) -> Option<Arc<K>> {
+        let meta = obj.meta();
+        let ns = meta.namespace.as_deref().unwrap_or(CLUSTER);
+        let name = meta.name.as_deref().unwrap_or_default();
+        if !self.indexes.is_empty() {
+            let key = ObjectKey::of(obj.as_ref());
+            self.unindex(&key);
+            for index in self.indexes.values_mut() {
+                index_insert(index, &key, &obj);
+            }
         }
-        for index in self.indexes.values_mut() {
-            index_insert(index, &key, &obj);
+        let names = match self.objects.get_mut(ns) {
+            Some(names) => names,
+            None => self.objects.entry(ns.into()).or_default(),
+        };
+        let old = names.insert(name.into(), obj);
+        if old.is_none() {
+            self.len += 1;
         }
-        self.objects.insert(key, obj);
         old
     }
 
     fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
-        let old = self.objects.remove(key)?;
-        if let Some(ns) = &key.namespace
-            && let Some(keys) = self.by_namespace.get_mut(ns)
-        {
-            keys.remove(key);
-            if keys.is_empty() {
-                self.by_namespace.remove(ns);
-            }
+        let ns = key.namespace.as_deref().unwrap_or(CLUSTER);
+        let names = self.objects.get_mut(ns)?;
+        let old = names.remove(key.name.as_str())?;
+        if names.is_empty() {
+            self.objects.remove(ns);
         }
+        self.len -= 1;
         for index in self.indexes.values_mut() {
-            for ik in index_keys(index, key, &old) {
-                if let Some(keys) = index.entries.get_mut(&ik) {
-                    keys.remove(key);
-                    if keys.is_empty() {
-                        index.entries.remove(&ik);
-                    }
-                }
-            }
+            index_remove(index, key, &old);
         }
         Some(old)
+    }
+
+    /// Removes the index entries of the object stored under `key`, if any.
+    fn unindex(&mut self, key: &ObjectKey) {
+        let Some(old) = self.get(key).cloned() else {
+            return;
+        };
+        for index in self.indexes.values_mut() {
+            index_remove(index, key, &old);
+        }
     }
 }
 
@@ -304,6 +345,17 @@ fn index_keys<K>(index: &Index<K>, key: &ObjectKey, obj: &K) -> Vec<IndexKey> {
 fn index_insert<K>(index: &mut Index<K>, key: &ObjectKey, obj: &K) {
     for ik in index_keys(index, key, obj) {
         index.entries.entry(ik).or_default().insert(key.clone());
+    }
+}
+
+fn index_remove<K>(index: &mut Index<K>, key: &ObjectKey, obj: &K) {
+    for ik in index_keys(index, key, obj) {
+        if let Some(keys) = index.entries.get_mut(&ik) {
+            keys.remove(key);
+            if keys.is_empty() {
+                index.entries.remove(&ik);
+            }
+        }
     }
 }
 
@@ -422,5 +474,40 @@ mod tests {
             ["a/two", "c/three"]
         );
         assert!(store.list(Some("a")).len() == 1);
+    }
+
+    #[test]
+    fn cluster_scoped_objects_counts_and_partial_replace() {
+        let store = Store::new();
+        let node = |name: &str| {
+            Arc::new(ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(name.into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+        };
+        store.insert(node("n1"));
+        store.insert(cm("a", "n1", "x"));
+        assert!(store.insert(cm("a", "n1", "y")).is_some(), "a replace");
+        assert_eq!(store.len(), 2);
+        assert!(store.get(&ObjectKey::cluster("n1")).is_some());
+        assert_eq!(names(store.list(None)), ["a/n1", "n1"]);
+        store.insert(cm("b", "two", "x"));
+        // Replace namespace a alone: b and the cluster-scoped object stay.
+        let old = store.replace_where(
+            |k| k.namespace.as_deref() == Some("a"),
+            [cm("a", "three", "x")],
+        );
+        assert_eq!(
+            old.keys().map(|k| k.to_string()).collect::<Vec<_>>(),
+            ["a/n1"]
+        );
+        assert_eq!(names(store.list(None)), ["a/three", "b/two", "n1"]);
+        assert_eq!(store.len(), 3);
+        assert!(store.remove(&ObjectKey::namespaced("a", "three")).is_some());
+        assert!(store.list(Some("a")).is_empty());
+        assert_eq!(store.len(), 2);
     }
 }
