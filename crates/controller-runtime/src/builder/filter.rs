@@ -174,3 +174,68 @@ impl<K: Resource> Predicate<K> for FilterPredicate {
         self.0.generic(e.object.meta())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn meta(labels: Option<&[(&str, &str)]>) -> ObjectMeta {
+        ObjectMeta {
+            labels: labels.map(|l| {
+                l.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn metadata_filters_match_their_predicates() {
+        // A missing label map equals an empty one, as for the typed predicate.
+        assert!(!EventFilter::update(
+            &LabelChanged,
+            &meta(None),
+            &meta(Some(&[]))
+        ));
+        assert!(EventFilter::update(
+            &LabelChanged,
+            &meta(None),
+            &meta(Some(&[("a", "")]))
+        ));
+        let selector = LabelSelectorPredicate::parse("app=web").unwrap();
+        assert!(EventFilter::generic(
+            &selector,
+            &meta(Some(&[("app", "web")]))
+        ));
+        assert!(!EventFilter::create(&selector, &meta(None), false));
+        let not_selector = LabelSelectorPredicate::parse("!app").unwrap();
+        assert!(EventFilter::delete(&not_selector, &meta(None), false));
+    }
+
+    #[test]
+    fn the_predicate_view_reads_the_object_metadata() {
+        let p = FilterPredicate(Arc::new(from_fn(|m: &ObjectMeta| {
+            m.name.as_deref() == Some("x")
+        })));
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("x".into());
+        let (x, other) = (Arc::new(cm), Arc::new(ConfigMap::default()));
+        assert!(Predicate::create(
+            &p,
+            &CreateEvent {
+                object: x.clone(),
+                is_in_initial_list: true
+            }
+        ));
+        assert!(!Predicate::generic(
+            &p,
+            &GenericEvent {
+                object: other.clone()
+            }
+        ));
+        // Updates decide on the new object.
+        assert!(Predicate::update(&p, &UpdateEvent { old: other, new: x }));
+    }
+}
