@@ -758,3 +758,22 @@ async fn losing_the_lease_stops_the_manager_with_an_error() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_signal_handler_cancels_on_sigterm() {
+    let token = controller_runtime::manager::signal_handler();
+    assert!(!token.is_cancelled());
+    // Only one signal: a second would exit the test process.
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &std::process::id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    tokio::time::timeout(Duration::from_secs(10), token.cancelled())
+        .await
+        .expect("cancelled by SIGTERM");
+    assert!(
+        controller_runtime::manager::signal_handler().is_cancelled(),
+        "one handler per process: later calls return the same token"
+    );
+}

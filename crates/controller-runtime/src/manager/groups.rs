@@ -331,6 +331,49 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn warm_up_covers_runnables_added_before_the_group_starts() {
+        struct Warming(&'static str, mpsc::UnboundedSender<String>);
+        impl Runnable for Warming {
+            fn name(&self) -> String {
+                self.0.into()
+            }
+            fn start(&self, _ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+                let _ = self.1.send(format!("start {}", self.0));
+                Box::pin(async { Ok(()) })
+            }
+            fn warm_up(&self, _ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+                let _ = self.1.send(format!("warm-up {}", self.0));
+                Box::pin(async { Ok(()) })
+            }
+        }
+        let (g, _rx) = group();
+        let (tx, mut log) = mpsc::unbounded_channel();
+        g.add(Arc::new(Warming("early", tx.clone())), None).unwrap();
+        g.warm_up();
+        g.warm_up(); // once only
+        g.add(Arc::new(Warming("late", tx.clone())), None).unwrap();
+        g.start().await.unwrap();
+        g.add(Arc::new(Warming("running", tx.clone())), None)
+            .unwrap();
+        drop(tx);
+        g.stop().await;
+        let mut seen = Vec::new();
+        while let Some(line) = log.recv().await {
+            seen.push(line);
+        }
+        assert_eq!(
+            seen,
+            [
+                "warm-up early",
+                "warm-up late",
+                "start early",
+                "start late",
+                "start running"
+            ]
+        );
+    }
+
+    #[tokio::test]
     async fn a_failed_ready_check_is_a_sync_error_unless_stopping() {
         let (g, _rx) = group();
         let idle = || {

@@ -23,8 +23,9 @@ pub fn signal_handler() -> CancellationToken {
         .get_or_init(|| {
             let token = CancellationToken::new();
             let cancel = token.clone();
+            // Installed before returning: a signal sent right after this call is seen.
+            let mut signals = Signals::new();
             tokio::spawn(async move {
-                let mut signals = Signals::new();
                 signals.recv().await;
                 tracing::info!("signal received: stopping (send another to exit at once)");
                 cancel.cancel();
