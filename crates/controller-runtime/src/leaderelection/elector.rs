@@ -28,6 +28,14 @@ struct Observed {
     at: Instant,
 }
 
+/// How acquisition ended.
+enum Acquired {
+    /// We hold the lease since the try that started then.
+    At(Instant),
+    /// Cancelled; `in_flight` when a try was cut short (it may have written the lease).
+    Cancelled { in_flight: bool },
+}
+
 /// The outcome of one try to acquire or renew.
 enum Attempt {
     /// We hold the lease (acquired or renewed).
@@ -92,8 +100,15 @@ impl LeaderElector {
         let mut observed = self.observed.lock().await;
         let desc = self.lock.describe();
         tracing::info!(lease = %desc, identity = %self.config.identity, "attempting to acquire leader lease");
-        let Some(mut last_renew) = self.acquire(&mut observed, &ctx).await else {
-            return Ok(());
+        let mut last_renew = match self.acquire(&mut observed, &ctx).await {
+            Acquired::At(started) => started,
+            Acquired::Cancelled { in_flight } => {
+                // A write cut short may have taken the lease on the server: give it back.
+                if in_flight && self.config.release_on_cancel {
+                    self.release(&mut observed).await;
+                }
+                return Ok(());
+            }
         };
         tracing::info!(lease = %desc, identity = %self.config.identity, "successfully acquired lease");
         self.status.send_replace(true);
@@ -110,17 +125,16 @@ impl LeaderElector {
         result
     }
 
-    /// Tries every `retry_period` (with jitter) until the lease is ours; returns when the try
-    /// that succeeded started, or `None` when cancelled.
-    async fn acquire(&self, observed: &mut Observed, ctx: &CancellationToken) -> Option<Instant> {
+    /// Tries every `retry_period` (with jitter) until the lease is ours or `ctx` is cancelled.
+    async fn acquire(&self, observed: &mut Observed, ctx: &CancellationToken) -> Acquired {
         loop {
             let started = Instant::now();
             let attempt = tokio::select! {
-                a = self.try_acquire_or_renew(observed, self.config.renew_deadline) => a,
-                _ = ctx.cancelled() => return None,
+                a = self.try_acquire_or_renew(observed, self.config.renew_deadline, false) => a,
+                _ = ctx.cancelled() => return Acquired::Cancelled { in_flight: true },
             };
             match attempt {
-                Attempt::Held => return Some(started),
+                Attempt::Held => return Acquired::At(started),
                 Attempt::HeldBy(holder) => {
                     tracing::debug!(lease = %self.lock.describe(), %holder, "lease is held and has not yet expired");
                 }
@@ -131,7 +145,7 @@ impl LeaderElector {
             let wait = jittered(self.config.retry_period);
             tokio::select! {
                 _ = tokio::time::sleep(wait) => {}
-                _ = ctx.cancelled() => return None,
+                _ = ctx.cancelled() => return Acquired::Cancelled { in_flight: false },
             }
         }
     }
@@ -157,7 +171,7 @@ impl LeaderElector {
                 return Err(self.lost());
             }
             let attempt = tokio::select! {
-                a = self.try_acquire_or_renew(observed, deadline - started) => a,
+                a = self.try_acquire_or_renew(observed, deadline - started, true) => a,
                 _ = ctx.cancelled() => return Ok(()),
             };
             match attempt {
@@ -182,8 +196,13 @@ impl LeaderElector {
     }
 
     /// One try to take or keep the lease, within `timeout` (client-go's `tryAcquireOrRenew`).
-    async fn try_acquire_or_renew(&self, observed: &mut Observed, timeout: Duration) -> Attempt {
-        match tokio::time::timeout(timeout, self.try_once(observed)).await {
+    async fn try_acquire_or_renew(
+        &self,
+        observed: &mut Observed,
+        timeout: Duration,
+        leading: bool,
+    ) -> Attempt {
+        match tokio::time::timeout(timeout, self.try_once(observed, leading)).await {
             Ok(Ok(attempt)) => attempt,
             Ok(Err(e)) => Attempt::Failed(e),
             Err(_) => Attempt::Failed(LockError::Storage {
@@ -193,7 +212,7 @@ impl LeaderElector {
         }
     }
 
-    async fn try_once(&self, observed: &mut Observed) -> Result<Attempt, LockError> {
+    async fn try_once(&self, observed: &mut Observed, leading: bool) -> Result<Attempt, LockError> {
         let now = Timestamp::now();
         let mut record = LeaderElectionRecord {
             holder_identity: self.config.identity.clone(),
@@ -202,6 +221,27 @@ impl LeaderElector {
             renew_time: Some(now),
             lease_transitions: 0,
         };
+        // Fast path (as client-go's): the leader renews the version it wrote last, without
+        // reading first. One request instead of two; on any failure, read and decide.
+        if leading
+            && observed.record.holder_identity == self.config.identity
+            && let Some(version) = observed.version.clone()
+        {
+            let renewed = LeaderElectionRecord {
+                acquire_time: observed.record.acquire_time,
+                lease_transitions: observed.record.lease_transitions,
+                ..record.clone()
+            };
+            match self.lock.update(renewed.clone(), version).await {
+                Ok(version) => {
+                    observed.observe(renewed, version);
+                    return Ok(Attempt::Held);
+                }
+                Err(e) => {
+                    tracing::debug!(lease = %self.lock.describe(), "optimistic renewal failed, reading the lease: {e}")
+                }
+            }
+        }
         let Some(Versioned {
             record: old,
             version,
@@ -236,34 +276,45 @@ impl LeaderElector {
     }
 
     /// Gives the lease up if we hold it: clears the holder and sets a one-second duration, so
-    /// the next candidate to try takes it (client-go's `release`).
+    /// the next candidate to try takes it (client-go's `release`). Tries the version we wrote
+    /// last, else reads the lease again (our last write may have landed unanswered).
     async fn release(&self, observed: &mut Observed) {
-        let Some(version) = observed.version.clone() else {
-            return;
-        };
-        if observed.record.holder_identity != self.config.identity {
-            return;
-        }
-        let now = Timestamp::now();
-        let record = LeaderElectionRecord {
+        let released = |transitions| LeaderElectionRecord {
             holder_identity: String::new(),
             lease_duration_seconds: 1,
-            acquire_time: Some(now),
-            renew_time: Some(now),
-            lease_transitions: observed.record.lease_transitions,
+            acquire_time: Some(Timestamp::now()),
+            renew_time: Some(Timestamp::now()),
+            lease_transitions: transitions,
         };
-        let update = self.lock.update(record.clone(), version);
-        match tokio::time::timeout(self.config.renew_deadline, update).await {
-            Ok(Ok(version)) => {
+        let attempt = async {
+            if observed.record.holder_identity == self.config.identity
+                && let Some(version) = observed.version.clone()
+            {
+                let record = released(observed.record.lease_transitions);
+                if let Ok(version) = self.lock.update(record.clone(), version).await {
+                    return Ok(Some((record, version)));
+                }
+            }
+            match self.lock.get().await? {
+                Some(current) if current.record.holder_identity == self.config.identity => {
+                    let record = released(current.record.lease_transitions);
+                    let version = self.lock.update(record.clone(), current.version).await?;
+                    Ok(Some((record, version)))
+                }
+                _ => Ok(None),
+            }
+        };
+        let desc = self.lock.describe();
+        match tokio::time::timeout(self.config.renew_deadline, attempt).await {
+            Ok(Ok(Some((record, version)))) => {
                 observed.observe(record, version);
-                tracing::info!(lease = %self.lock.describe(), "released the lease");
+                tracing::info!(lease = %desc, "released the lease");
             }
-            Ok(Err(e)) => {
-                tracing::warn!(lease = %self.lock.describe(), "failed to release the lease: {e}")
+            Ok(Ok(None)) => {}
+            Ok(Err::<_, LockError>(e)) => {
+                tracing::warn!(lease = %desc, "failed to release the lease: {e}")
             }
-            Err(_) => {
-                tracing::warn!(lease = %self.lock.describe(), "failed to release the lease: timed out")
-            }
+            Err(_) => tracing::warn!(lease = %desc, "failed to release the lease: timed out"),
         }
     }
 }

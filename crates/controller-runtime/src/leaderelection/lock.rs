@@ -7,7 +7,8 @@
 //! stores the record in a `coordination.k8s.io/v1` Lease.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use k8s_openapi::jiff::Timestamp;
@@ -82,8 +83,8 @@ pub trait LeaseLock: Send + Sync {
 /// An in-memory [`LeaseLock`], for tests and for candidates in one process.
 ///
 /// Handles made by [`handle`](Self::handle) share the record but each has its own failure
-/// switch, so a test can cut one candidate off the storage while the others carry on. Clones
-/// share both.
+/// switch, latency and request count, so a test can cut one candidate off the storage while the
+/// others carry on. Clones share everything.
 ///
 /// ```
 /// use controller_runtime::leaderelection::{LeaderElectionRecord, LeaseLock, MemoryLock};
@@ -102,6 +103,8 @@ pub trait LeaseLock: Send + Sync {
 pub struct MemoryLock {
     shared: Arc<Mutex<Option<(LeaderElectionRecord, u64)>>>,
     failing: Arc<AtomicBool>,
+    latency: Arc<Mutex<Duration>>,
+    requests: Arc<AtomicUsize>,
 }
 
 impl MemoryLock {
@@ -114,8 +117,20 @@ impl MemoryLock {
     pub fn handle(&self) -> Self {
         MemoryLock {
             shared: self.shared.clone(),
-            failing: Arc::default(),
+            ..Default::default()
         }
+    }
+
+    /// Every operation through this handle takes effect at once but answers `latency` later
+    /// (on tokio's clock), like a request whose response is slow. Cancelling it meanwhile
+    /// leaves the effect in place.
+    pub fn set_latency(&self, latency: Duration) {
+        *self.latency.lock() = latency;
+    }
+
+    /// How many operations were made through this handle.
+    pub fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
     }
 
     /// While `true`, every operation through this handle (and its clones) fails as if the
@@ -124,12 +139,22 @@ impl MemoryLock {
         self.failing.store(failing, Ordering::SeqCst);
     }
 
-    /// The stored record, read directly (no failure switch).
+    /// Waits for the configured latency.
+    async fn answer<R>(&self, result: R) -> R {
+        let latency = *self.latency.lock();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        result
+    }
+
+    /// The stored record, read directly (no failure switch, not counted).
     pub fn record(&self) -> Option<LeaderElectionRecord> {
         self.shared.lock().as_ref().map(|(r, _)| r.clone())
     }
 
     fn check(&self) -> Result<(), LockError> {
+        self.requests.fetch_add(1, Ordering::SeqCst);
         if self.failing.load(Ordering::SeqCst) {
             return Err(LockError::Storage {
                 lock: self.describe(),
@@ -144,22 +169,27 @@ impl LeaseLock for MemoryLock {
     fn get(&self) -> BoxFuture<'_, Result<Option<Versioned>, LockError>> {
         Box::pin(async move {
             self.check()?;
-            Ok(self.shared.lock().as_ref().map(|(record, v)| Versioned {
+            let read = self.shared.lock().as_ref().map(|(record, v)| Versioned {
                 record: record.clone(),
                 version: v.to_string(),
-            }))
+            });
+            self.answer(Ok(read)).await
         })
     }
 
     fn create(&self, record: LeaderElectionRecord) -> BoxFuture<'_, Result<String, LockError>> {
         Box::pin(async move {
             self.check()?;
-            let mut shared = self.shared.lock();
-            if shared.is_some() {
-                return Err(LockError::Conflict(self.describe()));
-            }
-            *shared = Some((record, 1));
-            Ok("1".to_string())
+            let created = {
+                let mut shared = self.shared.lock();
+                if shared.is_some() {
+                    Err(LockError::Conflict(self.describe()))
+                } else {
+                    *shared = Some((record, 1));
+                    Ok("1".to_string())
+                }
+            };
+            self.answer(created).await
         })
     }
 
@@ -170,15 +200,15 @@ impl LeaseLock for MemoryLock {
     ) -> BoxFuture<'_, Result<String, LockError>> {
         Box::pin(async move {
             self.check()?;
-            let mut shared = self.shared.lock();
-            match shared.as_mut() {
+            let updated = match self.shared.lock().as_mut() {
                 Some((stored, v)) if v.to_string() == version => {
                     *stored = record;
                     *v += 1;
                     Ok(v.to_string())
                 }
                 _ => Err(LockError::Conflict(self.describe())),
-            }
+            };
+            self.answer(updated).await
         })
     }
 
