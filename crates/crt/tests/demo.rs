@@ -55,7 +55,6 @@ fn crt_demo_plays_every_step_and_exits_0() {
         "reconcile crt-demo/hello (#1) taken from the queue",
         "result    crt-demo/hello (#1) | add finalizer demo.crt.dev/cleanup, create hello-0, create hello-1",
         "| done (",
-        "| queue: being reconciled: it runs again after",
         "event     Delete ConfigMap crt-demo/hello-0 | predicate: pass (gone) | handler: enqueue crt-demo/hello",
         "add finalizer demo.crt.dev/cleanup",
         "cleanup done, remove finalizer demo.crt.dev/cleanup",

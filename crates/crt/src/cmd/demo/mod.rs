@@ -116,7 +116,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     summary(&stats, started.elapsed());
 
     if args.serve {
+        println!("== serving: a new Greeting hello to play with");
         scenario::create_for_kubectl(&client).await?;
+        scenario::settle(&stats).await;
         let path = kubeconfig.display();
         println!("== serving until Ctrl-C or SIGTERM");
         println!("   kubeconfig: {path}");

@@ -4,8 +4,8 @@
 //! This is the part an operator's author writes. Everything else (watching, caching, queueing,
 //! retrying) is the runtime's, wired by the Builder in [`super::run`].
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use controller_runtime::cache::{ListOptions, ObjectKey};
 use controller_runtime::client::{self, Client};
@@ -32,6 +32,13 @@ struct Ctx {
     client: Client,
     notes: Arc<Notes>,
     stats: Arc<Stats>,
+    /// The last status written per Greeting (`namespace/name`), newer than the cache's for a
+    /// moment after each write.
+    written: Mutex<HashMap<String, GreetingStatus>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The operator's reconciler: reads the Greeting from the cache (a request for one that is gone
@@ -45,6 +52,7 @@ pub fn reconciler(
         client: client.clone(),
         notes,
         stats,
+        written: Mutex::default(),
     });
     reconcile::for_object(client, ctx, reconcile)
 }
@@ -115,12 +123,15 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
         match existing.get(&child) {
             None => {
                 match configmaps.create(&new_child(g, &child)).await {
-                    Ok(_) => Stats::bump(&ctx.stats.created),
-                    // The cache has not seen our create of a moment ago yet: nothing to do.
+                    Ok(_) => {
+                        Stats::bump(&ctx.stats.created);
+                        ctx.notes.add(format!("create {child}"));
+                    }
+                    // The cache has not seen our create of a moment ago yet: its event will
+                    // bring us back.
                     Err(client::Error::AlreadyExists(_)) => {}
                     Err(e) => return Err(ReconcileError::new(e)),
                 }
-                ctx.notes.add(format!("create {child}"));
             }
             Some(cm) if message_of(cm) != Some(g.spec.message.as_str()) => {
                 let patch = Patch::Merge(json!({ "data": { "message": g.spec.message } }));
@@ -152,7 +163,15 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
         .filter(|n| wanted_name(&name, n, wanted))
         .count() as i32;
     let status = status_for(g, observed, ready, wanted);
-    if g.status.as_ref() != Some(&status) {
+    // Skip the write when the status already says so. The cached Greeting may not show our
+    // last status write yet, so "already says so" must hold for that write too: otherwise a
+    // stale cache hides a newer, different status and this reconcile would leave it wrong.
+    let key = format!("{ns}/{name}");
+    let unchanged = g.status.as_ref() == Some(&status)
+        && lock(&ctx.written)
+            .get(&key)
+            .is_none_or(|last| *last == status);
+    if !unchanged {
         let greetings = ctx.client.objects::<Greeting>();
         greetings
             .patch_status(
@@ -163,7 +182,8 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
             .await
             .map_err(ReconcileError::new)?;
         Stats::bump(&ctx.stats.updated);
-        let state = &status.conditions[0].status;
+        let state = status.conditions[0].status.clone();
+        lock(&ctx.written).insert(key, status);
         ctx.notes
             .add(format!("status {ready}/{wanted} ready, Ready={state}"));
     }
@@ -179,6 +199,7 @@ async fn cleanup(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
     for child in children(g, ctx).await?.keys() {
         delete_child(&configmaps, &ns, child, ctx).await?;
     }
+    lock(&ctx.written).remove(&format!("{ns}/{}", g.name_any()));
     ctx.notes
         .add(format!("cleanup done, remove finalizer {FINALIZER}"));
     Ok(Action::done())

@@ -32,7 +32,13 @@ const NAME: &str = "hello";
 /// server serves Greetings.
 pub async fn install(client: &kube_client::Client) -> anyhow::Result<()> {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = Greeting::crd();
+    let mut crd = Greeting::crd();
+    // The derive leaves listKind to the server's defaulting; the embedded server defaults it on
+    // create only, so an update of the CRD (a second run on one server) would be refused.
+    crd.spec
+        .names
+        .list_kind
+        .get_or_insert_with(|| "GreetingList".into());
     let name = crd.name_any();
     match crds.create(&PostParams::default(), &crd).await {
         Ok(_) => {}
@@ -354,7 +360,7 @@ where
 
 /// Lets the events that trail a step (the operator's own status writes, mostly) print before
 /// the next step's header: waits until the pipeline has been quiet for a moment (at most 2 s).
-async fn settle(stats: &Stats) {
+pub async fn settle(stats: &Stats) {
     let deadline = Instant::now() + Duration::from_secs(2);
     let mut seen = (Stats::get(&stats.events), Stats::get(&stats.reconciles));
     while Instant::now() < deadline {
