@@ -163,6 +163,27 @@ async fn a_repetition_after_the_series_window_starts_a_new_event() {
     assert!(list.iter().all(|e| e.series.is_none()));
 }
 
+#[tokio::test]
+async fn concurrent_repetitions_count_one_by_one_on_one_event() {
+    let server = crt_apiserver::Server::start(crt_apiserver::Config::default())
+        .await
+        .unwrap();
+    let client = client(&server).await;
+    let cm = configmap(&client, "busy").await;
+    let recorder = Recorder::new(client.clone(), "ctl");
+    let record = EventRecord::warning("Failed", "Reconcile").note("boom");
+    let publishes = (0..10).map(|_| {
+        let (recorder, record, cm) = (recorder.clone(), record.clone(), cm.clone());
+        tokio::spawn(async move { recorder.publish_for(&record, &cm).await })
+    });
+    for done in futures::future::join_all(publishes).await {
+        done.unwrap().unwrap();
+    }
+    let list = events(&client).await;
+    assert_eq!(list.len(), 1, "one event");
+    assert_eq!(list[0].series.as_ref().unwrap().count, 10);
+}
+
 #[test]
 fn bad_records_are_errors_before_any_request() {
     let regarding = ObjectReference {
