@@ -200,7 +200,24 @@ impl Default for ManagerOptions {
     }
 }
 
-/// A health or readiness check: `Ok(())` when healthy, else why not.
+/// A health or readiness check: `Ok(())` when healthy, else why not. It runs on every probe
+/// request, inside the HTTP server: keep it quick and non-blocking (read a flag, not the API
+/// server).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use controller_runtime::manager::Check;
+///
+/// let warm = Arc::new(AtomicBool::new(false));
+/// let check: Check = Arc::new({
+///     let warm = warm.clone();
+///     move || if warm.load(Ordering::Relaxed) { Ok(()) } else { Err("warming up".into()) }
+/// });
+/// assert!(check().is_err());
+/// warm.store(true, Ordering::Relaxed);
+/// assert!(check().is_ok());
+/// ```
 pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// See the [module docs](self). Cheap to clone; clones are the same manager.
@@ -234,7 +251,8 @@ struct Inner {
 
 impl Manager {
     /// A manager on `client` (any kube-client: from a kubeconfig, in-cluster, or an embedded
-    /// API server's kubeconfig).
+    /// API server's kubeconfig). Nothing is contacted or bound until [`start`](Self::start);
+    /// an unusable leader election configuration fails here ([`Error::LeaderElection`]).
     pub fn new(client: kube_client::Client, options: ManagerOptions) -> Result<Self, Error> {
         let elector = match &options.leader_election {
             Some(config) => Some(Arc::new(
