@@ -13,7 +13,7 @@
 //! | --- | --- | --- |
 //! | not being deleted | yes | [`Event::Apply`] |
 //! | not being deleted | no | the finalizer is added (a merge patch guarded by the object's `resourceVersion`), then [`Event::Apply`] with the patched object |
-//! | being deleted | yes | [`Event::Cleanup`]; when it succeeds, the finalizer is removed (guarded the same way) |
+//! | being deleted | yes | [`Event::Cleanup`]; when it succeeds, the finalizer is removed from the object as the server has it then (guarded the same way) |
 //! | being deleted | no | nothing: `Action::done()` |
 //!
 //! A failed patch (a `409 Conflict` when the object changed meanwhile) is an error: the
@@ -57,7 +57,9 @@ pub enum Event<K> {
     /// The object is live and carries the finalizer: make the world match it.
     Apply(Arc<K>),
     /// The object is being deleted and still carries the finalizer: clean up what it owns
-    /// outside itself. The finalizer is removed once this returns `Ok`.
+    /// outside itself. The finalizer is removed once this returns `Ok`. It may run more than
+    /// once for one deletion (a failed removal is retried with the cleanup): make it
+    /// idempotent.
     Cleanup(Arc<K>),
 }
 
@@ -101,7 +103,7 @@ pub enum Error<E> {
 }
 
 impl<E> Error<E> {
-    /// The bookkeeping part of the error, without your code's error type: `None` for
+    /// The bookkeeping errors, without your code's error type; `Err((is_apply, e))` for
     /// [`Error::ApplyFailed`] and [`Error::CleanupFailed`].
     fn split(self) -> Result<Error<Infallible>, (bool, E)> {
         Ok(match self {
@@ -193,28 +195,49 @@ where
                 .map_err(Error::ApplyFailed)
         }
         (true, true) => {
-            let remaining: Vec<String> =
-                finalizers.iter().filter(|f| *f != name).cloned().collect();
-            let rv = meta.resource_version.clone();
             let action = reconcile(Event::Cleanup(obj))
                 .await
                 .map_err(Error::CleanupFailed)?;
-            let removed = patch(objects, &key, rv, remaining).await;
-            match removed {
-                Ok(_) => {
-                    tracing::debug!(object = %key, finalizer = name, "finalizer removed");
-                    Ok(action)
-                }
-                // Gone already: nothing held it but us, or someone removed it for us.
-                Err(e) if e.is_not_found() => Ok(action),
-                Err(source) => Err(Error::RemoveFinalizer {
+            remove(objects, &key, name)
+                .await
+                .map_err(|source| Error::RemoveFinalizer {
                     finalizer: name.to_string(),
                     object: key.to_string(),
                     source,
-                }),
-            }
+                })?;
+            Ok(action)
         }
         (true, false) => Ok(Action::done()),
+    }
+}
+
+/// Removes finalizer `name` from the object as the server has it now: the cleanup may have
+/// changed the object, so the state read before it would only conflict. A conflict with a
+/// change made meanwhile is an error (the key is retried; the cleanup runs again).
+async fn remove<K: CacheObject>(
+    objects: &Objects<K>,
+    key: &ObjectKey,
+    name: &str,
+) -> Result<(), client::Error> {
+    let fresh = match objects.get_uncached(key).await {
+        Ok(fresh) => fresh,
+        // Gone already: nothing held it but us.
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let meta = fresh.meta();
+    let finalizers = meta.finalizers.as_deref().unwrap_or_default();
+    if !finalizers.iter().any(|f| f == name) {
+        return Ok(());
+    }
+    let remaining = finalizers.iter().filter(|f| *f != name).cloned().collect();
+    match patch(objects, key, meta.resource_version.clone(), remaining).await {
+        Ok(_) => {
+            tracing::debug!(object = %key, finalizer = name, "finalizer removed");
+            Ok(())
+        }
+        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) => Err(e),
     }
 }
 

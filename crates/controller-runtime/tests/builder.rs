@@ -971,8 +971,13 @@ async fn finalizer_edge_cases() {
             .contains(&FINALIZER.to_string())
     );
 
-    // A successful cleanup removes ours and leaves the other's.
+    // A successful cleanup removes ours and leaves the other's, even when the cleanup itself
+    // changed the object (the removal reads it afresh).
     finalizer::finalizer(&objects, FINALIZER, Arc::new(deleting), |_| async {
+        let note = json!({"metadata": {"annotations": {"cleaned": "yes"}}});
+        cms.patch("stale", &PatchParams::default(), &Patch::Merge(note))
+            .await
+            .map_err(client::Error::from)?;
         Ok::<_, client::Error>(Action::done())
     })
     .await
