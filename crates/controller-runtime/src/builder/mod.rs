@@ -179,12 +179,25 @@ pub struct ControllerBuilder {
     for_type: Option<ForType>,
     /// The kind of a second `for_`, reported at build.
     extra_for: Option<String>,
-    /// The kind of the first `owns`, reported at build when there is no `for_`.
+    /// The kinds of the `owns` watches; the first is reported at build when there is no `for_`.
     owns: Vec<String>,
     watches: Vec<MakeWatch>,
     filters: Vec<BoxEventFilter>,
     options: ControllerOptions,
     name: Option<String>,
+}
+
+impl std::fmt::Debug for ControllerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("name", &self.name)
+            .field("for", &self.for_type.as_ref().map(|t| &t.kind))
+            .field("owns", &self.owns)
+            .field("watches", &self.watches.len())
+            .field("filters", &self.filters.len())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ControllerBuilder {
