@@ -70,7 +70,7 @@ thread_local! {
 /// Prints an event line left without an enqueue (the handler found nothing to enqueue).
 fn flush_pending() {
     if let Some(line) = PENDING.with(|p| p.borrow_mut().take()) {
-        println!("{line} | handler: nothing to enqueue");
+        say!("{line} | handler: nothing to enqueue");
     }
 }
 
@@ -114,7 +114,7 @@ impl FlowPredicate {
             PENDING.with(|p| *p.borrow_mut() = Some(format!("{line} | predicate: pass ({why})")));
         } else {
             Stats::bump(&self.stats.filtered);
-            println!("{line} | predicate: drop ({why})");
+            say!("{line} | predicate: drop ({why})");
         }
         pass
     }
@@ -180,7 +180,7 @@ impl FlowQueue {
             } else {
                 format!("{} ready", self.inner.len())
             };
-            println!("{line} | handler: enqueue {item}{how} | queue: {state}");
+            say!("{line} | handler: enqueue {item}{how} | queue: {state}");
         }
     }
 }
@@ -284,7 +284,7 @@ impl<R: Reconciler> Reconciler for FlowReconciler<R> {
         Box::pin(async move {
             Stats::bump(&self.stats.reconciles);
             let n = Stats::get(&self.stats.reconciles);
-            println!("{}{req} (#{n}) taken from the queue", stage("reconcile"));
+            say!("{}{req} (#{n}) taken from the queue", stage("reconcile"));
             let started = Instant::now();
             let result = self.inner.reconcile(req.clone()).await;
             let notes = self.notes.take();
@@ -312,7 +312,7 @@ impl<R: Reconciler> Reconciler for FlowReconciler<R> {
                     let _ = write!(line, " | error, retried with backoff: {e}");
                 }
             }
-            println!("{line}");
+            say!("{line}");
             result
         })
     }

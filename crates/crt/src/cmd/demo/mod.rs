@@ -20,6 +20,15 @@
 //! crt demo --serve               # then: kubectl --kubeconfig <printed path> get greetings -A
 //! ```
 
+/// `println!` that ignores a closed stdout (`crt demo | head`): the demo goes on and exits
+/// normally instead of panicking on every later line.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod crd;
 mod flow;
 mod operator;
@@ -68,13 +77,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let path =
                 std::env::temp_dir().join(format!("crt-demo-{}.kubeconfig", std::process::id()));
             server.write_kubeconfig(&path)?;
-            println!("embedded API server at {}", server.url());
+            say!("embedded API server at {}", server.url());
             (path, Some(server))
         }
     };
     let client = client_from_file(&kubeconfig).await?;
 
-    println!("== install the CustomResourceDefinition greetings.demo.crt.dev");
+    say!("== install the CustomResourceDefinition greetings.demo.crt.dev");
     scenario::install(&client).await?;
 
     // The operator: a Manager, and one controller built with the Builder.
@@ -99,11 +108,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         async move { mgr.start(ctx).await }
     });
     scenario::wait_started(&mgr).await?;
-    println!(
+    say!(
         "== operator running: controller \"greeting\" (for Greeting, owns ConfigMap){}",
         endpoints(&mgr)
     );
-    println!(
+    say!(
         "   an event prints: event | predicate | handler | queue; a reconcile: reconcile, then result"
     );
 
@@ -116,14 +125,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     summary(&stats, started.elapsed());
 
     if args.serve {
-        println!("== serving: a new Greeting hello to play with");
+        say!("== serving: a new Greeting hello to play with");
         scenario::create_for_kubectl(&client).await?;
         scenario::settle(&stats).await;
         let path = kubeconfig.display();
-        println!("== serving until Ctrl-C or SIGTERM");
-        println!("   kubeconfig: {path}");
-        println!("   try: kubectl --kubeconfig {path} -n {NAMESPACE} get greetings,configmaps");
-        println!(
+        say!("== serving until Ctrl-C or SIGTERM");
+        say!("   kubeconfig: {path}");
+        say!("   try: kubectl --kubeconfig {path} -n {NAMESPACE} get greetings,configmaps");
+        say!(
             "        kubectl --kubeconfig {path} -n {NAMESPACE} scale greeting/hello --replicas 3"
         );
         controller_runtime::manager::signal_handler()
@@ -138,9 +147,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Ok(Err(e)) => eprintln!("the manager task failed: {e}"),
         Err(_) => eprintln!("the manager did not stop within 10 s"),
     }
-    if let Some(server) = embedded {
-        server.stop().await;
-        let _ = std::fs::remove_file(&kubeconfig);
+    match embedded {
+        Some(server) => {
+            server.stop().await;
+            let _ = std::fs::remove_file(&kubeconfig);
+        }
+        None => say!(
+            "   left on the cluster: namespace {NAMESPACE} and the CRD greetings.demo.crt.dev \
+             (kubectl delete namespace {NAMESPACE}; kubectl delete crd greetings.demo.crt.dev)"
+        ),
     }
     Ok(())
 }
@@ -201,19 +216,19 @@ fn endpoints(mgr: &Manager) -> String {
 
 fn summary(stats: &Stats, took: Duration) {
     let n = Stats::get;
-    println!("== summary");
-    println!(
+    say!("== summary");
+    say!(
         "   scenario: {} steps, each verified, in {:.2} s",
         scenario::STEPS,
         took.as_secs_f64()
     );
-    println!(
+    say!(
         "   objects: 1 CustomResourceDefinition, 1 Greeting; the operator created {} ConfigMaps, updated {} objects, deleted {} ConfigMaps",
         n(&stats.created),
         n(&stats.updated),
         n(&stats.deleted)
     );
-    println!(
+    say!(
         "   pipeline: {} events ({} dropped by the predicate), {} reconciles, {} errors",
         n(&stats.events),
         n(&stats.filtered),

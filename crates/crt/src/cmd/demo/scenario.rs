@@ -84,9 +84,9 @@ pub async fn install(client: &kube_client::Client) -> anyhow::Result<()> {
     // A Greeting left by an earlier run on the same cluster would blur the story.
     if greetings.get_opt(NAME).await?.is_some() {
         greetings.delete(NAME, &DeleteParams::default()).await?;
-        println!("   (deleted the {NAME} Greeting an earlier run left)");
+        say!("   (deleted the {NAME} Greeting an earlier run left)");
     }
-    println!("   ok: CRD established, namespace {NAMESPACE} ready");
+    say!("   ok: CRD established, namespace {NAMESPACE} ready");
     Ok(())
 }
 
@@ -330,11 +330,11 @@ async fn scale(world: &World, replicas: i32) -> anyhow::Result<()> {
 
 fn step(n: usize, what: &str) {
     CURRENT.store(n, Ordering::Relaxed);
-    println!("== step {n}/{STEPS}: {what}");
+    say!("== step {n}/{STEPS}: {what}");
 }
 
 fn ok(what: &str) {
-    println!("   ok: {what}");
+    say!("   ok: {what}");
 }
 
 /// Waits until `check` says the outcome is reached (`Ok(Ok(v))`); `Ok(Err(state))` and API
