@@ -46,6 +46,16 @@ enum Attempt {
     Failed(LockError),
 }
 
+impl std::fmt::Debug for LeaderElector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaderElector")
+            .field("lock", &self.lock.describe())
+            .field("identity", &self.config.identity)
+            .field("leading", &*self.status.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
 impl LeaderElector {
     /// A candidate using `client` for the Lease.
     pub fn new(client: kube_client::Client, config: LeaderElectionConfig) -> Result<Self, Error> {

@@ -22,6 +22,14 @@ pub struct KubeLeaseLock {
     last: Mutex<Option<Lease>>,
 }
 
+impl std::fmt::Debug for KubeLeaseLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeLeaseLock")
+            .field("lease", &self.describe())
+            .finish_non_exhaustive()
+    }
+}
+
 impl KubeLeaseLock {
     /// A lock on the Lease `namespace/name` (created on first acquisition).
     pub fn new(client: kube_client::Client, namespace: &str, name: &str) -> Self {

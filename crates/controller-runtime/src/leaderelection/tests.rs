@@ -450,9 +450,10 @@ mod server {
         LeaderElectionConfig {
             lease_name: "real".into(),
             identity: id.into(),
-            lease_duration: Duration::from_secs(2),
-            renew_deadline: Duration::from_millis(1500),
-            retry_period: Duration::from_millis(200),
+            // Short, yet roomy enough for a loaded machine's slow answers.
+            lease_duration: Duration::from_secs(5),
+            renew_deadline: Duration::from_secs(4),
+            retry_period: Duration::from_millis(250),
             release_on_cancel: true,
             ..Default::default()
         }
@@ -462,6 +463,44 @@ mod server {
         tokio::time::timeout(Duration::from_secs(30), until_leader(el))
             .await
             .expect("leads within 30 s");
+    }
+
+    #[tokio::test]
+    async fn the_lease_lock_writes_under_resource_version_and_keeps_other_fields() {
+        let server = crt_apiserver::Server::start(crt_apiserver::Config::default())
+            .await
+            .unwrap();
+        let client = client(&server).await;
+        let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+        let lock = KubeLeaseLock::new(client.clone(), "default", "kept");
+        assert!(lock.get().await.unwrap().is_none());
+        let mut lease = Lease::default();
+        lease.metadata.name = Some("kept".into());
+        lease.metadata.labels = Some([("app".to_string(), "x".to_string())].into());
+        leases.create(&Default::default(), &lease).await.unwrap();
+
+        let read = lock.get().await.unwrap().unwrap();
+        assert_eq!(read.record, LeaderElectionRecord::default());
+        let record = LeaderElectionRecord {
+            holder_identity: "a".into(),
+            lease_duration_seconds: 15,
+            lease_transitions: 2,
+            ..Default::default()
+        };
+        let v2 = lock
+            .update(record.clone(), read.version.clone())
+            .await
+            .unwrap();
+        assert_ne!(v2, read.version);
+        let stored = leases.get("kept").await.unwrap();
+        assert_eq!(stored.metadata.labels.unwrap()["app"], "x", "labels kept");
+        assert_eq!(lock.get().await.unwrap().unwrap().record, record);
+
+        // A write naming the old version is a conflict, as is creating it again.
+        let stale = lock.update(record.clone(), read.version).await.unwrap_err();
+        assert!(matches!(stale, LockError::Conflict(_)), "{stale}");
+        let exists = lock.create(record).await.unwrap_err();
+        assert!(matches!(exists, LockError::Conflict(_)), "{exists}");
     }
 
     #[tokio::test]
@@ -485,8 +524,8 @@ mod server {
         })
         .await
         .unwrap();
-        // Renewals keep the leader; the other never leads meanwhile.
-        sleep(Duration::from_secs(3)).await;
+        // The leader renews; the other does not lead meanwhile.
+        sleep(Duration::from_secs(1)).await;
         assert!(a.is_leader() != b.is_leader(), "exactly one leader");
         let (leader, follower, ctx_leader, ctx_follower, run_leader, run_follower) =
             if a.is_leader() {
@@ -497,7 +536,7 @@ mod server {
         let lease = leases.get("real").await.unwrap();
         let spec = lease.spec.unwrap();
         assert_eq!(spec.holder_identity.as_deref(), Some(leader.identity()));
-        assert_eq!(spec.lease_duration_seconds, Some(2));
+        assert_eq!(spec.lease_duration_seconds, Some(5));
         assert_eq!(spec.lease_transitions, Some(0));
         assert!(spec.acquire_time.is_some() && spec.renew_time > spec.acquire_time);
 
