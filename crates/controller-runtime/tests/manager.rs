@@ -634,6 +634,7 @@ async fn three_managers_elect_one_leader_at_a_time() {
     })
     .await;
     let takeover = stopped_at.elapsed();
+    eprintln!("a new leader after {takeover:?}");
     // lease_duration + retry_period = 2.2 s; generous slack for a loaded machine.
     assert!(
         takeover <= Duration::from_millis(3 * 2200),
