@@ -862,3 +862,57 @@ async fn server_side_apply_custom_map_list() {
         json!([{"name": "http", "port": 80}])
     );
 }
+
+#[tokio::test]
+async fn updates_record_their_manager_and_managed_fields_can_be_reset() {
+    let server = server().await;
+    let client = client(&server).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let pp = PostParams {
+        field_manager: Some("creator".into()),
+        ..Default::default()
+    };
+    let created = api.create(&pp, &cm("u")).await.unwrap();
+    assert_eq!(
+        owned(&created.metadata, "creator", "Update"),
+        Some(json!({"f:data": {".": {}, "f:k": {}},
+                    "f:metadata": {"f:labels": {".": {}, "f:app": {}}}}))
+    );
+    // Without fieldManager the manager is the user agent's prefix.
+    let (code, _, body) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/u",
+        "application/merge-patch+json",
+        r#"{"data":{"k":"w"}}"#,
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    let entries = body["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    // force is only for apply.
+    let (code, _, body) = raw(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/default/configmaps/u?force=true",
+        "application/merge-patch+json",
+        "{}",
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        body["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+    );
+    // `[{}]` strips every entry.
+    let reset = api
+        .patch(
+            "u",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"managedFields": [{}]}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reset.metadata.managed_fields, None);
+    assert_eq!(api.get("u").await.unwrap().metadata.managed_fields, None);
+}

@@ -35,7 +35,7 @@ pub fn apply(
     let base = live.unwrap_or(&empty);
     let mut merged = merge(base, &config, shape, &mut Vec::new());
 
-    let changed = walk::compare(live, &merged, shape).changed();
+    let changed = walk::compare(live, &merged, shape).changed;
     let mut conflicts = Vec::new();
     for e in &mut managed.entries {
         if e.is(w.manager, Operation::Apply, w.subresource) {

@@ -281,9 +281,30 @@ impl FieldSet {
         self.children.get(e).map(|n| &n.set)
     }
 
+    /// Puts `set` under element `e` (a member when `member`), replacing what was there.
+    pub fn attach(&mut self, e: PathElement, member: bool, set: FieldSet) {
+        self.children.insert(e, Node { member, set });
+    }
+
     /// Removes an element and everything under it.
     pub fn remove_child(&mut self, e: &PathElement) {
         self.children.remove(e);
+    }
+
+    /// Whether a stored `FieldsV1` value shares a member with this set, read in place
+    /// (nothing decoded).
+    pub fn intersects_fields_v1(&self, raw: &Value) -> bool {
+        raw.as_object().is_some_and(|m| self.intersects_map(m))
+    }
+
+    fn intersects_map(&self, raw: &Map<String, Value>) -> bool {
+        self.children.iter().any(|(e, n)| {
+            let Some(Value::Object(inner)) = raw.get(&e.encode()) else {
+                return false;
+            };
+            let raw_member = inner.is_empty() || inner.contains_key(".");
+            (n.member && raw_member) || n.set.intersects_map(inner)
+        })
     }
 
     /// The `FieldsV1` form: `{"f:data": {".": {}, "f:key": {}}}`.

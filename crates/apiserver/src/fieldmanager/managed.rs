@@ -62,7 +62,8 @@ impl Entry {
         s
     }
 
-    fn to_value(&self) -> Value {
+    /// The entry as stored in `metadata.managedFields`.
+    pub fn to_value(&self) -> Value {
         let mut m = Map::new();
         if !self.manager.is_empty() {
             m.insert("manager".into(), Value::from(self.manager.clone()));
@@ -80,7 +81,8 @@ impl Entry {
         Value::Object(m)
     }
 
-    fn from_value(v: &Value) -> Option<Entry> {
+    /// Reads one stored entry; `None` when it is not a `FieldsV1` entry of a known operation.
+    pub fn from_value(v: &Value) -> Option<Entry> {
         let s = |k: &str| v.get(k).and_then(Value::as_str).map(String::from);
         let operation = match s("operation")?.as_str() {
             "Apply" => Operation::Apply,
@@ -190,14 +192,38 @@ impl ManagedFields {
                     &b.subresource,
                 ))
         });
-        let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-            return;
-        };
-        if self.entries.is_empty() {
-            meta.remove("managedFields");
-        } else {
-            let list = self.entries.iter().map(Entry::to_value).collect();
-            meta.insert("managedFields".into(), Value::Array(list));
-        }
+        write_values(obj, self.entries.iter().map(Entry::to_value).collect());
+    }
+}
+
+/// Whether a stored entry belongs to `manager` writing with `operation` through `subresource`.
+pub fn value_is(v: &Value, manager: &str, operation: Operation, subresource: Option<&str>) -> bool {
+    let s = |k: &str| v.get(k).and_then(Value::as_str);
+    s("manager").unwrap_or("") == manager
+        && s("operation") == Some(operation.as_str())
+        && s("subresource").filter(|s| !s.is_empty()) == subresource
+}
+
+/// Sorts stored entries as the real server does (operation, time, manager, apiVersion,
+/// subresource) and writes them into `metadata.managedFields` (removed when empty).
+pub fn write_values(obj: &mut Value, mut entries: Vec<Value>) {
+    fn key(v: &Value) -> [&str; 5] {
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("");
+        [
+            s("operation"),
+            s("time"),
+            s("manager"),
+            s("apiVersion"),
+            s("subresource"),
+        ]
+    }
+    entries.sort_by(|a, b| key(a).cmp(&key(b)));
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if entries.is_empty() {
+        meta.remove("managedFields");
+    } else {
+        meta.insert("managedFields".into(), Value::Array(entries));
     }
 }

@@ -83,7 +83,7 @@ fn compare_marks_new_maps_as_members() {
     let shape = Shape::builtin("", "ConfigMap");
     let c = compare(None, &cm(json!({"a": "1"})), &shape);
     assert_eq!(
-        c.added.to_fields_v1(),
+        c.changed.to_fields_v1(),
         json!({"f:data": {".": {}, "f:a": {}}})
     );
     let c = compare(
@@ -91,7 +91,7 @@ fn compare_marks_new_maps_as_members() {
         &cm(json!({"a": "3"})),
         &shape,
     );
-    assert_eq!(c.modified.to_fields_v1(), json!({"f:data": {"f:a": {}}}));
+    assert_eq!(c.changed.to_fields_v1(), json!({"f:data": {"f:a": {}}}));
     assert_eq!(c.removed.to_fields_v1(), json!({"f:data": {"f:b": {}}}));
 }
 

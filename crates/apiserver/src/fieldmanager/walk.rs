@@ -168,142 +168,179 @@ fn config_into(w: &mut Walker, v: &Value, set: &mut FieldSet) -> Result<(), Walk
 /// What changed from one version of an object to the next.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Comparison {
-    /// Fields, items and maps present only in the new version.
-    pub added: FieldSet,
-    /// Scalars (and atomic values) present in both with different values.
-    pub modified: FieldSet,
+    /// Added or modified: scalars (and atomic values) whose value differs, fields, items and
+    /// maps present only in the new version. What a writer takes ownership of.
+    pub changed: FieldSet,
     /// Fields and items present only in the old version.
     pub removed: FieldSet,
 }
 
-impl Comparison {
-    /// `added ∪ modified`: what a writer takes ownership of.
-    pub fn changed(&self) -> FieldSet {
-        self.added.union(&self.modified)
-    }
-}
-
-/// Compares two versions of an object (`None`: it did not exist).
+/// Compares two versions of an object (`None`: it did not exist). The sets are built bottom
+/// up, each path element made once.
 pub fn compare(old: Option<&Value>, new: &Value, shape: &Shape) -> Comparison {
-    let mut w = Walker {
+    let mut c = Cmp {
         shape,
         names: Vec::new(),
-        path: Vec::new(),
     };
-    let mut c = Comparison::default();
     let empty = Value::Object(Map::new());
-    compare_into(&mut w, Some(old.unwrap_or(&empty)), Some(new), &mut c);
-    c
-}
-
-fn whole(w: &Walker, old: Option<&Value>, new: Option<&Value>, c: &mut Comparison) {
-    match (old, new) {
-        (None, Some(_)) => c.added.insert(&w.path),
-        (Some(_), None) => c.removed.insert(&w.path),
-        (Some(a), Some(b)) if a != b => c.modified.insert(&w.path),
-        _ => {}
+    let d = c.value(Some(old.unwrap_or(&empty)), Some(new));
+    Comparison {
+        changed: d.changed,
+        removed: d.removed,
     }
 }
 
-fn compare_into(w: &mut Walker, old: Option<&Value>, new: Option<&Value>, c: &mut Comparison) {
-    let old = old.filter(|v| !v.is_null());
-    let new = new.filter(|v| !v.is_null());
-    match (old, new) {
-        (None, None) => {}
-        (Some(Value::Object(a)), Some(Value::Object(b))) => compare_maps(w, Some(a), Some(b), c),
-        (None, Some(Value::Object(b))) => compare_maps(w, None, Some(b), c),
-        (Some(Value::Object(a)), None) => compare_maps(w, Some(a), None, c),
-        (Some(Value::Array(a)), Some(Value::Array(b))) => compare_lists(w, Some(a), Some(b), c),
-        (None, Some(Value::Array(b))) => compare_lists(w, None, Some(b), c),
-        (Some(Value::Array(a)), None) => compare_lists(w, Some(a), None, c),
-        _ => whole(w, old, new, c),
-    }
+/// The comparison of one subtree, relative to it, and whether the node itself is a changed or
+/// removed member.
+#[derive(Default)]
+struct Diff {
+    changed: FieldSet,
+    removed: FieldSet,
+    self_changed: bool,
+    self_removed: bool,
 }
 
-fn compare_maps(
-    w: &mut Walker,
-    old: Option<&Map<String, Value>>,
-    new: Option<&Map<String, Value>>,
-    c: &mut Comparison,
-) {
-    let at_root = w.path.is_empty();
-    if !at_root && w.shape.atomic_map(&w.names) {
-        let (a, b) = (
-            old.cloned().map(Value::Object),
-            new.cloned().map(Value::Object),
-        );
-        whole(w, a.as_ref(), b.as_ref(), c);
-        return;
-    }
-    let empty = Map::new();
-    let (a, b) = (old.unwrap_or(&empty), new.unwrap_or(&empty));
-    let mut keys: Vec<&String> = b.keys().collect();
-    keys.extend(a.keys().filter(|k| !b.contains_key(*k)));
-    for k in keys {
-        w.names.push(k.clone());
-        if !unowned(&w.names) {
-            w.path.push(PathElement::Field(k.clone()));
-            compare_into(w, a.get(k), b.get(k), c);
-            w.path.pop();
+impl Diff {
+    /// The diff of a value compared whole (a scalar, an atomic list or map).
+    fn leaf<T: PartialEq + ?Sized>(old: Option<&T>, new: Option<&T>) -> Diff {
+        Diff {
+            self_changed: match (old, new) {
+                (None, Some(_)) => true,
+                (Some(a), Some(b)) => a != b,
+                _ => false,
+            },
+            self_removed: old.is_some() && new.is_none(),
+            ..Diff::default()
         }
-        w.names.pop();
     }
-    // A map that appears (or goes) is itself added (removed), except the root's metadata
-    // and, for built-in kinds, `spec` and `status`, which every object of the kind has.
-    let structural = w.names == ["metadata"]
-        || (matches!(w.shape, Shape::Builtin { .. })
-            && (w.names == ["spec"] || w.names == ["status"]));
-    if !at_root && !structural {
+
+    fn attach(&mut self, e: PathElement, child: Diff) {
+        let changed = child.self_changed || !child.changed.is_empty();
+        let removed = child.self_removed || !child.removed.is_empty();
+        match (changed, removed) {
+            (true, true) => {
+                self.changed
+                    .attach(e.clone(), child.self_changed, child.changed);
+                self.removed.attach(e, child.self_removed, child.removed);
+            }
+            (true, false) => self.changed.attach(e, child.self_changed, child.changed),
+            (false, true) => self.removed.attach(e, child.self_removed, child.removed),
+            (false, false) => {}
+        }
+    }
+}
+
+struct Cmp<'s, 'v> {
+    shape: &'s Shape,
+    names: Vec<&'v str>,
+}
+
+impl<'v> Cmp<'_, 'v> {
+    fn value(&mut self, old: Option<&'v Value>, new: Option<&'v Value>) -> Diff {
+        let old = old.filter(|v| !v.is_null());
+        let new = new.filter(|v| !v.is_null());
         match (old, new) {
-            (None, Some(_)) => c.added.insert(&w.path),
-            (Some(_), None) => c.removed.insert(&w.path),
-            _ => {}
+            (None, None) => Diff::default(),
+            (Some(Value::Object(a)), Some(Value::Object(b))) => self.maps(Some(a), Some(b)),
+            (None, Some(Value::Object(b))) => self.maps(None, Some(b)),
+            (Some(Value::Object(a)), None) => self.maps(Some(a), None),
+            (Some(Value::Array(a)), Some(Value::Array(b))) => self.lists(Some(a), Some(b)),
+            (None, Some(Value::Array(b))) => self.lists(None, Some(b)),
+            (Some(Value::Array(a)), None) => self.lists(Some(a), None),
+            _ => Diff::leaf(old, new),
         }
     }
-}
 
-fn compare_lists(
-    w: &mut Walker,
-    old: Option<&Vec<Value>>,
-    new: Option<&Vec<Value>>,
-    c: &mut Comparison,
-) {
-    let kind = w.shape.list(&w.names);
-    let empty = Vec::new();
-    let (a, b) = (old.unwrap_or(&empty), new.unwrap_or(&empty));
-    let items = match kind {
-        ListKind::Atomic => None,
-        _ => lenient_elements(a, &kind, &w.path).zip(lenient_elements(b, &kind, &w.path)),
-    };
-    let Some((a_items, b_items)) = items else {
-        let (x, y) = (
-            old.cloned().map(Value::Array),
-            new.cloned().map(Value::Array),
-        );
-        whole(w, x.as_ref(), y.as_ref(), c);
-        return;
-    };
-    let a_map: BTreeMap<PathElement, &Value> = a_items.into_iter().collect();
-    let b_map: BTreeMap<PathElement, &Value> = b_items.into_iter().collect();
-    for (e, item) in &b_map {
-        w.path.push(e.clone());
-        match a_map.get(e) {
-            None => {
-                c.added.insert(&w.path);
-                if matches!(kind, ListKind::Map(_)) {
-                    compare_into(w, None, Some(item), c);
-                }
-            }
-            Some(before) if matches!(kind, ListKind::Map(_)) => {
-                compare_into(w, Some(before), Some(item), c);
-            }
-            Some(_) => {}
+    fn maps(
+        &mut self,
+        old: Option<&'v Map<String, Value>>,
+        new: Option<&'v Map<String, Value>>,
+    ) -> Diff {
+        let at_root = self.names.is_empty();
+        if !at_root && self.shape.atomic_map(&self.names) {
+            return Diff::leaf(old, new);
         }
-        w.path.pop();
+        let mut d = Diff::default();
+        for (k, v) in new.into_iter().flatten() {
+            self.names.push(k);
+            if !unowned(&self.names) {
+                let child = self.value(old.and_then(|a| a.get(k)), Some(v));
+                d.attach(PathElement::Field(k.clone()), child);
+            }
+            self.names.pop();
+        }
+        if let Some(a) = old {
+            let in_new = |k: &String| new.is_some_and(|b| b.contains_key(k));
+            for (k, v) in a.iter().filter(|(k, _)| !in_new(k)) {
+                self.names.push(k);
+                if !unowned(&self.names) {
+                    let child = self.value(Some(v), None);
+                    d.attach(PathElement::Field(k.clone()), child);
+                }
+                self.names.pop();
+            }
+        }
+        // A map that appears (or goes) is itself added (removed), except the root's metadata
+        // and, for built-in kinds, `spec` and `status`, which every object of the kind has.
+        let structural = self.names == ["metadata"]
+            || (matches!(self.shape, Shape::Builtin { .. })
+                && (self.names == ["spec"] || self.names == ["status"]));
+        if !at_root && !structural {
+            d.self_changed = old.is_none() && new.is_some();
+            d.self_removed = old.is_some() && new.is_none();
+        }
+        d
     }
-    for e in a_map.keys().filter(|e| !b_map.contains_key(*e)) {
-        w.path.push(e.clone());
-        c.removed.insert(&w.path);
-        w.path.pop();
+
+    fn lists(&mut self, old: Option<&'v Vec<Value>>, new: Option<&'v Vec<Value>>) -> Diff {
+        let kind = self.shape.list(&self.names);
+        let a: &'v [Value] = old.map(Vec::as_slice).unwrap_or(&[]);
+        let b: &'v [Value] = new.map(Vec::as_slice).unwrap_or(&[]);
+        let items = match kind {
+            ListKind::Atomic => None,
+            _ => lenient_elements(a, &kind, &[]).zip(lenient_elements(b, &kind, &[])),
+        };
+        let Some((a_items, b_items)) = items else {
+            return Diff::leaf(old, new);
+        };
+        let keyed = matches!(kind, ListKind::Map(_));
+        let a_map: BTreeMap<PathElement, &'v Value> = a_items.into_iter().collect();
+        let mut d = Diff::default();
+        let mut seen = std::collections::HashSet::new();
+        for (e, item) in b_items {
+            if !seen.insert(e.clone()) {
+                continue;
+            }
+            let before = a_map.get(&e).copied();
+            let child = match (before, keyed) {
+                (None, true) => {
+                    let mut c = self.value(None, Some(item));
+                    c.self_changed = true;
+                    c
+                }
+                (None, false) => Diff {
+                    self_changed: true,
+                    ..Diff::default()
+                },
+                (Some(x), true) => {
+                    let mut c = self.value(Some(x), Some(item));
+                    c.self_changed = false;
+                    c.self_removed = false;
+                    c
+                }
+                (Some(_), false) => Diff::default(),
+            };
+            d.attach(e, child);
+        }
+        for (e, _) in a_map.into_iter().filter(|(e, _)| !seen.contains(e)) {
+            d.attach(
+                e,
+                Diff {
+                    self_removed: true,
+                    ..Diff::default()
+                },
+            );
+        }
+        d
     }
 }

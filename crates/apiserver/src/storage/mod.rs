@@ -137,7 +137,10 @@ pub enum PatchType {
 pub struct WriteOptions {
     /// `dryRun=All`: validate and answer, store nothing.
     pub dry_run: bool,
-    /// `fieldManager`.
+    /// `fieldManager`: the manager whose `managedFields` entry the write updates (required by
+    /// server-side apply). `None` (direct storage use; the HTTP layer always names one, from
+    /// the user agent when the request does not) records nothing and keeps the object's
+    /// managed fields, or the ones the body carries.
     pub field_manager: Option<String>,
     /// `force` (server-side apply).
     pub force: bool,

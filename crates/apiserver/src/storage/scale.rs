@@ -132,7 +132,16 @@ pub(crate) fn update(
     }
     let mut new = (*old).clone();
     meta::set_path(&mut new, &info.spec_replicas_path, replicas);
-    set_managed(st, res, &old, &mut new, opts, Some("scale"), managed);
+    set_managed(
+        st,
+        res,
+        Some(&old),
+        &mut new,
+        None,
+        opts,
+        Some("scale"),
+        managed,
+    );
     let stored = commit_update(st, res, key, old, new, opts)?;
     Ok(to_scale(res, &stored))
 }

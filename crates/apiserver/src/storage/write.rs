@@ -168,6 +168,10 @@ pub(crate) fn create_with(
     managed: Option<Value>,
 ) -> Result<Value, ApiError> {
     let mut obj = check_body(res, body)?;
+    let provided = obj
+        .pointer("/metadata/managedFields")
+        .cloned()
+        .filter(|m| !m.is_null());
     let ns = scope_namespace(res, namespace, &mut obj)?;
     if !meta::resource_version(&obj).is_empty() {
         return Err(ApiError::bad_request(
@@ -238,13 +242,7 @@ pub(crate) fn create_with(
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
     }
-    match managed {
-        Some(m) => meta::set_meta(&mut obj, "managedFields", m),
-        None => {
-            let w = writer(res, opts, None);
-            fieldmanager::record_update(None, &mut obj, &shape_of(st, res), &w.get());
-        }
-    }
+    set_managed(st, res, None, &mut obj, provided, opts, None, managed);
     if res.namespaced {
         check_namespace_open(st, &ns)?;
     }
@@ -307,6 +305,10 @@ pub(crate) fn update_with(
     managed: Option<Value>,
 ) -> Result<Value, ApiError> {
     let mut body = check_body(res, body)?;
+    let provided = body
+        .pointer("/metadata/managedFields")
+        .cloned()
+        .filter(|m| !m.is_null());
     if meta::name(&body) != name {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({}) does not match the name on the URL ({name})",
@@ -322,27 +324,53 @@ pub(crate) fn update_with(
         Some(_) => prepare_status_update(&old, body),
     };
     rules::normalize(res, &mut new)?;
-    set_managed(st, res, &old, &mut new, opts, subresource, managed);
+    set_managed(
+        st,
+        res,
+        Some(&old),
+        &mut new,
+        provided,
+        opts,
+        subresource,
+        managed,
+    );
     commit_update(st, res, key, old, new, opts)
 }
 
-/// Sets `new`'s `managedFields`: `managed` as given, or `old`'s updated for the request's
-/// field manager writing through `subresource`.
+/// Sets `new`'s `managedFields`: `managed` when server-side apply computed them; otherwise
+/// the ones the request `provided` (honoured on the main resource, as upstream, so clients can
+/// edit or reset them) or else `old`'s, updated with an `Update` entry for the request's field
+/// manager writing through `subresource`; `[{}]` strips them all. Without a field manager (direct storage use: the
+/// HTTP layer always names one) nothing is recorded and those managed fields are kept as is.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn set_managed(
     st: &State,
     res: &ResourceInfo,
-    old: &Value,
+    old: Option<&Value>,
     new: &mut Value,
+    provided: Option<Value>,
     opts: &WriteOptions,
     subresource: Option<&str>,
     managed: Option<Value>,
 ) {
-    match managed {
-        Some(m) => meta::set_meta(new, "managedFields", m),
-        None => {
-            let w = writer(res, opts, subresource);
-            fieldmanager::record_update(Some(old), new, &shape_of(st, res), &w.get());
-        }
+    if let Some(m) = managed {
+        meta::set_meta(new, "managedFields", m);
+        return;
+    }
+    let provided =
+        provided.filter(|p| subresource.is_none() && p.as_array().is_some_and(|a| !a.is_empty()));
+    if provided.as_ref() == Some(&json!([{}])) {
+        // The documented reset: a single empty entry strips every entry, none recorded.
+        meta::set_meta(new, "managedFields", Value::Null);
+        return;
+    }
+    let base = provided
+        .or_else(|| old.and_then(|o| o.pointer("/metadata/managedFields").cloned()))
+        .unwrap_or(Value::Null);
+    meta::set_meta(new, "managedFields", base);
+    if opts.field_manager.is_some() {
+        let w = writer(res, opts, subresource);
+        fieldmanager::record_update(old, new, &shape_of(st, res), &w.get());
     }
 }
 
