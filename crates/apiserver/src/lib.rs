@@ -27,6 +27,9 @@
 //!   kubectl leaves validation to the server; they carry no schemas (`kubectl explain` shows
 //!   nothing useful).
 //! - The Table form for `kubectl get`, `PartialObjectMetadata` for metadata-only clients.
+//! - Server-side apply (`application/apply-patch+yaml`, YAML or JSON) with `managedFields`
+//!   recorded for every write, conflicts worded as the real server words them, `force`, and
+//!   lists merged by their keys ([`fieldmanager`]).
 //! - Fault injection through [`Server::faults`], [`Server::stop_listener`] and
 //!   [`Server::restart_listener`].
 //!
