@@ -58,6 +58,8 @@ fn crt_demo_plays_every_step_and_exits_0() {
         "event     Delete ConfigMap crt-demo/hello-0 | predicate: pass (gone) | handler: enqueue crt-demo/hello",
         "add finalizer demo.crt.dev/cleanup",
         "cleanup done, remove finalizer demo.crt.dev/cleanup",
+        // The manager's /metrics, with controller-runtime's names and labels.
+        "controller_runtime_reconcile_total{controller=\"greeting\",result=\"success\"}",
     ];
     for needle in flow {
         assert!(stdout.contains(needle), "{needle:?} missing in:\n{stdout}");

@@ -123,6 +123,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         return Err(e);
     }
     summary(&stats, started.elapsed());
+    if let Some(addr) = mgr.metrics_addr() {
+        print_metrics(addr).await;
+    }
 
     if args.serve {
         say!("== serving: a new Greeting hello to play with");
@@ -235,6 +238,45 @@ fn summary(stats: &Stats, took: Duration) {
         n(&stats.reconciles),
         n(&stats.errors)
     );
+}
+
+/// Prints the controller's counters as the manager's `/metrics` serves them (controller-runtime's
+/// metric names, so existing dashboards work).
+async fn print_metrics(addr: std::net::SocketAddr) {
+    let Ok(text) = http_get(addr, "/metrics").await else {
+        return;
+    };
+    let wanted = [
+        "controller_runtime_reconcile_total{",
+        "controller_runtime_reconcile_errors_total{",
+        "workqueue_adds_total{",
+    ];
+    say!("   metrics (GET http://{addr}/metrics):");
+    for line in text
+        .lines()
+        .filter(|l| wanted.iter().any(|w| l.starts_with(w)))
+    {
+        // The four result labels of reconcile_total: show the ones that happened.
+        if !line.ends_with(" 0") || line.contains("errors_total") {
+            say!("     {line}");
+        }
+    }
+}
+
+/// A plain HTTP/1.1 GET on a local address (the metrics server), body only.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut response))
+        .await
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
+    Ok(response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default())
 }
 
 async fn client_from_file(path: &Path) -> anyhow::Result<kube_client::Client> {
