@@ -530,13 +530,22 @@ async fn a_failing_runnable_stops_the_manager() {
 async fn bind_errors_fail_start() {
     let (_server, client) = server().await;
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let free_addr = free.local_addr().unwrap();
+    drop(free);
     let options = ManagerOptions {
-        metrics_bind_address: Some(taken.local_addr().unwrap().to_string()),
+        metrics_bind_address: Some(free_addr.to_string()),
+        health_probe_bind_address: Some(taken.local_addr().unwrap().to_string()),
         ..Default::default()
     };
     let mgr = Manager::new(client, options).unwrap();
     let result = mgr.start(CancellationToken::new()).await;
-    assert!(matches!(result, Err(Error::Bind { .. })), "{result:?}");
+    match result {
+        Err(Error::Bind { addr, .. }) => assert_eq!(addr, taken.local_addr().unwrap().to_string()),
+        other => panic!("expected a bind error, got {other:?}"),
+    }
+    // The metrics server bound first was let go.
+    assert!(std::net::TcpListener::bind(free_addr).is_ok());
 }
 
 /// One of three managers competing for a lease, with a controller that records who ran each

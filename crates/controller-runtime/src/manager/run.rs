@@ -37,7 +37,13 @@ pub(super) async fn start(inner: &Arc<Inner>, ctx: CancellationToken) -> Result<
         .take()
         .ok_or(Error::AlreadyStarted)?;
 
-    add_http_servers(inner).await?;
+    if let Err(e) = add_http_servers(inner).await {
+        // Drops the servers already bound: their ports are free again.
+        for kind in Groups::ORDER {
+            inner.groups.get(kind).cancel();
+        }
+        return Err(e);
+    }
     let cache = inner.client.cache().clone();
     let synced: ReadyCheck = Box::new(move |ctx: CancellationToken| {
         Box::pin(async move { cache.wait_for_cache_sync(&ctx).await })
