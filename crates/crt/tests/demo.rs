@@ -36,6 +36,7 @@ fn crt_demo_plays_every_step_and_exits_0() {
         "ok: cleanup deleted hello-0",
         "== summary",
         "scenario: 6 steps, each verified",
+        "Events: the operator recorded",
         "pipeline: ",
     ];
     let mut rest = &stdout[..];

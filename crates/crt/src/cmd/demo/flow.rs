@@ -48,6 +48,8 @@ pub struct Stats {
     pub updated: AtomicU64,
     /// Objects the operator deleted.
     pub deleted: AtomicU64,
+    /// Kubernetes Events the operator recorded.
+    pub recorded: AtomicU64,
 }
 
 impl Stats {

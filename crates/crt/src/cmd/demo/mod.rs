@@ -5,8 +5,9 @@
 //!    subresource on `.spec.replicas`).
 //! 2. It runs an operator ([`operator`]) through a Manager: built with the Builder, `for_`
 //!    Greetings, `owns` ConfigMaps. For each Greeting it keeps `replicas` ConfigMaps carrying
-//!    `message`, reports them in the status with a `Ready` condition, and deletes them through a
-//!    finalizer when the Greeting goes.
+//!    `message`, reports them in the status with a `Ready` condition, tells what it changed in
+//!    Kubernetes Events (the recorder), and deletes them through a finalizer when the Greeting
+//!    goes.
 //! 3. It plays a scenario against the API ([`scenario`]) and checks each step's outcome,
 //!    printing the pipeline as it runs ([`flow`]): event, predicate, handler, queue, reconcile,
 //!    result.
@@ -232,7 +233,11 @@ fn summary(stats: &Stats, took: Duration) {
         n(&stats.deleted)
     );
     say!(
-        "   pipeline: {} events ({} dropped by the predicate), {} reconciles, {} errors",
+        "   Events: the operator recorded {} (kubectl describe greeting shows them)",
+        n(&stats.recorded)
+    );
+    say!(
+        "   pipeline: {} watch events ({} dropped by the predicate), {} reconciles, {} errors",
         n(&stats.events),
         n(&stats.filtered),
         n(&stats.reconciles),

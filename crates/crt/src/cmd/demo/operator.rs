@@ -1,5 +1,6 @@
 //! The operator: for each `Greeting`, keep `spec.replicas` ConfigMaps carrying `spec.message`,
-//! report what it sees in the status, and clean up through a finalizer.
+//! report what it sees in the status, record what it changed as Events, and clean up through a
+//! finalizer.
 //!
 //! This is the part an operator's author writes. Everything else (watching, caching, queueing,
 //! retrying) is the runtime's, wired by the Builder in [`super::run`].
@@ -11,6 +12,7 @@ use controller_runtime::cache::{ListOptions, ObjectKey};
 use controller_runtime::client::{self, Client};
 use controller_runtime::finalizer::{self, Event};
 use controller_runtime::reconcile::{self, Action, ReconcileError, Reconciler};
+use controller_runtime::recorder::{EventRecord, Recorder, Reporter};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use kube_client::api::{DeleteParams, Patch, PatchParams};
@@ -35,6 +37,8 @@ struct Ctx {
     /// The last status written per Greeting (`namespace/name`), newer than the cache's for a
     /// moment after each write.
     written: Mutex<HashMap<String, GreetingStatus>>,
+    /// Writes `events.k8s.io/v1` Events about Greetings (`kubectl describe greeting` shows them).
+    recorder: Recorder,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -53,6 +57,10 @@ pub fn reconciler(
         notes,
         stats,
         written: Mutex::default(),
+        recorder: Recorder::new(
+            client.kube_client().clone(),
+            Reporter::new("greeting-controller"),
+        ),
     });
     reconcile::for_object(client, ctx, reconcile)
 }
@@ -118,6 +126,8 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
     let configmaps = ctx.client.objects::<ConfigMap>();
 
     let mut ready = 0;
+    // What this reconcile changed, for the notes and the Event.
+    let mut actions = Vec::new();
     for index in 0..wanted {
         let child = child_name(&name, index);
         match existing.get(&child) {
@@ -125,7 +135,7 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
                 match configmaps.create(&new_child(g, &child)).await {
                     Ok(_) => {
                         Stats::bump(&ctx.stats.created);
-                        ctx.notes.add(format!("create {child}"));
+                        actions.push(("create", child.clone()));
                     }
                     // The cache has not seen our create of a moment ago yet: its event will
                     // bring us back.
@@ -144,7 +154,7 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
                     .await
                     .map_err(ReconcileError::new)?;
                 Stats::bump(&ctx.stats.updated);
-                ctx.notes.add(format!("update {child}"));
+                actions.push(("update", child.clone()));
             }
             Some(_) => ready += 1,
         }
@@ -154,7 +164,9 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
         .filter(|(n, _)| !wanted_name(&name, n, wanted))
     {
         delete_child(&configmaps, &ns, child, ctx).await?;
+        actions.push(("delete", child.clone()));
     }
+    record(g, ctx, &actions).await;
 
     // The status says what was observed before this reconcile's changes; the changes come back
     // as events on the children, and the reconcile they cause reports them.
@@ -190,6 +202,23 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
     Ok(Action::done())
 }
 
+/// Notes what a reconcile changed, and tells it in an Event about the Greeting. A failed Event
+/// is logged, not an error: the work itself was done.
+async fn record(g: &Greeting, ctx: &Ctx, actions: &[(&str, String)]) {
+    if actions.is_empty() {
+        return;
+    }
+    for (verb, child) in actions {
+        ctx.notes.add(format!("{verb} {child}"));
+    }
+    let told: Vec<String> = actions.iter().map(|(v, c)| format!("{v}d {c}")).collect();
+    let event = EventRecord::normal("ConfigMapsSynced", "Reconcile").note(told.join(", "));
+    match ctx.recorder.publish_for(&event, g).await {
+        Ok(()) => Stats::bump(&ctx.stats.recorded),
+        Err(e) => tracing::warn!(error = %e, "recording an Event failed"),
+    }
+}
+
 /// The finalizer's cleanup: delete every child. (Their owner references would let the garbage
 /// collector do it too; the finalizer shows the explicit way, which also works for what an
 /// owner reference cannot reach.)
@@ -198,6 +227,7 @@ async fn cleanup(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
     let ns = g.namespace().unwrap_or_default();
     for child in children(g, ctx).await?.keys() {
         delete_child(&configmaps, &ns, child, ctx).await?;
+        ctx.notes.add(format!("delete {child}"));
     }
     lock(&ctx.written).remove(&format!("{ns}/{}", g.name_any()));
     ctx.notes
@@ -219,7 +249,6 @@ async fn delete_child(
         Err(client::Error::NotFound(_)) => {}
         Err(e) => return Err(ReconcileError::new(e)),
     }
-    ctx.notes.add(format!("delete {child}"));
     Ok(())
 }
 

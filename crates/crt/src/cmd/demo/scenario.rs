@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use controller_runtime::manager::Manager;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::Api;
 use kube_client::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -206,13 +207,34 @@ async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Resu
             message: "hello".into(),
         },
     );
-    world.greetings.create(&pp, &greeting).await?;
+    let uid = world.greetings.create(&pp, &greeting).await?.uid();
     wait_for("2 ConfigMaps saying \"hello\", status Ready", || {
         world.converged(2, "hello")
     })
     .await?;
+    let events: Api<Event> = Api::namespaced(client.clone(), NAMESPACE);
+    wait_for("an Event about hello's ConfigMaps", || async {
+        let found = events
+            .list(&ListParams::default())
+            .await?
+            .items
+            .into_iter()
+            .any(|e| {
+                e.regarding.as_ref().and_then(|r| r.uid.clone()) == uid
+                    && e.reason.as_deref() == Some("ConfigMapsSynced")
+            });
+        Ok(if found {
+            Ok(())
+        } else {
+            Err("no Event yet".to_string())
+        })
+    })
+    .await?;
     settle(stats).await;
-    ok("hello-0 and hello-1 say \"hello\"; finalizer added; status 2/2 ready, Ready=True");
+    ok(
+        "hello-0 and hello-1 say \"hello\"; finalizer added; status 2/2 ready, Ready=True; \
+        an Event ConfigMapsSynced recorded",
+    );
 
     step(
         2,
