@@ -552,6 +552,7 @@ async fn bind_errors_fail_start() {
 /// reconcile and whether that manager led at the time.
 struct Candidate {
     mgr: Manager,
+    queue: Arc<dyn controller_runtime::workqueue::Queue<Request>>,
     ctx: CancellationToken,
     running: tokio::task::JoinHandle<Result<(), Error>>,
 }
@@ -600,10 +601,16 @@ async fn three_managers_elect_one_leader_at_a_time() {
             )
             .await
             .unwrap();
+        let queue = controller.queue().clone();
         mgr.add(controller).unwrap();
         let ctx = CancellationToken::new();
         let running = spawn_start(&mgr, &ctx);
-        candidates.push(Candidate { mgr, ctx, running });
+        candidates.push(Candidate {
+            mgr,
+            queue,
+            ctx,
+            running,
+        });
     }
 
     // Sample every manager's view throughout: never two leaders.
@@ -632,6 +639,14 @@ async fn three_managers_elect_one_leader_at_a_time() {
     })
     .await;
 
+    // Warm-up: the others' sources run and fill their queues, but no worker takes a key.
+    for (i, c) in candidates.iter().enumerate() {
+        if i != first {
+            let queue = c.queue.clone();
+            eventually("a non-leader's queue fills", async || !queue.is_empty()).await;
+        }
+    }
+
     // Stop the leader: another takes over once the lease expires.
     let stopped_at = tokio::time::Instant::now();
     let old = candidates.remove(first);
@@ -650,6 +665,17 @@ async fn three_managers_elect_one_leader_at_a_time() {
         "took {takeover:?} to elect a new leader"
     );
     let second = leader().await.unwrap();
+    // Its warmed-up queue drains without waiting for a new event.
+    let second_queue = candidates
+        .iter()
+        .find(|c| c.mgr.is_leader())
+        .unwrap()
+        .queue
+        .clone();
+    eventually("the new leader drains its queue", async || {
+        second_queue.is_empty()
+    })
+    .await;
     create_cm(&client, "after-failover").await;
     eventually("the new leader reconciles", async || {
         reconciles.lock().iter().any(|(i, _)| *i == second)
