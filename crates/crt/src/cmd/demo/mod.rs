@@ -139,6 +139,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         say!(
             "        kubectl --kubeconfig {path} -n {NAMESPACE} scale greeting/hello --replicas 3"
         );
+        say!("        kubectl --kubeconfig {path} -n {NAMESPACE} describe greeting hello");
         controller_runtime::manager::signal_handler()
             .cancelled()
             .await;
