@@ -53,12 +53,20 @@ fn cm(ns: &str, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     }
 }
 
-/// Creates a ConfigMap through the API server (not the cache).
+/// Creates a ConfigMap through the API server (not the cache). Retried once when the request
+/// never reached the server: after the tests stop and restart the listener, kube-client may
+/// still hand out a pooled connection the server has closed.
 async fn create_cm(client: &kube_client::Client, ns: &str, name: &str, labels: &[(&str, &str)]) {
-    Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &cm(ns, name, labels))
-        .await
-        .unwrap();
+    let api = Api::<ConfigMap>::namespaced(client.clone(), ns);
+    let obj = cm(ns, name, labels);
+    match api.create(&PostParams::default(), &obj).await {
+        Err(kube_client::Error::Service(_) | kube_client::Error::HyperError(_)) => {
+            api.create(&PostParams::default(), &obj).await.unwrap();
+        }
+        created => {
+            created.unwrap();
+        }
+    }
 }
 
 /// Waits (at most 20 s, polling) until `cond` holds; panics with `what` otherwise.

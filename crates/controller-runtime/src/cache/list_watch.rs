@@ -14,6 +14,8 @@ use kube_client::Client;
 use kube_client::api::{ListParams, WatchParams};
 use kube_client::core::{ObjectList, WatchEvent};
 use kube_core::Resource;
+
+use super::watch_lines;
 use serde::de::DeserializeOwned;
 
 /// A stream of watch events.
@@ -90,7 +92,35 @@ where
         Box::pin(async move {
             let mut request = built.map_err(kube_client::Error::BuildRequest)?;
             request.extensions_mut().insert("watch");
-            Ok(client.request_events::<K>(request).await?.boxed())
+            // As kube-client does for watches: one gzip member per event is not decoded well.
+            request
+                .headers_mut()
+                .entry(http::header::ACCEPT_ENCODING)
+                .or_insert(http::HeaderValue::from_static("identity"));
+            let response = client
+                .send(request.map(kube_client::client::Body::from))
+                .await?;
+            let response = api_error(response).await?;
+            Ok(watch_lines::events::<K, _>(response.into_body()).boxed())
         })
     }
+}
+
+/// The response itself, or its error as [`kube_client::Error::Api`] (a `Status` body, or one
+/// made from a body that is not one), as kube-client answers failed requests.
+async fn api_error(
+    response: http::Response<kube_client::client::Body>,
+) -> Result<http::Response<kube_client::client::Body>, kube_client::Error> {
+    use http_body_util::BodyExt;
+    let code = response.status();
+    if !code.is_client_error() && !code.is_server_error() {
+        return Ok(response);
+    }
+    let body = response.into_body().collect().await?.to_bytes();
+    let status = serde_json::from_slice::<kube_core::Status>(&body).unwrap_or_else(|_| {
+        let text = String::from_utf8_lossy(&body);
+        kube_core::Status::failure(text.trim(), "Failed to parse error data")
+            .with_code(code.as_u16())
+    });
+    Err(kube_client::Error::Api(status.boxed()))
 }

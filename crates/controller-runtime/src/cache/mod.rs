@@ -19,6 +19,7 @@ mod options;
 mod reader;
 mod reflector;
 mod store;
+mod watch_lines;
 
 pub use backoff::BackoffConfig;
 pub use error::Error;
