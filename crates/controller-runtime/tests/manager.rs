@@ -813,3 +813,52 @@ async fn the_signal_handler_cancels_on_sigterm() {
         "one handler per process: later calls return the same token"
     );
 }
+
+#[tokio::test]
+async fn event_recorders_are_shared_per_name() {
+    use controller_runtime::recorder::EventRecord;
+    use k8s_openapi::api::events::v1::Event;
+
+    let (_server, client) = server().await;
+    let mgr = Manager::new(client.clone(), quiet()).unwrap();
+    let mut target = cm("recorded");
+    target.metadata.uid = Some("1234".into());
+    let record = EventRecord::normal("Synced", "Reconcile").note("all good");
+    // Two handles for one name share their recent events: the repetition folds into a series.
+    mgr.event_recorder_for("configmap-controller")
+        .publish_for(&record, &target)
+        .await
+        .unwrap();
+    mgr.event_recorder_for("configmap-controller")
+        .publish_for(&record, &target)
+        .await
+        .unwrap();
+    // Another name reports as another controller: its own Event.
+    mgr.event_recorder_for("other-controller")
+        .publish_for(&record, &target)
+        .await
+        .unwrap();
+
+    let events = Api::<Event>::namespaced(client, "default")
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items;
+    let mut seen: Vec<(String, i32)> = events
+        .iter()
+        .map(|e| {
+            (
+                e.reporting_controller.clone().unwrap_or_default(),
+                e.series.as_ref().map_or(1, |s| s.count),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            ("configmap-controller".to_string(), 2),
+            ("other-controller".to_string(), 1)
+        ]
+    );
+}

@@ -96,7 +96,7 @@ mod run;
 mod runnable;
 mod signal;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,6 +116,7 @@ use crate::cache::{Cache, CacheOptions};
 use crate::client::Client;
 use crate::leaderelection::LeaderElector;
 use crate::metrics::Metrics;
+use crate::recorder::Recorder;
 use groups::Groups;
 use healthz::Checks;
 
@@ -236,6 +237,8 @@ struct Inner {
     failures: mpsc::UnboundedSender<Error>,
     failures_rx: Mutex<Option<mpsc::UnboundedReceiver<Error>>>,
     controller_names: Mutex<HashSet<String>>,
+    /// One event recorder per reporting controller name.
+    recorders: Mutex<HashMap<String, Recorder>>,
     healthz: Checks,
     readyz: Checks,
     caches_synced: Arc<AtomicBool>,
@@ -294,6 +297,7 @@ impl Manager {
                 client: Client::new(cache),
                 metrics,
                 registry: Arc::new(Mutex::new(registry)),
+                recorders: Mutex::default(),
                 options,
                 groups: Groups::new(failures.clone()),
                 failures,
@@ -344,6 +348,29 @@ impl Manager {
     /// The cache every controller and the client read from.
     pub fn cache(&self) -> &Cache {
         self.inner.client.cache()
+    }
+
+    /// The event recorder reporting as `name` (controller-runtime's `GetEventRecorderFor`):
+    /// Events about objects, written to `events.k8s.io/v1`, repetitions folded into a series.
+    /// Every call with one name returns the same recorder, so repetitions from several places
+    /// of a controller still fold into one Event.
+    ///
+    /// ```no_run
+    /// # async fn f(mgr: controller_runtime::manager::Manager, pod: k8s_openapi::api::core::v1::Pod) {
+    /// use controller_runtime::recorder::EventRecord;
+    ///
+    /// let recorder = mgr.event_recorder_for("pod-controller");
+    /// let record = EventRecord::normal("Scheduled", "Reconcile").note("placed on node-1");
+    /// recorder.publish_for(&record, &pod).await.unwrap();
+    /// # }
+    /// ```
+    pub fn event_recorder_for(&self, name: &str) -> Recorder {
+        self.inner
+            .recorders
+            .lock()
+            .entry(name.to_string())
+            .or_insert_with(|| Recorder::new(self.inner.client.kube_client().clone(), name))
+            .clone()
     }
 
     /// The client: reads from the cache, writes to the API server.
