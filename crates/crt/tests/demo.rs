@@ -28,6 +28,7 @@ fn crt_demo_plays_every_step_and_exits_0() {
         "ok: both ConfigMaps say \"bonjour\"",
         "== step 3/6: scale up to 4",
         "ok: hello-0..hello-3 exist",
+        "ok: scaling to 11 is refused by the schema: ",
         "== step 4/6: scale down to 1",
         "ok: hello-1..hello-3 deleted",
         "== step 5/6: delete the child ConfigMap hello-0",

@@ -39,7 +39,10 @@ use serde::{Deserialize, Serialize};
 )]
 #[serde(rename_all = "camelCase")]
 pub struct GreetingSpec {
-    /// How many ConfigMaps (`<name>-0`, `<name>-1`, ...) the operator keeps.
+    /// How many ConfigMaps (`<name>-0`, `<name>-1`, ...) the operator keeps, 0 to 10: the API
+    /// server refuses other values (the schema's `minimum`/`maximum`), so a typo cannot make the
+    /// operator create a million objects.
+    #[schemars(range(min = 0, max = 10))]
     pub replicas: i32,
     /// The text every ConfigMap carries under `data.message`.
     pub message: String,

@@ -252,7 +252,10 @@ async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Resu
     settle(stats).await;
     ok("both ConfigMaps say \"bonjour\"; status observedGeneration 2");
 
-    step(3, "scale up to 4 through the scale subresource");
+    step(
+        3,
+        "scale up to 4 through the scale subresource, then try 11",
+    );
     scale(&world, 4).await?;
     wait_for("4 ConfigMaps", || world.converged(4, "bonjour")).await?;
     let read = world.greetings.get_scale(NAME).await?;
@@ -260,8 +263,19 @@ async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Resu
     if status_replicas != Some(4) {
         bail!("the scale subresource reports status.replicas {status_replicas:?}, want 4");
     }
+    // Bad input never reaches the operator: the CRD's schema caps replicas at 10.
+    let refused = match scale(&world, 11).await {
+        Ok(()) => bail!("scaling to 11 was accepted; the schema's maximum is 10"),
+        Err(e) => match e.downcast_ref::<kube_client::Error>() {
+            Some(kube_client::Error::Api(status)) if status.code == 422 => status.message.clone(),
+            _ => return Err(e.context("scaling to 11: want a 422 Invalid")),
+        },
+    };
     settle(stats).await;
     ok("hello-0..hello-3 exist; the scale subresource reads replicas 4/4");
+    ok(&format!(
+        "scaling to 11 is refused by the schema: {refused}"
+    ));
 
     step(4, "scale down to 1 through the scale subresource");
     scale(&world, 1).await?;
