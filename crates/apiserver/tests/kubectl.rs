@@ -678,3 +678,53 @@ async fn server_side_apply_managers_conflicts_and_force() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_side_apply_then_server_side_apply() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok_with(
+        &["apply", "-f", "-"],
+        Some(&applied_cm("m", "  a: \"1\"\n")),
+    )
+    .await;
+    let got = k.json(&["get", "cm", "m", "--show-managed-fields"]).await;
+    assert_eq!(
+        got["metadata"]["managedFields"][0]["manager"],
+        "kubectl-client-side-apply"
+    );
+    // kubectl moves the client-side applier's fields to its server-side manager, so the
+    // switch to --server-side is not a conflict.
+    let out = k
+        .ok_with(
+            &["apply", "--server-side", "-f", "-"],
+            Some(&applied_cm("m", "  a: \"2\"\n")),
+        )
+        .await;
+    assert!(out.contains("serverside-applied"), "{out}");
+    let got = k.json(&["get", "cm", "m", "--show-managed-fields"]).await;
+    assert_eq!(got["data"]["a"], "2");
+    let entries = got["metadata"]["managedFields"].as_array().unwrap();
+    let kubectl = entries.iter().find(|e| e["manager"] == "kubectl").unwrap();
+    assert_eq!(kubectl["operation"], "Apply");
+    assert_eq!(
+        kubectl["fieldsV1"],
+        serde_json::json!({"f:data": {"f:a": {}}})
+    );
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["manager"] != "kubectl-client-side-apply"),
+        "{entries:?}"
+    );
+    // Another manager is not upgraded: its change of a kubectl-owned value conflicts.
+    let err = k
+        .fails(
+            &["apply", "--server-side", "--field-manager", "x", "-f", "-"],
+            Some(&applied_cm("m", "  a: \"3\"\n")),
+        )
+        .await;
+    assert!(err.contains(r#"conflict with "kubectl": .data.a"#), "{err}");
+}

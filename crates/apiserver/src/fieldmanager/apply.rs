@@ -36,27 +36,43 @@ pub fn apply(
     let mut merged = merge(base, &config, shape, &mut Vec::new());
 
     let changed = walk::compare(live, &merged, shape).changed;
-    let mut conflicts = Vec::new();
-    for e in &mut managed.entries {
+    let mut clashes: Vec<(usize, FieldSet)> = Vec::new();
+    for (i, e) in managed.entries.iter().enumerate() {
         if e.is(w.manager, Operation::Apply, w.subresource) {
             continue;
         }
         let clash = e.fields.intersection(&changed);
-        if clash.is_empty() {
-            continue;
-        }
-        if force {
-            e.fields = e.fields.difference(&clash);
-        } else {
-            let label = e.label();
-            conflicts.extend(clash.paths().into_iter().map(|p| Conflict {
-                manager: label.clone(),
-                field: path_string(&p),
-            }));
+        if !clash.is_empty() {
+            clashes.push((i, clash));
         }
     }
-    if !conflicts.is_empty() {
-        return Err(Error::Conflicts(conflicts));
+    if !force && !clashes.is_empty() {
+        let allowed = live
+            .filter(|_| w.manager == KUBECTL)
+            .and_then(|l| upgraded_from_client_side(l, shape))
+            .unwrap_or_default();
+        let conflicts: Vec<Conflict> = clashes
+            .iter()
+            .flat_map(|(i, clash)| {
+                let label = managed.entries[*i].label();
+                clash
+                    .difference(&allowed)
+                    .paths()
+                    .into_iter()
+                    .map(move |p| Conflict {
+                        manager: label.clone(),
+                        field: path_string(&p),
+                    })
+            })
+            .collect();
+        if !conflicts.is_empty() {
+            return Err(Error::Conflicts(conflicts));
+        }
+    }
+    // Forced, or every conflict was kubectl taking over what its client-side apply set.
+    for (i, clash) in clashes {
+        let e = &mut managed.entries[i];
+        e.fields = e.fields.difference(&clash);
     }
 
     let previous = managed
@@ -88,6 +104,27 @@ pub fn apply(
     );
     managed.write(&mut merged);
     Ok(merged)
+}
+
+/// The manager `kubectl apply --server-side` uses: the one allowed to take over, without
+/// conflicts, the fields its client-side apply set.
+const KUBECTL: &str = "kubectl";
+
+/// The annotation `kubectl apply` (client side) keeps its last configuration in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The fields `kubectl apply --server-side` may take over without conflicts, as the real
+/// server's last-applied manager allows them: those of the object's client-side
+/// last-applied configuration that still hold the values it set.
+fn upgraded_from_client_side(live: &Value, shape: &Shape) -> Option<FieldSet> {
+    let text = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    let set = walk::config_set(&last, shape).ok()?;
+    let cmp = walk::compare(Some(&last), live, shape);
+    Some(set.difference(&cmp.changed).difference(&cmp.removed))
 }
 
 /// The root's `metadata` is never removed: when nothing under it is owned any more, only what

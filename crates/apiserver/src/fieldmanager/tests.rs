@@ -317,3 +317,47 @@ fn update_owned_fields_conflict_with_apply() {
         json!({"f:data": {"f:m": {}}})
     );
 }
+
+#[test]
+fn kubectl_takes_over_what_its_client_side_apply_set() {
+    let shape = Shape::builtin("", "ConfigMap");
+    let mut live = cm(json!({"a": "1", "b": "1"}));
+    live["metadata"]["annotations"] = json!({
+        "kubectl.kubernetes.io/last-applied-configuration":
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"1","b":"0"}}"#
+    });
+    record_update(None, &mut live, &shape, &w("kubectl-client-side-apply"));
+    // a still holds the last-applied value: kubectl takes it; b was changed since: conflict.
+    let err = apply(
+        Some(&live),
+        &cm(json!({"a": "2", "b": "2"})),
+        &shape,
+        &w("kubectl"),
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.b"
+    );
+    let out = apply(
+        Some(&live),
+        &cm(json!({"a": "2"})),
+        &shape,
+        &w("kubectl"),
+        false,
+    )
+    .unwrap();
+    assert_eq!(out["data"]["a"], "2");
+    // Only kubectl's own manager gets that.
+    assert!(
+        apply(
+            Some(&live),
+            &cm(json!({"a": "2"})),
+            &shape,
+            &w("other"),
+            false
+        )
+        .is_err()
+    );
+}
