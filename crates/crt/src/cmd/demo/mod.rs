@@ -79,7 +79,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 std::env::temp_dir().join(format!("crt-demo-{}.kubeconfig", std::process::id()));
             server.write_kubeconfig(&path)?;
             say!("embedded API server at {}", server.url());
-            (path, Some(server))
+            (path.clone(), Some((server, RemoveOnDrop(path))))
         }
     };
     let client = client_from_file(&kubeconfig).await?;
@@ -153,9 +153,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Err(_) => eprintln!("the manager did not stop within 10 s"),
     }
     match embedded {
-        Some(server) => {
+        Some((server, _kubeconfig_file)) => {
             server.stop().await;
-            let _ = std::fs::remove_file(&kubeconfig);
         }
         None => say!(
             "   left on the cluster: namespace {NAMESPACE} and the CRD greetings.demo.crt.dev \
@@ -283,6 +282,15 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> std::io::Result<Str
         .split_once("\r\n\r\n")
         .map(|(_, body)| body.to_string())
         .unwrap_or_default())
+}
+
+/// Removes the embedded server's kubeconfig file however `run` ends.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 async fn client_from_file(path: &Path) -> anyhow::Result<kube_client::Client> {
