@@ -904,6 +904,21 @@ async fn updates_record_their_manager_and_managed_fields_can_be_reset() {
         body["message"],
         "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
     );
+    // A field manager is at most 128 bytes.
+    let long = "m".repeat(129);
+    let (code, _, body) = raw(
+        &client,
+        "PATCH",
+        &format!("/api/v1/namespaces/default/configmaps/u?fieldManager={long}"),
+        "application/merge-patch+json",
+        "{}",
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        body["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+    );
     // `[{}]` strips every entry.
     let reset = api
         .patch(

@@ -71,6 +71,11 @@ where
         Default::default()
     };
     let mut write = query.write_options();
+    if let Some(m) = &write.field_manager
+        && m.len() > 128
+    {
+        return Err(field_manager_too_long(&method));
+    }
     let patch_kind = (method == Method::PATCH)
         .then(|| patch_type(content_type.as_deref()))
         .transpose()?;
@@ -131,6 +136,31 @@ where
         _ => answer,
     };
     Ok(json(code, &answer))
+}
+
+/// 422 for a `fieldManager` over 128 bytes, as `ValidateFieldManager` words it.
+fn field_manager_too_long(method: &Method) -> ApiError {
+    let kind = match *method {
+        Method::POST => "CreateOptions",
+        Method::PUT => "UpdateOptions",
+        _ => "PatchOptions",
+    };
+    ApiError::new(
+        422,
+        "Invalid",
+        format!(
+            "{kind}.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+        ),
+    )
+    .with_details(serde_json::json!({
+        "group": "meta.k8s.io",
+        "kind": kind,
+        "causes": [{
+            "reason": "FieldValueTooLong",
+            "message": "Too long: may not be more than 128 bytes",
+            "field": "fieldManager",
+        }],
+    }))
 }
 
 /// Whether the query names `force` (any value): only apply may.
