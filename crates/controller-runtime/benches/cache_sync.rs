@@ -18,6 +18,9 @@
 //! CRT_BENCH_SIZES=10000 CRT_BENCH_ROUNDS=3 cargo bench -p controller-runtime --bench cache_sync
 //! # only some contenders (substrings of their names), e.g. to profile one with perf:
 //! CRT_BENCH_ONLY="informer, streaming" cargo bench -p controller-runtime --bench cache_sync
+//! # objects carrying a managedFields entry, as a real API server records on every write
+//! # (kubectl create: every field listed):
+//! CRT_BENCH_MANAGED_FIELDS=1 cargo bench -p controller-runtime --bench cache_sync
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -37,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 static ALLOCATOR: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
 
 const SERVER_ENV: &str = "CRT_BENCH_SERVER_OBJECTS";
+const MANAGED_FIELDS_ENV: &str = "CRT_BENCH_MANAGED_FIELDS";
 
 fn main() {
     if let Ok(n) = std::env::var(SERVER_ENV) {
@@ -62,6 +66,7 @@ fn main() {
         .build()
         .unwrap();
     let only = std::env::var("CRT_BENCH_ONLY").ok();
+    let managed_fields = std::env::var(MANAGED_FIELDS_ENV).is_ok_and(|v| v == "1");
     let mut contenders: Vec<(&str, Contender)> = vec![
         (
             "controller-runtime-rs informer, streaming list",
@@ -92,8 +97,8 @@ fn main() {
             },
         ),
     ];
-    // The embedded server records managedFields on every write, as a real one does: the same
-    // lever (dropping them before caching) in both.
+    // Dropping managedFields before caching (they matter with CRT_BENCH_MANAGED_FIELDS=1, as
+    // on a real cluster): the same lever in both.
     contenders.extend([
         (
             "controller-runtime-rs informer, streaming list, strip_managed_fields",
@@ -116,7 +121,7 @@ fn main() {
     );
     println!("| ---: | --- | ---: | ---: | ---: | ---: |");
     for n in sizes {
-        let (mut child, kubeconfig) = spawn_server(n);
+        let (mut child, kubeconfig) = spawn_server(n, managed_fields);
         let client = rt.block_on(client(&kubeconfig));
         let mut results: Vec<Vec<Measured>> = vec![Vec::new(); contenders.len()];
         for _ in 0..rounds {
@@ -289,9 +294,10 @@ async fn client(kubeconfig: &str) -> kube_client::Client {
 }
 
 /// Starts this binary as the server process; returns it and its kubeconfig.
-fn spawn_server(n: usize) -> (std::process::Child, String) {
+fn spawn_server(n: usize, managed_fields: bool) -> (std::process::Child, String) {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .env(SERVER_ENV, n.to_string())
+        .env(MANAGED_FIELDS_ENV, if managed_fields { "1" } else { "0" })
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -309,10 +315,11 @@ fn spawn_server(n: usize) -> (std::process::Child, String) {
     (child, kubeconfig)
 }
 
-/// The server process: N ConfigMaps of ~1.1 KB JSON in namespace `bench` (1.5 KB with the
-/// managedFields entry the server records on each create); prints the kubeconfig, then READY;
+/// The server process: N ConfigMaps of ~1.1 KB JSON in namespace `bench` (1.5 KB with
+/// `CRT_BENCH_MANAGED_FIELDS=1`: a managedFields entry each); prints the kubeconfig, then READY;
 /// stops when stdin closes.
 fn serve(n: usize) {
+    let managed_fields = std::env::var(MANAGED_FIELDS_ENV).is_ok_and(|v| v == "1");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -328,13 +335,16 @@ fn serve(n: usize) {
         for i in 0..n {
             let data: serde_json::Map<String, serde_json::Value> =
                 (0..8).map(|k| (format!("key-{k}"), serde_json::Value::String(format!("{i:08}-{}", "v".repeat(90))))).collect();
-            let cm = serde_json::json!({
+            let mut cm = serde_json::json!({
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": format!("cm-{i:06}"), "namespace": "bench",
                              "labels": {"app": "bench", "shard": format!("{}", i % 16)},
                              "annotations": {"bench.example.com/owner": "cache-sync-benchmark"}},
                 "data": data,
             });
+            if managed_fields {
+                cm["metadata"]["managedFields"] = managed_fields_entry(&cm);
+            }
             storage.create(&configmaps, Some("bench"), cm, &Default::default()).unwrap();
         }
         print!("{}", server.kubeconfig());
@@ -346,4 +356,37 @@ fn serve(n: usize) {
         .await;
         server.stop().await;
     });
+}
+
+/// The managedFields a real API server records for `cm` created by `kubectl create` (the
+/// embedded server keeps managedFields a create provides, and records none for the storage
+/// writes that seed the benchmark): one entry naming every field set, in the `FieldsV1` format.
+fn managed_fields_entry(cm: &serde_json::Value) -> serde_json::Value {
+    let set = |map: &serde_json::Value| -> serde_json::Value {
+        map.as_object()
+            .map(|m| {
+                m.keys()
+                    .map(|k| (format!("f:{k}"), serde_json::json!({})))
+                    .collect::<serde_json::Map<_, _>>()
+            })
+            .unwrap_or_default()
+            .into()
+    };
+    let mut annotations = set(&cm["metadata"]["annotations"]);
+    annotations["."] = serde_json::json!({});
+    let mut labels = set(&cm["metadata"]["labels"]);
+    labels["."] = serde_json::json!({});
+    let mut data = set(&cm["data"]);
+    data["."] = serde_json::json!({});
+    serde_json::json!([{
+        "manager": "kubectl-create",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "time": "2026-11-22T04:00:00Z",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {
+            "f:data": data,
+            "f:metadata": {"f:annotations": annotations, "f:labels": labels}
+        }
+    }])
 }
