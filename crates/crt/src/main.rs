@@ -33,13 +33,21 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    // Without RUST_LOG: warnings and errors. The demo prints every reconcile's result itself
+    // (errors included), so the worker's own error log would say each one twice.
+    let default_filter = match cli.command {
+        Command::Demo(_) => "warn,controller_runtime::controller::worker=off",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    match Cli::parse().command {
+    match cli.command {
         Command::Demo(args) => cmd::demo::run(args).await,
         Command::Serve(args) => cmd::serve::run(args).await,
         Command::Watch(args) => cmd::watch::run(args).await,

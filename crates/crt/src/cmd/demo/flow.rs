@@ -312,10 +312,50 @@ impl<R: Reconciler> Reconciler for FlowReconciler<R> {
                 Err(e) => {
                     Stats::bump(&self.stats.errors);
                     let _ = write!(line, " | error, retried with backoff: {e}");
+                    if is_conflict(e) {
+                        line.push_str(
+                            " (a write based on a cached object the server had moved past: \
+                             the retry reads the newer one)",
+                        );
+                    }
                 }
             }
             say!("{line}");
             result
         })
+    }
+}
+
+/// Whether a reconcile error is a `409 Conflict` somewhere in its source chain.
+fn is_conflict(e: &controller_runtime::reconcile::ReconcileError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e.source_error());
+    while let Some(err) = source {
+        if let Some(controller_runtime::client::Error::Conflict(_)) = err.downcast_ref() {
+            return true;
+        }
+        source = err.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use controller_runtime::client;
+    use controller_runtime::reconcile::ReconcileError;
+    use kube_client::core::Status;
+
+    #[test]
+    fn a_conflict_is_found_under_the_finalizer_error() {
+        let conflict = client::Error::Conflict(Box::new(Status::failure("modified", "Conflict")));
+        let wrapped: controller_runtime::finalizer::Error<ReconcileError> =
+            controller_runtime::finalizer::Error::AddFinalizer {
+                finalizer: "f".into(),
+                object: "ns/x".into(),
+                source: conflict,
+            };
+        assert!(super::is_conflict(&ReconcileError::from(wrapped)));
+        assert!(!super::is_conflict(&ReconcileError::msg("boom")));
+        let not_found = client::Error::NotFound(Box::new(Status::failure("gone", "NotFound")));
+        assert!(!super::is_conflict(&ReconcileError::new(not_found)));
     }
 }

@@ -237,7 +237,7 @@ fn summary(stats: &Stats, took: Duration) {
         n(&stats.recorded)
     );
     say!(
-        "   pipeline: {} watch events ({} dropped by the predicate), {} reconciles, {} errors",
+        "   pipeline: {} watch events ({} dropped by the predicate), {} reconciles ({} failed and were retried)",
         n(&stats.events),
         n(&stats.filtered),
         n(&stats.reconciles),
