@@ -205,8 +205,11 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
     errs
 }
 
-/// Checks a CRD update: the fields the real server keeps immutable.
-pub(crate) fn validate_update(old: &Value, new: &Value) -> Vec<FieldError> {
+/// Fills in the spec defaults of an updated CRD, as on create (the real server defaults every
+/// write), and checks it: the fields the real server keeps immutable, and the spec.
+pub(crate) fn prepare_update(old: &Value, new: &mut Value) -> Vec<FieldError> {
+    apply_spec_defaults(new);
+    let new = &*new;
     let mut errs = Vec::new();
     for path in [".spec.group", ".spec.names.plural", ".spec.scope"] {
         if meta::get_path(old, path) != meta::get_path(new, path) {

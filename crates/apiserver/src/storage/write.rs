@@ -543,7 +543,7 @@ pub(crate) fn commit_update(
         errs.extend(rules::validate_required(res, &new));
     }
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
-        errs.extend(crd::validate_update(&old, &new));
+        errs.extend(crd::prepare_update(&old, &mut new));
         crd::track_stored_versions(&mut new);
     }
     if !errs.is_empty() {

@@ -404,3 +404,20 @@ async fn updating_a_crd_changes_what_is_served() {
         s.update(&crds, None, "widgets.example.com", None, scope, &w())
     });
 }
+
+#[test]
+fn a_crd_update_is_defaulted_like_a_create() {
+    // An update built from the manifest (kubectl replace, or an operator re-installing its CRD)
+    // carries no listKind or singular: the server defaults them again instead of refusing.
+    let s = store();
+    let (crd, _) = install(&s);
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let mut body = crd_body();
+    body["metadata"]["resourceVersion"] = crd["metadata"]["resourceVersion"].clone();
+    let updated = s
+        .update(&crds, None, "widgets.example.com", None, body, &w())
+        .expect("an update without the defaulted names is accepted");
+    assert_eq!(updated["spec"]["names"]["listKind"], "WidgetList");
+    assert_eq!(updated["spec"]["names"]["singular"], "widget");
+    assert_eq!(updated["spec"]["conversion"]["strategy"], "None");
+}
