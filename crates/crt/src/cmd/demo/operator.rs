@@ -46,7 +46,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The operator's reconciler: reads the Greeting from the cache (a request for one that is gone
-/// is done at once) and runs [`reconcile`] on it. It records what it does in `notes`.
+/// is done at once) and runs [`reconcile()`] on it. It records what it does in `notes`.
 pub fn reconciler(
     client: &Client,
     notes: Arc<Notes>,
