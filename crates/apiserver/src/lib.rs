@@ -22,7 +22,8 @@
 //!   per request, so a CRD's resource is served and discoverable as soon as it is created.
 //! - Answers are always JSON (protobuf is asked for with a JSON fallback by every client);
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
-//!   (`kubectl create namespace|configmap|secret|serviceaccount|deployment`), any other gets 415.
+//!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`),
+//!   any other gets 415.
 //! - OpenAPI v3 documents declare the `fieldValidation` parameter (accepted and ignored), so
 //!   kubectl leaves validation to the server; they carry no schemas (`kubectl explain` shows
 //!   nothing useful).

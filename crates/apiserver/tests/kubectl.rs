@@ -728,3 +728,87 @@ async fn client_side_apply_then_server_side_apply() {
         .await;
     assert!(err.contains(r#"conflict with "kubectl": .data.a"#), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_service_job_cronjob() {
+    // These typed `kubectl create` commands send protobuf bodies.
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"])
+        .await;
+    let web = k.json(&["get", "service", "web"]).await;
+    assert_eq!(web["spec"]["type"], "ClusterIP");
+    assert_eq!(web["spec"]["selector"], serde_json::json!({"app": "web"}));
+    assert_eq!(
+        web["spec"]["ports"],
+        serde_json::json!([{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}])
+    );
+    assert!(
+        web["spec"]["clusterIP"]
+            .as_str()
+            .is_some_and(|ip| !ip.is_empty()),
+        "{web}"
+    );
+
+    k.ok(&["create", "service", "nodeport", "np", "--tcp=5678:8080"])
+        .await;
+    let np = k.json(&["get", "svc", "np"]).await;
+    assert_eq!(np["spec"]["type"], "NodePort");
+    assert_eq!(np["spec"]["ports"][0]["port"], 5678);
+    assert_eq!(np["spec"]["ports"][0]["targetPort"], 8080);
+
+    k.ok(&[
+        "create",
+        "service",
+        "externalname",
+        "ext",
+        "--external-name=example.com",
+    ])
+    .await;
+    let ext = k.json(&["get", "svc", "ext"]).await;
+    assert_eq!(ext["spec"]["type"], "ExternalName");
+    assert_eq!(ext["spec"]["externalName"], "example.com");
+    assert!(ext["spec"].get("clusterIP").is_none(), "{ext}");
+
+    k.ok(&[
+        "create",
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=*/1 * * * *",
+    ])
+    .await;
+    let tick = k.json(&["get", "cronjob", "tick"]).await;
+    assert_eq!(tick["spec"]["schedule"], "*/1 * * * *");
+    let pod = &tick["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "OnFailure");
+    assert_eq!(pod["containers"][0]["image"], "busybox");
+    assert_eq!(pod["containers"][0]["name"], "tick");
+
+    k.ok(&["create", "job", "once", "--image=busybox"]).await;
+    let once = k.json(&["get", "job", "once"]).await;
+    let pod = &once["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "Never");
+    assert_eq!(pod["containers"][0]["image"], "busybox");
+    assert_eq!(once["spec"]["backoffLimit"], 6, "defaulted by the server");
+
+    k.ok(&["create", "job", "from-cron", "--from=cronjob/tick"])
+        .await;
+    let from = k.json(&["get", "job", "from-cron"]).await;
+    assert_eq!(
+        from["metadata"]["annotations"]["cronjob.kubernetes.io/instantiate"],
+        "manual"
+    );
+    let owner = &from["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (owner["kind"].as_str(), owner["name"].as_str()),
+        (Some("CronJob"), Some("tick"))
+    );
+    assert_eq!(owner["uid"], tick["metadata"]["uid"]);
+    assert_eq!(owner["controller"], true);
+    let pod = &from["spec"]["template"]["spec"];
+    assert_eq!(pod["restartPolicy"], "OnFailure");
+    assert_eq!(pod["containers"][0]["image"], "busybox");
+}

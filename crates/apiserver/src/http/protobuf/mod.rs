@@ -1,7 +1,7 @@
 //! Request bodies in the Kubernetes protobuf encoding, for the kinds kubectl's typed clients
-//! send that way (`kubectl create namespace|configmap|secret|serviceaccount|deployment`: kubectl
-//! 1.32+ encodes built-in kinds as protobuf). The tables cover the fields those commands send,
-//! numbered as in the kinds' upstream `generated.proto`.
+//! send that way (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|
+//! job|cronjob`: kubectl 1.32+ encodes built-in kinds as protobuf). The tables ([`tables`])
+//! cover the fields those commands send, numbered as in the kinds' upstream `generated.proto`.
 //!
 //! The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message (`typeMeta`,
 //! `raw`); `raw` is the kind's generated message, decoded here into the JSON the rest of the
@@ -14,220 +14,9 @@ use serde_json::{Map, Value, json};
 
 use crate::error::ApiError;
 
-#[derive(Clone, Copy)]
-enum Kind {
-    Str,
-    Bytes,
-    Int,
-    /// An `omitempty` integer: absent when zero.
-    Int0,
-    Bool,
-    /// An `omitempty` bool: absent when false.
-    Flag,
-    Time,
-    MapStr,
-    MapBytes,
-    Msg(&'static [Field]),
-    /// Read and dropped (a status the server resets anyway).
-    Skip,
-}
+mod tables;
 
-#[derive(Clone, Copy)]
-struct Field(u32, &'static str, Kind, bool);
-
-const OWNER_REFERENCE: &[Field] = &[
-    Field(1, "kind", Kind::Str, false),
-    Field(3, "name", Kind::Str, false),
-    Field(4, "uid", Kind::Str, false),
-    Field(5, "apiVersion", Kind::Str, false),
-    Field(6, "controller", Kind::Bool, false),
-    Field(7, "blockOwnerDeletion", Kind::Bool, false),
-];
-
-const OBJECT_META: &[Field] = &[
-    Field(1, "name", Kind::Str, false),
-    Field(2, "generateName", Kind::Str, false),
-    Field(3, "namespace", Kind::Str, false),
-    Field(4, "selfLink", Kind::Str, false),
-    Field(5, "uid", Kind::Str, false),
-    Field(6, "resourceVersion", Kind::Str, false),
-    Field(7, "generation", Kind::Int0, false),
-    Field(8, "creationTimestamp", Kind::Time, false),
-    Field(9, "deletionTimestamp", Kind::Time, false),
-    Field(10, "deletionGracePeriodSeconds", Kind::Int, false),
-    Field(11, "labels", Kind::MapStr, false),
-    Field(12, "annotations", Kind::MapStr, false),
-    Field(13, "ownerReferences", Kind::Msg(OWNER_REFERENCE), true),
-    Field(15, "finalizers", Kind::Str, true),
-];
-
-const OBJECT_REFERENCE: &[Field] = &[
-    Field(1, "kind", Kind::Str, false),
-    Field(2, "namespace", Kind::Str, false),
-    Field(3, "name", Kind::Str, false),
-    Field(4, "uid", Kind::Str, false),
-    Field(5, "apiVersion", Kind::Str, false),
-    Field(6, "resourceVersion", Kind::Str, false),
-    Field(7, "fieldPath", Kind::Str, false),
-];
-
-const NAMESPACE: &[Field] = &[
-    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
-    Field(
-        2,
-        "spec",
-        Kind::Msg(&[Field(1, "finalizers", Kind::Str, true)]),
-        false,
-    ),
-    Field(
-        3,
-        "status",
-        Kind::Msg(&[Field(1, "phase", Kind::Str, false)]),
-        false,
-    ),
-];
-
-const CONFIG_MAP: &[Field] = &[
-    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
-    Field(2, "data", Kind::MapStr, false),
-    Field(3, "binaryData", Kind::MapBytes, false),
-    Field(4, "immutable", Kind::Bool, false),
-];
-
-const SECRET: &[Field] = &[
-    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
-    Field(2, "data", Kind::MapBytes, false),
-    Field(3, "type", Kind::Str, false),
-    Field(4, "stringData", Kind::MapStr, false),
-    Field(5, "immutable", Kind::Bool, false),
-];
-
-const SERVICE_ACCOUNT: &[Field] = &[
-    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
-    Field(2, "secrets", Kind::Msg(OBJECT_REFERENCE), true),
-    Field(
-        3,
-        "imagePullSecrets",
-        Kind::Msg(&[Field(1, "name", Kind::Str, false)]),
-        true,
-    ),
-    Field(4, "automountServiceAccountToken", Kind::Bool, false),
-];
-
-const LABEL_SELECTOR: &[Field] = &[
-    Field(1, "matchLabels", Kind::MapStr, false),
-    Field(
-        2,
-        "matchExpressions",
-        Kind::Msg(&[
-            Field(1, "key", Kind::Str, false),
-            Field(2, "operator", Kind::Str, false),
-            Field(3, "values", Kind::Str, true),
-        ]),
-        true,
-    ),
-];
-
-const CONTAINER: &[Field] = &[
-    Field(1, "name", Kind::Str, false),
-    Field(2, "image", Kind::Str, false),
-    Field(3, "command", Kind::Str, true),
-    Field(4, "args", Kind::Str, true),
-    Field(5, "workingDir", Kind::Str, false),
-    Field(
-        6,
-        "ports",
-        Kind::Msg(&[
-            Field(1, "name", Kind::Str, false),
-            Field(2, "hostPort", Kind::Int0, false),
-            Field(3, "containerPort", Kind::Int, false),
-            Field(4, "protocol", Kind::Str, false),
-            Field(5, "hostIP", Kind::Str, false),
-        ]),
-        true,
-    ),
-    Field(
-        7,
-        "env",
-        Kind::Msg(&[
-            Field(1, "name", Kind::Str, false),
-            Field(2, "value", Kind::Str, false),
-        ]),
-        true,
-    ),
-    Field(8, "resources", Kind::Msg(&[]), false),
-    Field(13, "terminationMessagePath", Kind::Str, false),
-    Field(14, "imagePullPolicy", Kind::Str, false),
-    Field(16, "stdin", Kind::Flag, false),
-    Field(17, "stdinOnce", Kind::Flag, false),
-    Field(18, "tty", Kind::Flag, false),
-    Field(20, "terminationMessagePolicy", Kind::Str, false),
-];
-
-const POD_SPEC: &[Field] = &[
-    Field(2, "containers", Kind::Msg(CONTAINER), true),
-    Field(3, "restartPolicy", Kind::Str, false),
-    Field(4, "terminationGracePeriodSeconds", Kind::Int, false),
-    Field(6, "dnsPolicy", Kind::Str, false),
-    Field(7, "nodeSelector", Kind::MapStr, false),
-    Field(8, "serviceAccountName", Kind::Str, false),
-    Field(9, "serviceAccount", Kind::Str, false),
-    Field(10, "nodeName", Kind::Str, false),
-    Field(11, "hostNetwork", Kind::Flag, false),
-    Field(12, "hostPID", Kind::Flag, false),
-    Field(13, "hostIPC", Kind::Flag, false),
-    Field(16, "hostname", Kind::Str, false),
-    Field(17, "subdomain", Kind::Str, false),
-    Field(19, "schedulerName", Kind::Str, false),
-    Field(20, "initContainers", Kind::Msg(CONTAINER), true),
-    Field(24, "priorityClassName", Kind::Str, false),
-];
-
-const DEPLOYMENT_SPEC: &[Field] = &[
-    Field(1, "replicas", Kind::Int, false),
-    Field(2, "selector", Kind::Msg(LABEL_SELECTOR), false),
-    Field(
-        3,
-        "template",
-        Kind::Msg(&[
-            Field(1, "metadata", Kind::Msg(OBJECT_META), false),
-            Field(2, "spec", Kind::Msg(POD_SPEC), false),
-        ]),
-        false,
-    ),
-    Field(
-        4,
-        "strategy",
-        Kind::Msg(&[Field(1, "type", Kind::Str, false)]),
-        false,
-    ),
-    Field(5, "minReadySeconds", Kind::Int0, false),
-    Field(6, "revisionHistoryLimit", Kind::Int, false),
-    Field(7, "paused", Kind::Flag, false),
-    Field(9, "progressDeadlineSeconds", Kind::Int, false),
-];
-
-/// A Deployment as `kubectl create deployment` sends it; its status is ignored on create.
-const DEPLOYMENT: &[Field] = &[
-    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
-    Field(2, "spec", Kind::Msg(DEPLOYMENT_SPEC), false),
-    Field(3, "status", Kind::Skip, false),
-];
-
-const UNKNOWN: &[Field] = &[
-    Field(
-        1,
-        "typeMeta",
-        Kind::Msg(&[
-            Field(1, "apiVersion", Kind::Str, false),
-            Field(2, "kind", Kind::Str, false),
-        ]),
-        false,
-    ),
-    Field(2, "raw", Kind::Bytes, false),
-    Field(3, "contentEncoding", Kind::Str, false),
-    Field(4, "contentType", Kind::Str, false),
-];
+use tables::{Field, Kind, UNKNOWN};
 
 fn unsupported(why: impl std::fmt::Display) -> ApiError {
     ApiError::new(
@@ -253,14 +42,8 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let schema = match (api_version.as_str(), kind.as_str()) {
-        ("v1", "Namespace") => NAMESPACE,
-        ("v1", "ConfigMap") => CONFIG_MAP,
-        ("v1", "Secret") => SECRET,
-        ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
-        ("apps/v1", "Deployment") => DEPLOYMENT,
-        _ => return Err(unsupported(format!("kind {api_version}/{kind}"))),
-    };
+    let schema = tables::schema(&api_version, &kind)
+        .ok_or_else(|| unsupported(format!("kind {api_version}/{kind}")))?;
     let raw = unknown.get("raw").and_then(Value::as_str).unwrap_or("");
     let raw = base64::engine::general_purpose::STANDARD
         .decode(raw)
@@ -347,6 +130,27 @@ fn time(bytes: &[u8]) -> Result<Value, ApiError> {
     Ok(json!(dt.to_rfc3339_opts(SecondsFormat::Secs, true)))
 }
 
+/// An `intstr.IntOrString` (`type` 0 is `intVal`, 1 is `strVal`); Null for the zero value,
+/// which means unset (the server's defaults fill it in, as for a Service's `targetPort`).
+fn int_or_string(bytes: &[u8]) -> Result<Value, ApiError> {
+    let v = message(
+        bytes,
+        &[
+            Field(1, "type", Kind::Int, false),
+            Field(2, "intVal", Kind::Int, false),
+            Field(3, "strVal", Kind::Str, false),
+        ],
+    )?;
+    Ok(match v.get("type").and_then(Value::as_i64).unwrap_or(0) {
+        0 => match v.get("intVal").and_then(Value::as_i64).unwrap_or(0) {
+            0 => Value::Null,
+            n => json!(n),
+        },
+        1 => v.get("strVal").cloned().unwrap_or(Value::Null),
+        t => return Err(unsupported(format!("IntOrString type {t}"))),
+    })
+}
+
 fn message(buf: &[u8], schema: &[Field]) -> Result<Value, ApiError> {
     let mut out = Map::new();
     let mut r = Reader { buf };
@@ -373,6 +177,7 @@ fn message(buf: &[u8], schema: &[Field]) -> Result<Value, ApiError> {
             (Kind::Bytes, 2) => json!(base64::engine::general_purpose::STANDARD.encode(r.bytes()?)),
             (Kind::Time, 2) => time(r.bytes()?)?,
             (Kind::Msg(inner), 2) => message(r.bytes()?, inner)?,
+            (Kind::IntOrStr, 2) => int_or_string(r.bytes()?)?,
             (Kind::Skip, 2) => {
                 r.bytes()?;
                 continue;
@@ -448,10 +253,126 @@ mod tests {
         );
     }
 
+    fn int(num: u32, v: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        varint(u64::from(num) << 3, &mut out);
+        varint(v, &mut out);
+        out
+    }
+
+    #[test]
+    fn decodes_a_service_with_int_and_named_target_ports() {
+        // As Go encodes them: every non-pointer field present, zero or not.
+        let numbered = [
+            field(1, b"80-8080"),
+            field(2, b"TCP"),
+            int(3, 80),
+            field(4, &[int(1, 0), int(2, 8080), field(3, b"")].concat()),
+            int(5, 0),
+        ]
+        .concat();
+        let named = [
+            field(1, b"web"),
+            int(3, 443),
+            field(4, &[int(1, 1), int(2, 0), field(3, b"https")].concat()),
+        ]
+        .concat();
+        let unset = [int(3, 9000), field(4, &[int(1, 0), int(2, 0)].concat())].concat();
+        let selector = [field(1, b"app"), field(2, b"web")].concat();
+        let spec = [
+            field(1, &numbered),
+            field(1, &named),
+            field(1, &unset),
+            field(2, &selector),
+            field(3, b""),
+            field(4, b"NodePort"),
+            int(12, 0),
+            int(13, 0),
+        ]
+        .concat();
+        let raw = [field(1, &field(1, b"web")), field(2, &spec), field(3, b"")].concat();
+        let obj = decode(&envelope("v1", "Service", &raw)).unwrap();
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": {
+                "ports": [
+                    {"name": "80-8080", "protocol": "TCP", "port": 80, "targetPort": 8080},
+                    {"name": "web", "port": 443, "targetPort": "https"},
+                    {"port": 9000},
+                ],
+                "selector": {"app": "web"},
+                "type": "NodePort",
+            }})
+        );
+    }
+
+    #[test]
+    fn decodes_a_cronjob_and_its_job_template() {
+        let container = [field(1, b"tick"), field(2, b"busybox")].concat();
+        let pod = [field(2, &container), field(3, b"OnFailure")].concat();
+        let template = [field(1, b""), field(2, &pod)].concat();
+        let job_spec = [field(6, &template), int(7, 2), int(10, 0)].concat();
+        let job_template = [field(1, &field(1, b"tick")), field(2, &job_spec)].concat();
+        let spec = [field(1, b"*/1 * * * *"), field(5, &job_template)].concat();
+        let raw = [field(1, &field(1, b"tick")), field(2, &spec)].concat();
+        let obj = decode(&envelope("batch/v1", "CronJob", &raw)).unwrap();
+        assert_eq!(obj["spec"]["schedule"], "*/1 * * * *");
+        assert_eq!(
+            obj["spec"]["jobTemplate"],
+            json!({"metadata": {"name": "tick"}, "spec": {
+                "template": {"metadata": {}, "spec": {
+                    "containers": [{"name": "tick", "image": "busybox"}],
+                    "restartPolicy": "OnFailure",
+                }},
+                "backoffLimit": 2,
+                "suspend": false,
+            }})
+        );
+        // The same JobSpec table decodes a Job.
+        let raw = [
+            field(1, &field(1, b"once")),
+            field(2, &job_spec),
+            field(3, b""),
+        ]
+        .concat();
+        let job = decode(&envelope("batch/v1", "Job", &raw)).unwrap();
+        assert_eq!(job["spec"], obj["spec"]["jobTemplate"]["spec"]);
+        assert_eq!(job["kind"], "Job");
+    }
+
+    #[test]
+    fn fields_missing_from_the_new_tables_are_415() {
+        // ServicePort has no field 7; a JobSpec has no field 17; a set securityContext.
+        let port = [int(3, 80), field(7, b"x")].concat();
+        let raw = field(2, &field(1, &port));
+        let err = decode(&envelope("v1", "Service", &raw)).unwrap_err();
+        assert_eq!(err.code, 415);
+        assert!(err.message.contains("unknown field 7"), "{}", err.message);
+        let raw = field(2, &int(17, 1));
+        assert_eq!(
+            decode(&envelope("batch/v1", "Job", &raw)).unwrap_err().code,
+            415
+        );
+        let pod = field(14, &int(1, 1000));
+        let raw = field(2, &field(6, &field(2, &pod)));
+        assert_eq!(
+            decode(&envelope("batch/v1", "Job", &raw)).unwrap_err().code,
+            415
+        );
+        // An IntOrString of an unknown type is not guessed at.
+        let raw = field(2, &field(1, &field(4, &int(1, 2))));
+        assert_eq!(
+            decode(&envelope("v1", "Service", &raw)).unwrap_err().code,
+            415
+        );
+    }
+
     #[test]
     fn unknown_kinds_and_fields_are_415() {
         assert_eq!(
-            decode(&envelope("batch/v1", "Job", b"")).unwrap_err().code,
+            decode(&envelope("apps/v1", "StatefulSet", b""))
+                .unwrap_err()
+                .code,
             415
         );
         let raw = field(9, b"x");
