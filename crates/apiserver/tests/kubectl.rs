@@ -762,6 +762,39 @@ async fn kubectl_create_service_job_cronjob() {
     k.ok(&[
         "create",
         "service",
+        "nodeport",
+        "fixed",
+        "--tcp=80",
+        "--node-port=30080",
+    ])
+    .await;
+    let fixed = k.json(&["get", "svc", "fixed"]).await;
+    assert_eq!(fixed["spec"]["ports"][0]["nodePort"], 30080);
+    assert_eq!(
+        fixed["spec"]["ports"][0]["targetPort"], 80,
+        "defaulted to port"
+    );
+
+    k.ok(&["create", "service", "loadbalancer", "lb", "--tcp=443:https"])
+        .await;
+    let lb = k.json(&["get", "svc", "lb"]).await;
+    assert_eq!(lb["spec"]["type"], "LoadBalancer");
+    assert_eq!(lb["spec"]["ports"][0]["targetPort"], "https");
+
+    k.ok(&[
+        "create",
+        "service",
+        "clusterip",
+        "headless",
+        "--clusterip=None",
+    ])
+    .await;
+    let headless = k.json(&["get", "svc", "headless"]).await;
+    assert_eq!(headless["spec"]["clusterIP"], "None");
+
+    k.ok(&[
+        "create",
+        "service",
         "externalname",
         "ext",
         "--external-name=example.com",
