@@ -9,6 +9,7 @@
 //! impl StructuralSchema {
 //!     pub fn from_value(schema: &Value) -> Result<StructuralSchema, SchemaError>;
 //!     pub fn prune(&self, obj: &mut Value);
+//!     pub fn prune_reporting(&self, obj: &mut Value) -> Vec<String>;
 //!     pub fn apply_defaults(&self, obj: &mut Value);
 //!     pub fn validate(&self, obj: &Value) -> Vec<FieldError>;
 //! }
@@ -149,7 +150,16 @@ impl StructuralSchema {
     /// `x-kubernetes-preserve-unknown-fields` or an `additionalProperties` schema), keeping
     /// `apiVersion`, `kind` and `metadata` at the root and in embedded resources.
     pub fn prune(&self, obj: &mut Value) {
-        prune::prune(&self.root, obj, true);
+        self.prune_reporting(obj);
+    }
+
+    /// [`prune`](Self::prune), answering the path of every field it dropped (`spec.foo`,
+    /// `spec.items[0].bar`, as upstream's pruning reports them for `fieldValidation`), sorted.
+    pub fn prune_reporting(&self, obj: &mut Value) -> Vec<String> {
+        let mut dropped = Vec::new();
+        prune::prune(&self.root, obj, true, "", &mut dropped);
+        dropped.sort();
+        dropped
     }
 
     /// Sets the `default` of every absent property (and of `null` where the property is not
@@ -185,7 +195,7 @@ fn check_defaults(node: &Node, path: &str, body: &str, errors: &mut Vec<FieldErr
             errors.push(FieldError::new(&at("default"), e.reason, e.message));
         }
         let mut pruned = d.clone();
-        prune::prune(node, &mut pruned, false);
+        prune::prune(node, &mut pruned, false, "", &mut Vec::new());
         if &pruned != d {
             errors.push(FieldError::new(
                 &at("default"),

@@ -76,6 +76,9 @@ where
     {
         return Err(field_manager_too_long(&method));
     }
+    if matches!(method, Method::POST | Method::PUT | Method::PATCH) {
+        write.field_validation = query.field_validation(options_kind(&method))?;
+    }
     let patch_kind = (method == Method::PATCH)
         .then(|| patch_type(content_type.as_deref()))
         .transpose()?;
@@ -135,16 +138,29 @@ where
         Some(transform) if method == Method::GET && sub.is_none() => transform(answer),
         _ => answer,
     };
-    Ok(json(code, &answer))
+    let mut resp = json(code, &answer);
+    for w in write.warnings.take() {
+        // `299 - "text"`, the text quoted as an HTTP quoted-string, as the real server sends it.
+        let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
+            resp.headers_mut().append(http::header::WARNING, v);
+        }
+    }
+    Ok(resp)
+}
+
+/// The options kind of a write: what its option errors name.
+fn options_kind(method: &Method) -> &'static str {
+    match *method {
+        Method::POST => "CreateOptions",
+        Method::PUT => "UpdateOptions",
+        _ => "PatchOptions",
+    }
 }
 
 /// 422 for a `fieldManager` over 128 bytes, as `ValidateFieldManager` words it.
 fn field_manager_too_long(method: &Method) -> ApiError {
-    let kind = match *method {
-        Method::POST => "CreateOptions",
-        Method::PUT => "UpdateOptions",
-        _ => "PatchOptions",
-    };
+    let kind = options_kind(method);
     ApiError::new(
         422,
         "Invalid",

@@ -4,7 +4,9 @@
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::storage::{DeleteOptions, ListOptions, PatchType, WatchOptions, WriteOptions};
+use crate::storage::{
+    DeleteOptions, FieldValidation, ListOptions, PatchType, WatchOptions, WriteOptions,
+};
 
 /// Where a request path leads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,6 +150,8 @@ pub struct Query {
     pub grace_period_seconds: Option<i64>,
     /// `includeObject` (Table requests): `None`, `Metadata` (default) or `Object`.
     pub include_object: Option<String>,
+    /// `fieldValidation`, as sent (checked by [`Query::field_validation`]).
+    pub field_validation: Option<String>,
 }
 
 fn truthy(v: &str) -> bool {
@@ -185,6 +189,7 @@ pub fn parse_query(query: Option<&str>) -> Result<Query, ApiError> {
             "propagationPolicy" => q.propagation_policy = non_empty(v),
             "gracePeriodSeconds" => q.grace_period_seconds = Some(v.parse().map_err(number_err)?),
             "includeObject" => q.include_object = non_empty(v),
+            "fieldValidation" => q.field_validation = Some(v),
             _ => {}
         }
     }
@@ -253,13 +258,36 @@ impl Query {
         }
     }
 
-    /// The write options of create, update and patch.
+    /// The write options of create, update and patch (`fieldValidation` is checked
+    /// separately, by [`Query::field_validation`]).
     pub fn write_options(&self) -> WriteOptions {
         WriteOptions {
             dry_run: self.dry_run,
             field_manager: self.field_manager.clone(),
             force: self.force,
+            field_validation: FieldValidation::default(),
+            warnings: Default::default(),
         }
+    }
+
+    /// The `fieldValidation` directive (`Warn` when absent); any other value than the three
+    /// is a 422 on the write's options kind (`CreateOptions`, `UpdateOptions`,
+    /// `PatchOptions`), as `ValidateFieldValidation` answers it.
+    pub fn field_validation(&self, options_kind: &str) -> Result<FieldValidation, ApiError> {
+        let raw = self.field_validation.as_deref().unwrap_or("");
+        FieldValidation::parse(raw).ok_or_else(|| {
+            ApiError::invalid(
+                options_kind,
+                "meta.k8s.io",
+                "",
+                &[(
+                    "fieldValidation".into(),
+                    format!(
+                        "Unsupported value: {raw:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+                    ),
+                )],
+            )
+        })
     }
 
     /// The delete options: the query's, overridden by a `DeleteOptions` body when one is sent.

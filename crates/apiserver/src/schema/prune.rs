@@ -9,8 +9,22 @@ use super::node::{Additional, Node};
 const RESOURCE_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// Drops what `node` does not know from `v`. `keep_resource_fields`: `v` is the root object
-/// or an embedded resource.
-pub(crate) fn prune(node: &Node, v: &mut Value, keep_resource_fields: bool) {
+/// or an embedded resource. `path` is where `v` is (`spec.items[0]`, as upstream's field paths
+/// read); the path of every dropped field is added to `dropped`.
+pub(crate) fn prune(
+    node: &Node,
+    v: &mut Value,
+    keep_resource_fields: bool,
+    path: &str,
+    dropped: &mut Vec<String>,
+) {
+    let child_path = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
     match v {
         Value::Object(map) => {
             let keep_meta = keep_resource_fields || node.embedded;
@@ -19,28 +33,32 @@ pub(crate) fn prune(node: &Node, v: &mut Value, keep_resource_fields: bool) {
                     // metadata is checked by the server's ObjectMeta rules; apiVersion and
                     // kind are strings. A schema for them, if any, still prunes below.
                     if let Some(p) = node.properties.get(k.as_str()) {
-                        prune(p, child, false);
+                        prune(p, child, false, &child_path(k), dropped);
                     }
                     return true;
                 }
                 if let Some(p) = node.properties.get(k.as_str()) {
-                    prune(p, child, false);
+                    prune(p, child, false, &child_path(k), dropped);
                     return true;
                 }
                 match &node.additional {
                     Some(Additional::Schema(s)) => {
-                        prune(s, child, false);
+                        prune(s, child, false, &format!("{path}[{k}]"), dropped);
                         true
                     }
                     Some(Additional::Bool(true)) => true,
-                    _ => node.preserve_unknown,
+                    _ if node.preserve_unknown => true,
+                    _ => {
+                        dropped.push(child_path(k));
+                        false
+                    }
                 }
             });
         }
         Value::Array(items) => {
             if let Some(item) = &node.items {
-                for child in items {
-                    prune(item, child, false);
+                for (i, child) in items.iter_mut().enumerate() {
+                    prune(item, child, false, &format!("{path}[{i}]"), dropped);
                 }
             }
         }

@@ -49,6 +49,7 @@ pub(crate) fn apply(
         return apply_scale(st, res, namespace, name, config, opts);
     }
     let config = check_config(res, name, config)?;
+    super::crd::check_apply_config(st, res, namespace, name, &config, opts)?;
     let config = scoped(res, subresource, config);
     let key = obj_key(res, namespace, name);
     let shape = shape_of(st, res);

@@ -12,6 +12,8 @@ use super::invalid::{
 };
 use super::meta;
 use super::store::{State, res_key};
+use super::{FieldValidation, WriteOptions};
+use crate::error::ApiError;
 use crate::resource::{ResourceInfo, ScaleInfo};
 use crate::schema::StructuralSchema;
 
@@ -344,24 +346,99 @@ pub(crate) fn compile_schemas(crd: &Value) -> BTreeMap<String, Arc<StructuralSch
 }
 
 /// Checks a custom object against its version's schema as the real server does: defaults,
-/// then pruning of unknown fields, then validation; answers the violations.
+/// then pruning of unknown fields, then validation; answers the violations. Unknown fields
+/// follow `opts.field_validation`: a 400 under `Strict`, a warning each under `Warn`.
 pub(crate) fn validate_custom(
     st: &State,
     res: &ResourceInfo,
     obj: &mut Value,
-    _old: Option<&Value>,
-) -> Vec<FieldError> {
+    opts: &WriteOptions,
+) -> Result<Vec<FieldError>, ApiError> {
     let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     schema.apply_defaults(obj);
-    schema.prune(obj);
-    schema
+    let unknown = schema.prune_reporting(obj);
+    check_unknown(res, &unknown, opts)?;
+    Ok(schema
         .validate(obj)
         .into_iter()
         .map(|e| from_schema_error(e, ""))
-        .collect()
+        .collect())
 }
+
+/// Applies the `fieldValidation` directive to the unknown fields of a write, worded as the
+/// real server's strict decoder words a create or update (`write::patch` drops the prefix
+/// for patches, as upstream's patcher does).
+pub(crate) fn check_unknown(
+    res: &ResourceInfo,
+    unknown: &[String],
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let each = unknown.iter().map(|p| format!("unknown field {p:?}"));
+    match opts.field_validation {
+        FieldValidation::Ignore => Ok(()),
+        FieldValidation::Warn => {
+            each.for_each(|w| opts.warnings.push(w));
+            Ok(())
+        }
+        FieldValidation::Strict => Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {STRICT_PREFIX}{}",
+            each.collect::<Vec<_>>().join(", "),
+            kind = res.kind,
+            version = res.version,
+        ))),
+    }
+}
+
+/// Under `Strict`, refuses an apply configuration with fields the schema does not declare,
+/// as the real server's field manager does when it types the configuration: a 500 (a plain
+/// error upstream, not a `Status` reason) naming each field. Under `Warn` and `Ignore` the
+/// fields are left to [`validate_custom`], which prunes them (upstream refuses them
+/// whatever the directive; pruning keeps the writes that used to pass passing).
+pub(crate) fn check_apply_config(
+    st: &State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    config: &Value,
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
+    if !res.custom || opts.field_validation != FieldValidation::Strict {
+        return Ok(());
+    }
+    let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
+        return Ok(());
+    };
+    let unknown = schema.prune_reporting(&mut config.clone());
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let each: Vec<String> = unknown
+        .iter()
+        .map(|p| format!(".{p}: field not declared in schema"))
+        .collect();
+    let errors = match each.as_slice() {
+        [one] => one.clone(),
+        many => format!("errors:\n  {}", many.join("\n  ")),
+    };
+    Err(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({}/{name}; {}, Kind={}): {errors}",
+            namespace.unwrap_or(""),
+            res.api_version(),
+            res.kind,
+        ),
+    ))
+}
+
+/// How the real server's strict decoding errors begin.
+pub(crate) const STRICT_PREFIX: &str = "strict decoding error: ";
 
 fn from_schema_error(e: crate::schema::FieldError, prefix: &str) -> FieldError {
     let field = match (prefix.is_empty(), e.path.is_empty()) {

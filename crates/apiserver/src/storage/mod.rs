@@ -144,6 +144,61 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `force` (server-side apply).
     pub force: bool,
+    /// `fieldValidation`: what a custom object's unknown fields do to the write.
+    pub field_validation: FieldValidation,
+    /// Where [`FieldValidation::Warn`] reports the fields it dropped (the HTTP layer sends
+    /// each as a `Warning` header). Clones of these options share it.
+    pub warnings: Warnings,
+}
+
+/// The `fieldValidation` directive of a write: what unknown fields (those a custom
+/// resource's structural schema prunes) do. Built-in kinds are not checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FieldValidation {
+    /// Drop unknown fields silently.
+    Ignore,
+    /// Drop unknown fields and warn about each (the real server's default when the request
+    /// names no directive).
+    #[default]
+    Warn,
+    /// Refuse the write with a 400 naming the unknown fields (kubectl's default).
+    Strict,
+}
+
+impl FieldValidation {
+    /// Parses the query value: `Ignore`, `Warn`, `Strict`, or empty (`Warn`); `None` for any
+    /// other value, which the real server refuses.
+    ///
+    /// ```
+    /// use crt_apiserver::storage::FieldValidation;
+    /// assert_eq!(FieldValidation::parse("Strict"), Some(FieldValidation::Strict));
+    /// assert_eq!(FieldValidation::parse(""), Some(FieldValidation::Warn));
+    /// assert_eq!(FieldValidation::parse("strict"), None);
+    /// ```
+    pub fn parse(v: &str) -> Option<Self> {
+        match v {
+            "Ignore" => Some(Self::Ignore),
+            "" | "Warn" => Some(Self::Warn),
+            "Strict" => Some(Self::Strict),
+            _ => None,
+        }
+    }
+}
+
+/// Warnings a write collects for its response (`Warning: 299 - "..."` headers).
+#[derive(Clone, Debug, Default)]
+pub struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds a warning.
+    pub fn push(&self, warning: String) {
+        self.0.lock().push(warning);
+    }
+
+    /// Takes the warnings collected so far.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock())
+    }
 }
 
 /// Options of list (and of delete_collection's selection).

@@ -226,7 +226,7 @@ pub(crate) fn create_with(
     }
     let mut next_ip = st.next_cluster_ip;
     if res.custom {
-        errs.extend(crd::validate_custom(st, res, &mut obj, None));
+        errs.extend(crd::validate_custom(st, res, &mut obj, opts)?);
     } else {
         rules::normalize(res, &mut obj)?;
         rules::apply_defaults(res, &mut obj, &mut next_ip);
@@ -537,7 +537,7 @@ pub(crate) fn commit_update(
         }
     }
     if res.custom {
-        errs.extend(crd::validate_custom(st, res, &mut new, Some(&old)));
+        errs.extend(crd::validate_custom(st, res, &mut new, opts)?);
     } else {
         errs.extend(rules::validate_immutable(res, &old, &new));
         errs.extend(rules::validate_required(res, &new));
@@ -628,7 +628,18 @@ pub(crate) fn patch(
     }
     let base = as_version(&old, &res.api_version());
     let patched = apply_patch(res, &base, patch_type, body)?;
-    update(st, res, namespace, name, subresource, patched, opts)
+    update(st, res, namespace, name, subresource, patched, opts).map_err(strict_patch_error)
+}
+
+/// A patch's strict decoding error is worded without the create/update "cannot be handled
+/// as" prefix, as upstream's patcher answers it.
+fn strict_patch_error(mut e: ApiError) -> ApiError {
+    if e.code == 400
+        && let Some(at) = e.message.find(crd::STRICT_PREFIX)
+    {
+        e.message = e.message[at..].to_string();
+    }
+    e
 }
 
 /// Applies a patch document to `base` (`crate::patch`); strategic merge patches use the merge

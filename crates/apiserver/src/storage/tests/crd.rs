@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::*;
 
-fn crd_body() -> Value {
+pub(super) fn crd_body() -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -35,11 +35,11 @@ fn crd_body() -> Value {
     })
 }
 
-fn widget(name: &str) -> Value {
+pub(super) fn widget(name: &str) -> Value {
     json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}, "spec": {"size": 1, "replicas": 1}})
 }
 
-fn install(s: &Storage) -> (Value, ResourceInfo) {
+pub(super) fn install(s: &Storage) -> (Value, ResourceInfo) {
     let crds = res(s, "apiextensions.k8s.io", "customresourcedefinitions");
     let crd = s.create(&crds, None, crd_body(), &w()).unwrap();
     let widgets = s

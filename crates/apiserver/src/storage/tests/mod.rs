@@ -3,6 +3,7 @@
 mod crd;
 mod crud;
 mod delete;
+mod field_validation;
 mod list;
 mod watch;
 
