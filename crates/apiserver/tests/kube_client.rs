@@ -931,3 +931,71 @@ async fn updates_record_their_manager_and_managed_fields_can_be_reset() {
     assert_eq!(reset.metadata.managed_fields, None);
     assert_eq!(api.get("u").await.unwrap().metadata.managed_fields, None);
 }
+
+#[tokio::test]
+async fn field_validation_strict_warn_ignore_over_http() {
+    let server = server().await;
+    let client = client(&server).await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "knobs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "knobs", "singular": "knob", "kind": "Knob"},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                     "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                         "size": {"type": "integer"}}}}}}}]}});
+    let (status, _, body) = raw(
+        &client,
+        "POST",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        "application/json",
+        crd.to_string(),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let knob = |name: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "Knob", "metadata": {"name": name}, "spec": {"size": 1, "sise": 2}}).to_string()
+    };
+    let knobs = "/apis/example.com/v1/namespaces/default/knobs";
+
+    // Strict (what kubectl sends): refused, naming the field.
+    let uri = format!("{knobs}?fieldValidation=Strict");
+    let (status, _, body) = raw(&client, "POST", &uri, "application/json", knob("a")).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["reason"], "BadRequest");
+    assert_eq!(
+        body["message"],
+        "Knob in version \"v1\" cannot be handled as a Knob: strict decoding error: unknown field \"spec.sise\""
+    );
+    // A value other than the three directives.
+    let uri = format!("{knobs}?fieldValidation=Loose");
+    let (status, _, body) = raw(&client, "POST", &uri, "application/json", knob("a")).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Loose\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+    );
+
+    // No directive is Warn: created, pruned, one Warning header per field.
+    let req = http::Request::builder()
+        .method("POST")
+        .uri(knobs)
+        .header("content-type", "application/json")
+        .body(kube_client::client::Body::from(knob("a").into_bytes()))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    assert_eq!(resp.status(), 201);
+    let warnings: Vec<_> = resp.headers().get_all("warning").iter().collect();
+    assert_eq!(warnings, ["299 - \"unknown field \\\"spec.sise\\\"\""]);
+
+    // Ignore: pruned silently; kube-client's PatchParams directive reaches the server.
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Knob"));
+    let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &ar);
+    let patch = Patch::Merge(json!({"spec": {"colour": "red"}}));
+    let strict = PatchParams::default().validation_strict();
+    let err = api.patch("a", &strict, &patch).await.unwrap_err();
+    assert_eq!(code(&err), 400);
+    let ignore = PatchParams::default().validation_ignore();
+    let patched = api.patch("a", &ignore, &patch).await.unwrap();
+    assert_eq!(patched.data["spec"], json!({"size": 1}));
+}
