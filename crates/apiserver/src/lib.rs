@@ -24,9 +24,10 @@
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
 //!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`),
 //!   any other gets 415.
-//! - OpenAPI v3 documents declare the `fieldValidation` parameter (accepted and ignored), so
-//!   kubectl leaves validation to the server; they carry no schemas (`kubectl explain` shows
-//!   nothing useful).
+//! - OpenAPI v3 documents declare the `fieldValidation` parameter, so kubectl leaves validation
+//!   to the server; they carry no schemas (`kubectl explain` shows nothing useful). Custom
+//!   objects honour it (`Strict`: 400 naming each unknown field; `Warn`, the default: pruned
+//!   with a `Warning: 299` header each; `Ignore`: pruned); built-in kinds are not checked.
 //! - The Table form for `kubectl get`, `PartialObjectMetadata` for metadata-only clients.
 //! - Server-side apply (`application/apply-patch+yaml`, YAML or JSON) with `managedFields`
 //!   recorded for every write, conflicts worded as the real server words them, `force`, and

@@ -4,8 +4,8 @@
 //! client-side schema validation) by looking, in the OpenAPI v3 document of the object's group
 //! version, for a PATCH operation tagged with the object's `x-kubernetes-group-version-kind`
 //! that declares the `fieldValidation` query parameter. These documents declare exactly that
-//! for every served resource (the parameter is accepted and ignored). They carry no schemas:
-//! `kubectl apply` then computes patches from its compiled-in types (built-in kinds) or as JSON
+//! for every served resource (custom resources honour it; built-in kinds are not checked).
+//! They carry no schemas: `kubectl apply` then computes patches from its compiled-in types (built-in kinds) or as JSON
 //! merge patches (custom resources), as it does against any server without schemas.
 //! `/openapi/v2` is a minimal Swagger 2.0 document without definitions: kubectl only reads it
 //! as a fallback (and asks for protobuf, which it then cannot use).
