@@ -5,8 +5,9 @@
 //! version, for a PATCH operation tagged with the object's `x-kubernetes-group-version-kind`
 //! that declares the `fieldValidation` query parameter. These documents declare exactly that
 //! for every served resource (custom resources honour it; built-in kinds are not checked).
-//! They carry no schemas: `kubectl apply` then computes patches from its compiled-in types (built-in kinds) or as JSON
-//! merge patches (custom resources), as it does against any server without schemas.
+//! They carry no schemas: `kubectl apply` then computes patches from its compiled-in types
+//! (built-in kinds) or as JSON merge patches (custom resources), as it does against any server
+//! without schemas.
 //! `/openapi/v2` is a minimal Swagger 2.0 document without definitions: kubectl only reads it
 //! as a fallback (and asks for protobuf, which it then cannot use).
 
