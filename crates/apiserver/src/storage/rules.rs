@@ -148,6 +148,12 @@ pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Value, next_cluster_i
             default_at(obj, ".spec.suspend", json!(false));
             default_at(obj, ".spec.successfulJobsHistoryLimit", json!(3));
             default_at(obj, ".spec.failedJobsHistoryLimit", json!(1));
+            // The pod template inside the job template is defaulted like any pod template
+            // (the job-level fields are not: the real server has no defaulter for a
+            // JobTemplateSpec).
+            if let Some(spec) = obj.pointer_mut("/spec/jobTemplate/spec/template/spec") {
+                default_pod_spec(spec);
+            }
         }
         _ => {}
     }
@@ -380,6 +386,24 @@ mod tests {
             d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
             "Always"
         );
+    }
+
+    #[test]
+    fn a_cronjob_job_template_pod_spec_is_defaulted() {
+        let mut c = json!({"spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+            "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}});
+        apply_defaults(&res("cronjobs"), &mut c, &mut 1);
+        let pod = &c["spec"]["jobTemplate"]["spec"]["template"]["spec"];
+        assert_eq!(pod["dnsPolicy"], "ClusterFirst");
+        assert_eq!(pod["restartPolicy"], "OnFailure", "a set field is kept");
+        assert_eq!(pod["containers"][0]["imagePullPolicy"], "Always");
+        // No job-level defaults inside the template, as the real server.
+        assert!(
+            c["spec"]["jobTemplate"]["spec"]
+                .get("backoffLimit")
+                .is_none()
+        );
+        assert_eq!(c["spec"]["concurrencyPolicy"], "Allow");
     }
 
     #[test]
