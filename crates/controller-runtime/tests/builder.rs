@@ -2,8 +2,11 @@
 //! server: the seeds' Foo-owns-Pod example, event filters on every watch, and a finalizer's
 //! life from add to removal.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
+use support::server;
 
 use controller_runtime::builder::{self, ControllerBuilder, Input, filter_fn};
 use controller_runtime::cache::ObjectKey;
@@ -14,7 +17,6 @@ use controller_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMa
 use controller_runtime::manager::{Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action, ReconcileError, Reconciler};
 use controller_runtime::{Request, source};
-use crt_apiserver::{Config, Server};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -71,17 +73,6 @@ fn foo(ns: &str, name: &str) -> DynamicObject {
 /// Foos in `default`, written as dynamic objects (the typed `Foo` has no TypeMeta).
 fn dynamic_foos(client: &kube_client::Client) -> Api<DynamicObject> {
     Api::namespaced_with(client.clone(), "default", &ApiResource::erase::<Foo>(&()))
-}
-
-async fn server() -> (Server, kube_client::Client) {
-    let server = Server::start(Config::default())
-        .await
-        .expect("server starts");
-    let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
-    let config = kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    (server, kube_client::Client::try_from(config).unwrap())
 }
 
 /// A manager that serves no HTTP (never :8080 in tests).

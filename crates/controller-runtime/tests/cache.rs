@@ -1,7 +1,10 @@
 //! The cache, the Kind source and the client against the embedded API server, over HTTP.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
+use support::server;
 
 use controller_runtime::cache::{
     ALL_NAMESPACES, ByObject, Cache, CacheOptions, ListOptions, NamespaceConfig, ObjectKey,
@@ -13,7 +16,6 @@ use controller_runtime::handler::Funcs;
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::Kind;
 use controller_runtime::{Request, controller};
-use crt_apiserver::{Config, Server};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -23,18 +25,6 @@ use kube_client::core::{
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-async fn server() -> (Server, kube_client::Client) {
-    let server = Server::start(Config::default())
-        .await
-        .expect("server starts");
-    let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
-    let config = kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    let client = kube_client::Client::try_from(config).unwrap();
-    (server, client)
-}
 
 fn cm(ns: &str, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {

@@ -1,9 +1,12 @@
 //! The Manager against the embedded API server: group order, /metrics, /readyz, graceful
 //! shutdown, failing runnables and leader election with three managers.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
+use support::{client_for, server};
 
 use controller_runtime::Request;
 use controller_runtime::controller::{Controller, ControllerOptions};
@@ -15,7 +18,6 @@ use controller_runtime::manager::{
 };
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::{self, Kind};
-use crt_apiserver::{Config, Server};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::api::{Api, PostParams};
@@ -24,22 +26,6 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-
-async fn server() -> (Server, kube_client::Client) {
-    let server = Server::start(Config::default())
-        .await
-        .expect("server starts");
-    let client = new_client(&server).await;
-    (server, client)
-}
-
-async fn new_client(server: &Server) -> kube_client::Client {
-    let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
-    let config = kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    kube_client::Client::try_from(config).unwrap()
-}
 
 /// Options without HTTP servers (tests that want them set port 0; never 8080).
 fn quiet() -> ManagerOptions {
@@ -575,7 +561,7 @@ async fn three_managers_elect_one_leader_at_a_time() {
             }),
             ..quiet()
         };
-        let mgr = Manager::new(new_client(&server).await, options).unwrap();
+        let mgr = Manager::new(client_for(&server).await, options).unwrap();
         let reconciler = reconcile::from_fn({
             let (mgr, reconciles) = (mgr.clone(), reconciles.clone());
             move |_req: Request| {
