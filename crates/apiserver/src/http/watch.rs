@@ -7,7 +7,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http::{Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
@@ -42,6 +42,9 @@ fn line(event: &SharedEvent, transform: Option<&Transform>) -> Bytes {
     }
 }
 
+/// How many bytes of already-queued events one frame gathers at most.
+const BATCH_BYTES: usize = 64 * 1024;
+
 /// The streaming response of a watch; `transform` is `None` for plain JSON.
 pub fn response(
     watch: SharedWatch,
@@ -61,9 +64,24 @@ pub fn response(
                 .flatten(),
             None => events.recv().await,
         }?;
-        let last = event.event_type() == "ERROR";
-        let frame = Frame::data(line(&event, transform.as_ref()));
-        Some((Ok::<_, Infallible>(frame), (events, transform, last)))
+        // Everything already queued goes out in one frame (one HTTP chunk, one TLS record
+        // run, one socket write), as the real server flushes only once its channel is empty:
+        // a streaming list's initial events cost a write per batch, not one per object.
+        let mut last = event.event_type() == "ERROR";
+        let first = line(&event, transform.as_ref());
+        let mut batch: Option<BytesMut> = None;
+        while !last && batch.as_ref().map_or(first.len(), BytesMut::len) < BATCH_BYTES {
+            let Ok(event) = events.try_recv() else { break };
+            last = event.event_type() == "ERROR";
+            batch
+                .get_or_insert_with(|| BytesMut::from(&first[..]))
+                .extend_from_slice(&line(&event, transform.as_ref()));
+        }
+        let data = batch.map_or(first, BytesMut::freeze);
+        Some((
+            Ok::<_, Infallible>(Frame::data(data)),
+            (events, transform, last),
+        ))
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
     resp.headers_mut().insert(
@@ -124,6 +142,35 @@ mod tests {
             &body[..],
             b"{\"type\":\"ADDED\",\"object\":{\"wrapped\":{\"a\":1}}}\n"
         );
+    }
+
+    #[tokio::test]
+    async fn queued_events_share_a_frame_and_an_error_ends_the_batch() {
+        let (tx, rx) = mpsc::channel(8);
+        for name in ["a", "b", "c"] {
+            tx.send(SharedEvent::from(WatchEvent::Added(
+                json!({"metadata": {"name": name}}),
+            )))
+            .await
+            .unwrap();
+        }
+        tx.send(SharedEvent::from(WatchEvent::Error(json!({"code": 410}))))
+            .await
+            .unwrap();
+        tx.send(SharedEvent::from(WatchEvent::Added(json!({}))))
+            .await
+            .unwrap();
+        let mut body = response(SharedWatch { events: rx }, None, None).into_body();
+        let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        let types: Vec<String> = frame
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice::<Value>(l).unwrap()["type"].to_string())
+            .collect();
+        assert_eq!(types, ["\"ADDED\"", "\"ADDED\"", "\"ADDED\"", "\"ERROR\""]);
+        // Nothing follows the ERROR event, though one more was queued.
+        assert!(body.frame().await.is_none());
+        drop(tx);
     }
 
     #[tokio::test(start_paused = true)]
