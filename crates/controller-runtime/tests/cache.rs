@@ -822,3 +822,137 @@ async fn per_namespace_settings_and_the_all_namespaces_entry() {
     assert_eq!(server.storage().watch_count(), 2);
     ctx.cancel();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_types_read_and_index_like_shared_ones() {
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    create_cm(&client, "default", "a", &[("team", "x")]).await;
+    create_cm(&client, "default", "b", &[("team", "y")]).await;
+    // Every type compact by default; Pods shared on their own setting.
+    let options = CacheOptions {
+        default_compact: true,
+        ..Default::default()
+    }
+    .by_object::<Pod>(
+        &(),
+        ByObject {
+            compact: Some(false),
+            ..Default::default()
+        },
+    );
+    let cache = Cache::new(client.clone(), options);
+    cache
+        .index_field::<ConfigMap>(&(), "team", |c: &ConfigMap| {
+            c.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("team").cloned())
+                .into_iter()
+                .collect()
+        })
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    cache.start(ctx.clone());
+    let informer = cache.get_informer::<ConfigMap>().await.unwrap();
+    assert!(informer.store().is_compact());
+    assert!(
+        !cache
+            .get_informer::<Pod>()
+            .await
+            .unwrap()
+            .store()
+            .is_compact()
+    );
+    // A controller on the compact type sees every change.
+    let log: Log = Default::default();
+    let controller = noop_controller("compact", ControllerOptions::default());
+    controller
+        .watch(
+            Kind::<ConfigMap>::new(cache.clone()),
+            logging_handler(&log),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let run = tokio::spawn({
+        let (controller, ctx) = (controller.clone(), ctx.clone());
+        async move { controller.start(ctx).await }
+    });
+    eventually("the initial objects reach the controller", || {
+        has(&log, "create a") && has(&log, "create b")
+    })
+    .await;
+
+    let cr_client = Client::new(cache.clone());
+    let objects = cr_client.objects::<ConfigMap>();
+    let list_names = |options: ListOptions| {
+        let cr_client = cr_client.clone();
+        async move {
+            let mut names: Vec<String> = cr_client
+                .objects::<ConfigMap>()
+                .list(&options)
+                .await
+                .unwrap()
+                .iter()
+                .map(|c| c.metadata.name.clone().unwrap())
+                .collect();
+            names.sort();
+            names
+        }
+    };
+    assert_eq!(list_names(ListOptions::default()).await, ["a", "b"]);
+    assert_eq!(
+        list_names(ListOptions::default().labels("team=y").unwrap()).await,
+        ["b"]
+    );
+    assert_eq!(
+        list_names(ListOptions::default().fields("team=x").unwrap()).await,
+        ["a"]
+    );
+    // Reads are decoded copies of what the server holds.
+    let server_a = api.get("a").await.unwrap();
+    let read = objects
+        .get(&ObjectKey::namespaced("default", "a"))
+        .await
+        .unwrap();
+    assert_eq!(*read, server_a);
+    assert!(!Arc::ptr_eq(
+        &read,
+        &objects
+            .get(&ObjectKey::namespaced("default", "a"))
+            .await
+            .unwrap()
+    ));
+    // An update moves the object within the index; a delete leaves every read.
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "y"}}})),
+    )
+    .await
+    .unwrap();
+    api.delete("b", &DeleteParams::default()).await.unwrap();
+    eventually("the update and the delete reach the controller", || {
+        has(&log, "update a") && has(&log, "delete b")
+    })
+    .await;
+    assert_eq!(
+        list_names(ListOptions::default().fields("team=y").unwrap()).await,
+        ["a"]
+    );
+    assert!(
+        list_names(ListOptions::default().fields("team=x").unwrap())
+            .await
+            .is_empty()
+    );
+    assert!(
+        objects
+            .get(&ObjectKey::namespaced("default", "b"))
+            .await
+            .is_err()
+    );
+    ctx.cancel();
+    run.await.unwrap().unwrap();
+}

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::BackoffConfig;
 use super::list_watch::ListWatch;
 use super::reflector;
+use super::storage::Storage;
 use super::store::{IndexError, IndexFn, ObjectKey, Store};
 
 /// A function applied to every object before it is stored (e.g. to drop managedFields).
@@ -54,6 +55,9 @@ pub struct InformerConfig<K> {
     /// Fill the store with a streaming list (a watch with `sendInitialEvents=true`) instead of
     /// paginated lists, where the server offers it; a server that refuses it is listed instead.
     pub streaming_list: bool,
+    /// How the store holds objects: shared typed objects (the default), or compactly encoded
+    /// ones decoded on each read (see [`Storage`]).
+    pub storage: Storage<K>,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -67,6 +71,7 @@ impl<K> Default for InformerConfig<K> {
             backoff: BackoffConfig::default(),
             min_watch_timeout: Duration::from_secs(300),
             streaming_list: true,
+            storage: Storage::Shared,
         }
     }
 }
@@ -82,6 +87,7 @@ impl<K> Clone for InformerConfig<K> {
             backoff: self.backoff.clone(),
             min_watch_timeout: self.min_watch_timeout,
             streaming_list: self.streaming_list,
+            storage: self.storage.clone(),
         }
     }
 }
@@ -217,8 +223,8 @@ where
         Informer {
             shared: Arc::new(Shared {
                 scopes,
+                store: Store::with_storage(config.storage.clone()),
                 config,
-                store: Store::new(),
                 handlers: Mutex::new(Vec::new()),
                 next_id: AtomicU64::new(0),
                 synced: watch::channel(false).0,
@@ -339,27 +345,31 @@ where
         let initial = !this.synced.load(Ordering::Acquire);
         let store = &self.shared.store;
         let mut old = if self.shared.scopes.len() == 1 {
-            store.replace(objects.iter().cloned())
+            store.replace_slots(objects.iter().cloned())
         } else {
-            store.replace_where(|key| self.scope_of(key) == scope, objects.iter().cloned())
+            store.replace_slots_where(|key| self.scope_of(key) == scope, objects.iter().cloned())
         };
-        for obj in &objects {
-            let previous = if old.is_empty() {
-                None
-            } else {
-                old.remove(&ObjectKey::of(obj.as_ref()))
-            };
-            match previous {
-                Some(previous) if !initial => handlers
-                    .iter()
-                    .for_each(|h| h.handler.on_update(&previous, obj)),
-                _ => handlers.iter().for_each(|h| h.handler.on_add(obj, initial)),
+        // Without handlers there is nobody to tell (and a compact store's replaced objects
+        // need not be decoded).
+        if !handlers.is_empty() {
+            for obj in &objects {
+                let previous = if old.is_empty() {
+                    None
+                } else {
+                    old.remove(&ObjectKey::of(obj.as_ref()))
+                };
+                match previous.and_then(|slot| store.decode(&slot)) {
+                    Some(previous) if !initial => handlers
+                        .iter()
+                        .for_each(|h| h.handler.on_update(&previous, obj)),
+                    _ => handlers.iter().for_each(|h| h.handler.on_add(obj, initial)),
+                }
             }
-        }
-        for gone in old.values() {
-            handlers
-                .iter()
-                .for_each(|h| h.handler.on_delete(gone, true));
+            for gone in old.values().filter_map(|slot| store.decode(slot)) {
+                handlers
+                    .iter()
+                    .for_each(|h| h.handler.on_delete(&gone, true));
+            }
         }
         if initial {
             this.synced.store(true, Ordering::Release);
@@ -394,6 +404,10 @@ where
 
     pub(super) fn upsert(&self, obj: Arc<K>) {
         let handlers = self.shared.handlers.lock();
+        if handlers.is_empty() {
+            self.shared.store.put(obj);
+            return;
+        }
         match self.shared.store.insert(obj.clone()) {
             Some(old) => handlers
                 .iter()
@@ -406,7 +420,7 @@ where
         let handlers = self.shared.handlers.lock();
         // Handlers get the last state the server sent; the store's copy only matters if the
         // server sent none (it always does on a real watch).
-        self.shared.store.remove(&ObjectKey::of(obj.as_ref()));
+        self.shared.store.discard(&ObjectKey::of(obj.as_ref()));
         handlers
             .iter()
             .for_each(|h| h.handler.on_delete(&obj, false));

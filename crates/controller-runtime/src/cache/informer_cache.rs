@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_client::Client;
 use kube_core::{ApiResource, GroupVersionKind, Resource};
 use parking_lot::Mutex;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -19,6 +20,7 @@ use super::error::Error;
 use super::informer::{Informer, InformerConfig, InformerScope, TransformFn};
 use super::list_watch::ApiListWatch;
 use super::options::{CacheOptions, gvk_key};
+use super::storage::Storage;
 
 /// The bound on every object type a cache holds: typed (k8s-openapi,
 /// `#[derive(CustomResource)]`), dynamic (`DynamicObject`) or metadata-only
@@ -27,6 +29,7 @@ pub trait CacheObject:
     Resource<DynamicType: Clone + Send + Sync>
     + Clone
     + DeserializeOwned
+    + Serialize
     + Debug
     + Send
     + Sync
@@ -37,6 +40,7 @@ impl<K> CacheObject for K where
     K: Resource<DynamicType: Clone + Send + Sync>
         + Clone
         + DeserializeOwned
+        + Serialize
         + Debug
         + Send
         + Sync
@@ -189,6 +193,11 @@ impl Cache {
             .collect();
         let config = InformerConfig {
             resync_period: settings.sync_period,
+            storage: if settings.compact {
+                Storage::compact()
+            } else {
+                Storage::Shared
+            },
             ..InformerConfig::default()
         };
         let informer = Informer::with_scopes(scopes, config);

@@ -345,6 +345,49 @@ async fn gone_relists_and_reports_vanished_objects_as_unknown_deletes() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_compact_informer_tells_handlers_the_same_and_reads_decode_copies() {
+    let fake = Fake::default();
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "1"), cm("b", "2")], "5")));
+    fake.lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "9"), cm("c", "10")], "11")));
+    let config = InformerConfig {
+        storage: Storage::compact(),
+        ..listing()
+    };
+    let r = Running::start(fake, config).await;
+    assert!(r.informer.store().is_compact());
+    assert_eq!(r.recorder.take(), ["add a 1 initial", "add b 2 initial"]);
+    // The replaced object of an update comes back decoded from the store.
+    r.send(Ok(WatchEvent::Modified(cm("a", "7")))).await;
+    r.send(Ok(WatchEvent::Deleted(cm("b", "8")))).await;
+    assert_eq!(r.recorder.take(), ["update a 1 -> a 7", "delete b 8"]);
+    let key = ObjectKey::namespaced("ns", "a");
+    let read = r.informer.store().get(&key).unwrap();
+    assert_eq!(*read, cm("a", "7"));
+    assert!(!Arc::ptr_eq(&read, &r.informer.store().get(&key).unwrap()));
+    // A late handler's replay is decoded too.
+    let late = Arc::new(Recorder::default());
+    r.informer.add_event_handler(late.clone());
+    assert_eq!(late.take(), ["add a 7 initial"]);
+    // A relist after 410: updates against, and unknown deletes of, decoded stored objects.
+    r.send(Ok(WatchEvent::Added(cm("d", "9")))).await;
+    r.recorder.take();
+    r.send(Ok(WatchEvent::Error(
+        Status::failure("too old", "Expired").with_code(410).boxed(),
+    )))
+    .await;
+    assert_eq!(
+        r.recorder.take(),
+        ["update a 7 -> a 9", "add c 10", "delete d 9 unknown"]
+    );
+    assert_eq!(r.informer.store().len(), 2);
+    r.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
 async fn late_handler_gets_the_content_as_initial_creates_then_changes() {
     let fake = Fake::default();
     fake.lists

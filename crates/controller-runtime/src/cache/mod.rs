@@ -3,7 +3,7 @@
 //! and the stores they fill.
 //!
 //! - [`Store`]: every object held once (`Arc<K>`), shared by every reader, with a namespace index
-//!   and user field indexes.
+//!   and user field indexes; or held compactly, encoded, and decoded on each read ([`Storage`]).
 //! - [`Informer`]: list, then watch, relist on 410, reconnect with backoff; tells registered
 //!   [`ResourceEventHandler`]s about every change. One list+watch per [`InformerScope`]: every
 //!   namespace at once, or each cached namespace on its own (see [`CacheOptions`]).
@@ -18,6 +18,7 @@ mod list_watch;
 mod options;
 mod reader;
 mod reflector;
+mod storage;
 mod store;
 mod watch_lines;
 
@@ -33,6 +34,7 @@ pub use options::{
     strip_managed_fields,
 };
 pub use reader::ListOptions;
+pub use storage::{Codec, Storage};
 pub use store::{IndexError, IndexFn, ObjectKey, Store};
 
 #[cfg(test)]

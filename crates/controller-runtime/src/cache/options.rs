@@ -90,6 +90,10 @@ pub struct ByObject {
     pub transform: Option<MetaTransform>,
     /// Resync period.
     pub sync_period: Option<Duration>,
+    /// Hold this type's objects compactly, encoded, and decode them on each read (see
+    /// [`Storage`](super::Storage)); `None`: the cache's
+    /// [`default_compact`](CacheOptions::default_compact).
+    pub compact: Option<bool>,
 }
 
 /// Options of a [`Cache`](super::Cache).
@@ -106,6 +110,10 @@ pub struct CacheOptions {
     pub default_transform: Option<MetaTransform>,
     /// Default resync period (controller-runtime: 10 hours, with jitter).
     pub sync_period: Option<Duration>,
+    /// Hold every type's objects compactly unless its [`ByObject`] says otherwise: about a
+    /// third of the memory, for a decode on every read (see [`Storage`](super::Storage)).
+    /// Default false: objects are shared typed `Arc`s.
+    pub default_compact: bool,
     /// Per-type settings, keyed by `group/version/Kind` (`v1/Kind` for the core group); see
     /// [`CacheOptions::by_object`].
     pub by_object: HashMap<String, ByObject>,
@@ -122,6 +130,7 @@ impl Default for CacheOptions {
             default_field_selector: None,
             default_transform: None,
             sync_period: Some(Duration::from_secs(10 * 3600)),
+            default_compact: false,
             by_object: HashMap::new(),
             reader_fail_on_missing_informer: false,
         }
@@ -143,6 +152,8 @@ pub(crate) struct Resolved {
     /// One per list+watch; never empty.
     pub scopes: Vec<ResolvedScope>,
     pub sync_period: Option<Duration>,
+    /// Whether the store is compact.
+    pub compact: bool,
 }
 
 impl CacheOptions {
@@ -211,6 +222,7 @@ impl CacheOptions {
         Resolved {
             scopes,
             sync_period: own.sync_period.or(self.sync_period),
+            compact: own.compact.unwrap_or(self.default_compact),
         }
     }
 }

@@ -1,4 +1,6 @@
-//! Reading from the cache: get and list return the cached `Arc`s, never deep copies.
+//! Reading from the cache: get and list return the cached `Arc`s, never deep copies (in a
+//! type cached compactly, [`ByObject::compact`](super::ByObject::compact), each read decodes
+//! its own copy instead).
 //!
 //! A cache of several namespaces answers a list without a namespace from all of them, and
 //! refuses a get or list in a namespace it does not hold ([`Error::UnknownNamespace`]) rather

@@ -1,8 +1,10 @@
 //! The informer's store: every object held once, behind an [`Arc`], filed by namespace and
 //! name, with user field indexes.
 //!
-//! Readers get `Arc<K>`s: a get or a list never deep-copies an object. Index lookups return the
-//! objects whose index function produced the value, in one namespace or across all of them.
+//! Readers get `Arc<K>`s: a get or a list never deep-copies an object, unless the store is
+//! compact ([`Storage::Compact`]: objects held as their encoding, decoded on each read). Index
+//! lookups return the objects whose index function produced the value, in one namespace or
+//! across all of them.
 
 use std::collections::{HashMap, HashSet};
 
@@ -11,6 +13,8 @@ use std::sync::Arc;
 
 use kube_core::Resource;
 use parking_lot::RwLock;
+
+use super::storage::{Codec, Storage};
 
 /// The key of an object in a store: namespace (`None` when cluster-scoped) and name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -89,11 +93,27 @@ type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// The namespace key of cluster-scoped objects (a namespace is never empty).
 const CLUSTER: &str = "";
 
+/// One stored object: the shared typed object, or its encoding ([`Storage::Compact`]).
+pub(crate) enum Slot<K> {
+    Shared(Arc<K>),
+    /// An `Arc` so a read can take it out of the lock and decode it outside.
+    Encoded(Arc<[u8]>),
+}
+
+impl<K> Clone for Slot<K> {
+    fn clone(&self) -> Self {
+        match self {
+            Slot::Shared(obj) => Slot::Shared(obj.clone()),
+            Slot::Encoded(bytes) => Slot::Encoded(bytes.clone()),
+        }
+    }
+}
+
 struct Inner<K> {
     /// Objects by namespace ([`CLUSTER`] for cluster-scoped ones), then by name. Each
     /// namespace is held once, not once per object, and a namespace's objects are one map, so
     /// a namespaced list needs no separate index.
-    objects: Map<Box<str>, Map<Box<str>, Arc<K>>>,
+    objects: Map<Box<str>, Map<Box<str>, Slot<K>>>,
     len: usize,
     indexes: HashMap<String, Index<K>>,
 }
@@ -101,17 +121,32 @@ struct Inner<K> {
 /// A thread-safe, indexed object store.
 pub struct Store<K> {
     inner: RwLock<Inner<K>>,
+    /// Set for [`Storage::Compact`].
+    codec: Option<Codec<K>>,
 }
 
 impl<K> Default for Store<K> {
     fn default() -> Self {
+        Store::with_storage(Storage::Shared)
+    }
+}
+
+impl<K> Store<K> {
+    /// An empty store that holds its objects as `storage` says.
+    pub fn with_storage(storage: Storage<K>) -> Self {
         Store {
             inner: RwLock::new(Inner {
                 objects: Map::default(),
                 len: 0,
                 indexes: HashMap::new(),
             }),
+            codec: storage.codec().copied(),
         }
+    }
+
+    /// Whether objects are held encoded ([`Storage::Compact`]).
+    pub fn is_compact(&self) -> bool {
+        self.codec.is_some()
     }
 }
 
@@ -124,7 +159,7 @@ pub enum IndexError {
 }
 
 impl<K: Resource> Store<K> {
-    /// An empty store.
+    /// An empty store of shared objects.
     pub fn new() -> Self {
         Self::default()
     }
@@ -141,8 +176,10 @@ impl<K: Resource> Store<K> {
             entries: HashMap::new(),
         };
         for (ns, names) in &inner.objects {
-            for (name, obj) in names {
-                index_insert(&mut index, &key_of(ns, name), obj);
+            for (name, slot) in names {
+                if let Some(obj) = self.decode(slot) {
+                    index_insert(&mut index, &key_of(ns, name), &obj);
+                }
             }
         }
         inner.indexes.insert(name, index);
@@ -154,32 +191,60 @@ impl<K: Resource> Store<K> {
         self.inner.read().indexes.contains_key(name)
     }
 
-    /// Inserts or replaces an object; returns the object it replaced.
+    /// Inserts or replaces an object; returns the object it replaced (decoded, in a compact
+    /// store: [`Store::put`] skips that).
     pub fn insert(&self, obj: Arc<K>) -> Option<Arc<K>> {
-        self.inner.write().insert(obj)
+        let slot = self.slot(obj.clone());
+        let old = self.inner.write().insert(&obj, slot, self);
+        old.and_then(|old| self.decode(&old))
+    }
+
+    /// Inserts or replaces an object; returns whether it replaced one.
+    pub fn put(&self, obj: Arc<K>) -> bool {
+        let slot = self.slot(obj.clone());
+        self.inner.write().insert(&obj, slot, self).is_some()
     }
 
     /// Removes an object by key; returns it.
     pub fn remove(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.write().remove(key)
+        let old = self.inner.write().remove(key, self);
+        old.and_then(|old| self.decode(&old))
+    }
+
+    /// Removes an object by key; returns whether there was one.
+    pub fn discard(&self, key: &ObjectKey) -> bool {
+        self.inner.write().remove(key, self).is_some()
     }
 
     /// Replaces the whole content (a relist) and returns what was there before.
     pub fn replace(&self, objects: impl IntoIterator<Item = Arc<K>>) -> HashMap<ObjectKey, Arc<K>> {
+        self.decode_all(self.replace_slots(objects))
+    }
+
+    /// As [`Store::replace`], returning the old content undecoded.
+    pub(crate) fn replace_slots(
+        &self,
+        objects: impl IntoIterator<Item = Arc<K>>,
+    ) -> HashMap<ObjectKey, Slot<K>> {
+        let slots: Vec<(Arc<K>, Slot<K>)> = objects
+            .into_iter()
+            .map(|obj| (obj.clone(), self.slot(obj)))
+            .collect();
         let mut inner = self.inner.write();
         let old = std::mem::take(&mut inner.objects);
         inner.len = 0;
         for index in inner.indexes.values_mut() {
             index.entries.clear();
         }
-        for obj in objects {
-            inner.insert(obj);
+        for (obj, slot) in slots {
+            inner.insert(&obj, slot, self);
         }
+        drop(inner);
         old.into_iter()
             .flat_map(|(ns, names)| {
                 names
                     .into_iter()
-                    .map(move |(name, obj)| (key_of(&ns, &name), obj))
+                    .map(move |(name, slot)| (key_of(&ns, &name), slot))
             })
             .collect()
     }
@@ -191,40 +256,57 @@ impl<K: Resource> Store<K> {
         part: impl Fn(&ObjectKey) -> bool,
         objects: impl IntoIterator<Item = Arc<K>>,
     ) -> HashMap<ObjectKey, Arc<K>> {
+        self.decode_all(self.replace_slots_where(part, objects))
+    }
+
+    /// As [`Store::replace_where`], returning the old content undecoded.
+    pub(crate) fn replace_slots_where(
+        &self,
+        part: impl Fn(&ObjectKey) -> bool,
+        objects: impl IntoIterator<Item = Arc<K>>,
+    ) -> HashMap<ObjectKey, Slot<K>> {
+        let slots: Vec<(Arc<K>, Slot<K>)> = objects
+            .into_iter()
+            .map(|obj| (obj.clone(), self.slot(obj)))
+            .collect();
         let mut inner = self.inner.write();
         let keys: Vec<ObjectKey> = inner.keys().filter(|k| part(k)).collect();
         let old = keys
             .into_iter()
-            .filter_map(|key| inner.remove(&key).map(|obj| (key, obj)))
+            .filter_map(|key| inner.remove(&key, self).map(|slot| (key, slot)))
             .collect();
-        for obj in objects {
-            inner.insert(obj);
+        for (obj, slot) in slots {
+            inner.insert(&obj, slot, self);
         }
         old
     }
 
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
-        self.inner.read().get(key).cloned()
+        let slot = self.inner.read().get(key).cloned()?;
+        self.decode(&slot)
     }
 
     /// Every object, or every object of one namespace.
     pub fn list(&self, namespace: Option<&str>) -> Vec<Arc<K>> {
-        let inner = self.inner.read();
-        match namespace {
-            None => {
-                let mut all = Vec::with_capacity(inner.len);
-                for names in inner.objects.values() {
-                    all.extend(names.values().cloned());
+        let slots: Vec<Slot<K>> = {
+            let inner = self.inner.read();
+            match namespace {
+                None => {
+                    let mut all = Vec::with_capacity(inner.len);
+                    for names in inner.objects.values() {
+                        all.extend(names.values().cloned());
+                    }
+                    all
                 }
-                all
+                Some(ns) => inner
+                    .objects
+                    .get(ns)
+                    .map(|names| names.values().cloned().collect())
+                    .unwrap_or_default(),
             }
-            Some(ns) => inner
-                .objects
-                .get(ns)
-                .map(|names| names.values().cloned().collect())
-                .unwrap_or_default(),
-        }
+        };
+        self.decode_many(slots)
     }
 
     /// The objects whose index `index` holds `value`, in `namespace` or in all namespaces.
@@ -235,15 +317,16 @@ impl<K: Resource> Store<K> {
         namespace: Option<&str>,
         value: &str,
     ) -> Option<Vec<Arc<K>>> {
-        let inner = self.inner.read();
-        let idx = inner.indexes.get(index)?;
-        let ns = namespace.unwrap_or(ALL_NAMESPACES);
-        let found = idx
-            .entries
-            .get(&(Box::from(ns), Box::from(value)))
-            .map(|keys| keys.iter().filter_map(|k| inner.get(k).cloned()).collect())
-            .unwrap_or_default();
-        Some(found)
+        let slots: Vec<Slot<K>> = {
+            let inner = self.inner.read();
+            let idx = inner.indexes.get(index)?;
+            let ns = namespace.unwrap_or(ALL_NAMESPACES);
+            idx.entries
+                .get(&(Box::from(ns), Box::from(value)))
+                .map(|keys| keys.iter().filter_map(|k| inner.get(k).cloned()).collect())
+                .unwrap_or_default()
+        };
+        Some(self.decode_many(slots))
     }
 
     /// The number of objects stored.
@@ -260,6 +343,56 @@ impl<K: Resource> Store<K> {
     pub fn keys(&self) -> Vec<ObjectKey> {
         self.inner.read().keys().collect()
     }
+
+    /// How `obj` is held: encoded in a compact store (typed if it cannot be encoded).
+    fn slot(&self, obj: Arc<K>) -> Slot<K> {
+        let Some(codec) = &self.codec else {
+            return Slot::Shared(obj);
+        };
+        match codec.encode(&obj) {
+            Ok(bytes) => Slot::Encoded(bytes.into()),
+            Err(error) => {
+                tracing::warn!(%error, object = %ObjectKey::of(obj.as_ref()), "cannot encode an object for a compact store; keeping it typed");
+                Slot::Shared(obj)
+            }
+        }
+    }
+
+    /// The object a slot holds; `None` (logged) if its encoding does not decode, which only a
+    /// type whose serialisation does not read back can cause.
+    pub(crate) fn decode(&self, slot: &Slot<K>) -> Option<Arc<K>> {
+        match (slot, &self.codec) {
+            (Slot::Shared(obj), _) => Some(obj.clone()),
+            (Slot::Encoded(bytes), Some(codec)) => match codec.decode(bytes) {
+                Ok(obj) => Some(Arc::new(obj)),
+                Err(error) => {
+                    tracing::error!(%error, "a compact store's object does not decode; skipped");
+                    None
+                }
+            },
+            (Slot::Encoded(_), None) => None,
+        }
+    }
+
+    fn decode_many(&self, slots: Vec<Slot<K>>) -> Vec<Arc<K>> {
+        if self.codec.is_none() {
+            return slots
+                .into_iter()
+                .filter_map(|s| match s {
+                    Slot::Shared(obj) => Some(obj),
+                    Slot::Encoded(_) => None,
+                })
+                .collect();
+        }
+        slots.iter().filter_map(|s| self.decode(s)).collect()
+    }
+
+    fn decode_all(&self, slots: HashMap<ObjectKey, Slot<K>>) -> HashMap<ObjectKey, Arc<K>> {
+        slots
+            .into_iter()
+            .filter_map(|(key, slot)| Some((key, self.decode(&slot)?)))
+            .collect()
+    }
 }
 
 /// The key of the object stored under namespace `ns` and `name`.
@@ -271,7 +404,7 @@ fn key_of(ns: &str, name: &str) -> ObjectKey {
 }
 
 impl<K: Resource> Inner<K> {
-    fn get(&self, key: &ObjectKey) -> Option<&Arc<K>> {
+    fn get(&self, key: &ObjectKey) -> Option<&Slot<K>> {
         self.objects
             .get(key.namespace.as_deref().unwrap_or(CLUSTER))?
             .get(key.name.as_str())
@@ -283,29 +416,31 @@ impl<K: Resource> Inner<K> {
             .flat_map(|(ns, names)| names.keys().map(move |name| key_of(ns, name)))
     }
 
-    fn insert(&mut self, obj: Arc<K>) -> Option<Arc<K>> {
+    /// Files `slot`, which holds `obj`; returns the slot it replaced. `store` decodes the
+    /// replaced object when indexes need its old values.
+    fn insert(&mut self, obj: &K, slot: Slot<K>, store: &Store<K>) -> Option<Slot<K>> {
         let meta = obj.meta();
         let ns = meta.namespace.as_deref().unwrap_or(CLUSTER);
         let name = meta.name.as_deref().unwrap_or_default();
         if !self.indexes.is_empty() {
-            let key = ObjectKey::of(obj.as_ref());
-            self.unindex(&key);
+            let key = ObjectKey::of(obj);
+            self.unindex(&key, store);
             for index in self.indexes.values_mut() {
-                index_insert(index, &key, &obj);
+                index_insert(index, &key, obj);
             }
         }
         let names = match self.objects.get_mut(ns) {
             Some(names) => names,
             None => self.objects.entry(ns.into()).or_default(),
         };
-        let old = names.insert(name.into(), obj);
+        let old = names.insert(name.into(), slot);
         if old.is_none() {
             self.len += 1;
         }
         old
     }
 
-    fn remove(&mut self, key: &ObjectKey) -> Option<Arc<K>> {
+    fn remove(&mut self, key: &ObjectKey, store: &Store<K>) -> Option<Slot<K>> {
         let ns = key.namespace.as_deref().unwrap_or(CLUSTER);
         let names = self.objects.get_mut(ns)?;
         let old = names.remove(key.name.as_str())?;
@@ -313,15 +448,19 @@ impl<K: Resource> Inner<K> {
             self.objects.remove(ns);
         }
         self.len -= 1;
-        for index in self.indexes.values_mut() {
-            index_remove(index, key, &old);
+        if !self.indexes.is_empty()
+            && let Some(old) = store.decode(&old)
+        {
+            for index in self.indexes.values_mut() {
+                index_remove(index, key, &old);
+            }
         }
         Some(old)
     }
 
     /// Removes the index entries of the object stored under `key`, if any.
-    fn unindex(&mut self, key: &ObjectKey) {
-        let Some(old) = self.get(key).cloned() else {
+    fn unindex(&mut self, key: &ObjectKey, store: &Store<K>) {
+        let Some(old) = self.get(key).and_then(|slot| store.decode(slot)) else {
             return;
         };
         for index in self.indexes.values_mut() {
@@ -377,6 +516,11 @@ mod tests {
         })
     }
 
+    /// A shared and a compact store: every behaviour but sharing is the same in both.
+    fn stores() -> [Store<ConfigMap>; 2] {
+        [Store::new(), Store::with_storage(Storage::compact())]
+    }
+
     fn owner_index() -> IndexFn<ConfigMap> {
         Arc::new(|cm: &ConfigMap| {
             cm.metadata
@@ -399,16 +543,17 @@ mod tests {
 
     #[test]
     fn get_list_and_namespace_index() {
-        let store = Store::new();
-        store.insert(cm("a", "one", "x"));
-        store.insert(cm("a", "two", "y"));
-        store.insert(cm("b", "one", "x"));
-        assert_eq!(store.len(), 3);
-        assert!(store.get(&ObjectKey::namespaced("b", "one")).is_some());
-        assert!(store.get(&ObjectKey::namespaced("b", "two")).is_none());
-        assert_eq!(names(store.list(Some("a"))), ["a/one", "a/two"]);
-        assert_eq!(names(store.list(None)).len(), 3);
-        assert!(store.list(Some("c")).is_empty());
+        for store in stores() {
+            store.insert(cm("a", "one", "x"));
+            store.insert(cm("a", "two", "y"));
+            store.insert(cm("b", "one", "x"));
+            assert_eq!(store.len(), 3);
+            assert!(store.get(&ObjectKey::namespaced("b", "one")).is_some());
+            assert!(store.get(&ObjectKey::namespaced("b", "two")).is_none());
+            assert_eq!(names(store.list(Some("a"))), ["a/one", "a/two"]);
+            assert_eq!(names(store.list(None)).len(), 3);
+            assert!(store.list(Some("c")).is_empty());
+        }
     }
 
     #[test]
@@ -422,92 +567,119 @@ mod tests {
     }
 
     #[test]
+    fn a_compact_store_holds_the_encoding_and_decodes_each_read() {
+        let store = Store::with_storage(Storage::compact());
+        assert!(store.is_compact());
+        let obj = cm("a", "one", "x");
+        assert!(!store.put(obj.clone()));
+        let key = ObjectKey::namespaced("a", "one");
+        let (first, second) = (store.get(&key).unwrap(), store.get(&key).unwrap());
+        assert_eq!(*first, *obj);
+        assert!(!Arc::ptr_eq(&first, &obj) && !Arc::ptr_eq(&first, &second));
+        match store.inner.read().get(&key) {
+            Some(Slot::Encoded(bytes)) => {
+                assert_eq!(serde_json::from_slice::<ConfigMap>(bytes).unwrap(), *obj)
+            }
+            _ => panic!("a compact store holds encoded objects"),
+        }
+        // An update returns the replaced object, decoded; put only says there was one.
+        assert_eq!(store.insert(cm("a", "one", "y")).unwrap(), obj);
+        assert!(store.put(cm("a", "one", "z")));
+        assert!(store.discard(&key));
+        assert!(!store.discard(&key));
+        assert!(store.remove(&key).is_none());
+    }
+
+    #[test]
     fn field_index_follows_inserts_updates_and_removes() {
-        let store = Store::new();
-        store.insert(cm("a", "pre", "x"));
-        store.add_index("owner", owner_index()).unwrap();
-        assert_eq!(
-            store.add_index("owner", owner_index()),
-            Err(IndexError::Duplicate("owner".into()))
-        );
-        store.insert(cm("a", "one", "x"));
-        store.insert(cm("b", "one", "x"));
-        store.insert(cm("a", "two", "y"));
-        assert_eq!(
-            names(store.by_index("owner", None, "x").unwrap()),
-            ["a/one", "a/pre", "b/one"]
-        );
-        assert_eq!(
-            names(store.by_index("owner", Some("a"), "x").unwrap()),
-            ["a/one", "a/pre"]
-        );
-        // An update that changes the indexed value moves the object.
-        store.insert(cm("a", "one", "y"));
-        assert_eq!(
-            names(store.by_index("owner", Some("a"), "x").unwrap()),
-            ["a/pre"]
-        );
-        assert_eq!(
-            names(store.by_index("owner", Some("a"), "y").unwrap()),
-            ["a/one", "a/two"]
-        );
-        store.remove(&ObjectKey::namespaced("a", "two"));
-        assert_eq!(
-            names(store.by_index("owner", None, "y").unwrap()),
-            ["a/one"]
-        );
-        assert!(store.by_index("missing", None, "y").is_none());
+        for store in stores() {
+            store.insert(cm("a", "pre", "x"));
+            store.add_index("owner", owner_index()).unwrap();
+            assert_eq!(
+                store.add_index("owner", owner_index()),
+                Err(IndexError::Duplicate("owner".into()))
+            );
+            store.insert(cm("a", "one", "x"));
+            store.insert(cm("b", "one", "x"));
+            store.insert(cm("a", "two", "y"));
+            assert_eq!(
+                names(store.by_index("owner", None, "x").unwrap()),
+                ["a/one", "a/pre", "b/one"]
+            );
+            assert_eq!(
+                names(store.by_index("owner", Some("a"), "x").unwrap()),
+                ["a/one", "a/pre"]
+            );
+            // An update that changes the indexed value moves the object.
+            store.insert(cm("a", "one", "y"));
+            assert_eq!(
+                names(store.by_index("owner", Some("a"), "x").unwrap()),
+                ["a/pre"]
+            );
+            assert_eq!(
+                names(store.by_index("owner", Some("a"), "y").unwrap()),
+                ["a/one", "a/two"]
+            );
+            store.remove(&ObjectKey::namespaced("a", "two"));
+            assert_eq!(
+                names(store.by_index("owner", None, "y").unwrap()),
+                ["a/one"]
+            );
+            assert!(store.by_index("missing", None, "y").is_none());
+        }
     }
 
     #[test]
     fn replace_returns_the_old_content_and_reindexes() {
-        let store = Store::new();
-        store.add_index("owner", owner_index()).unwrap();
-        store.insert(cm("a", "one", "x"));
-        store.insert(cm("a", "two", "x"));
-        let old = store.replace([cm("a", "two", "y"), cm("c", "three", "y")]);
-        assert_eq!(old.len(), 2);
-        assert!(store.get(&ObjectKey::namespaced("a", "one")).is_none());
-        assert!(store.by_index("owner", None, "x").unwrap().is_empty());
-        assert_eq!(
-            names(store.by_index("owner", None, "y").unwrap()),
-            ["a/two", "c/three"]
-        );
-        assert!(store.list(Some("a")).len() == 1);
+        for store in stores() {
+            store.add_index("owner", owner_index()).unwrap();
+            store.insert(cm("a", "one", "x"));
+            store.insert(cm("a", "two", "x"));
+            let old = store.replace([cm("a", "two", "y"), cm("c", "three", "y")]);
+            assert_eq!(old.len(), 2);
+            assert!(store.get(&ObjectKey::namespaced("a", "one")).is_none());
+            assert!(store.by_index("owner", None, "x").unwrap().is_empty());
+            assert_eq!(
+                names(store.by_index("owner", None, "y").unwrap()),
+                ["a/two", "c/three"]
+            );
+            assert!(store.list(Some("a")).len() == 1);
+        }
     }
 
     #[test]
     fn cluster_scoped_objects_counts_and_partial_replace() {
-        let store = Store::new();
-        let node = |name: &str| {
-            Arc::new(ConfigMap {
-                metadata: ObjectMeta {
-                    name: Some(name.into()),
+        for store in stores() {
+            let node = |name: &str| {
+                Arc::new(ConfigMap {
+                    metadata: ObjectMeta {
+                        name: Some(name.into()),
+                        ..Default::default()
+                    },
                     ..Default::default()
-                },
-                ..Default::default()
-            })
-        };
-        store.insert(node("n1"));
-        store.insert(cm("a", "n1", "x"));
-        assert!(store.insert(cm("a", "n1", "y")).is_some(), "a replace");
-        assert_eq!(store.len(), 2);
-        assert!(store.get(&ObjectKey::cluster("n1")).is_some());
-        assert_eq!(names(store.list(None)), ["a/n1", "n1"]);
-        store.insert(cm("b", "two", "x"));
-        // Replace namespace a alone: b and the cluster-scoped object stay.
-        let old = store.replace_where(
-            |k| k.namespace.as_deref() == Some("a"),
-            [cm("a", "three", "x")],
-        );
-        assert_eq!(
-            old.keys().map(|k| k.to_string()).collect::<Vec<_>>(),
-            ["a/n1"]
-        );
-        assert_eq!(names(store.list(None)), ["a/three", "b/two", "n1"]);
-        assert_eq!(store.len(), 3);
-        assert!(store.remove(&ObjectKey::namespaced("a", "three")).is_some());
-        assert!(store.list(Some("a")).is_empty());
-        assert_eq!(store.len(), 2);
+                })
+            };
+            store.insert(node("n1"));
+            store.insert(cm("a", "n1", "x"));
+            assert!(store.insert(cm("a", "n1", "y")).is_some(), "a replace");
+            assert_eq!(store.len(), 2);
+            assert!(store.get(&ObjectKey::cluster("n1")).is_some());
+            assert_eq!(names(store.list(None)), ["a/n1", "n1"]);
+            store.insert(cm("b", "two", "x"));
+            // Replace namespace a alone: b and the cluster-scoped object stay.
+            let old = store.replace_where(
+                |k| k.namespace.as_deref() == Some("a"),
+                [cm("a", "three", "x")],
+            );
+            assert_eq!(
+                old.keys().map(|k| k.to_string()).collect::<Vec<_>>(),
+                ["a/n1"]
+            );
+            assert_eq!(names(store.list(None)), ["a/three", "b/two", "n1"]);
+            assert_eq!(store.len(), 3);
+            assert!(store.remove(&ObjectKey::namespaced("a", "three")).is_some());
+            assert!(store.list(Some("a")).is_empty());
+            assert_eq!(store.len(), 2);
+        }
     }
 }
