@@ -5,7 +5,8 @@
 //! the client side. For each N, the contenders sync against the same server in turns, several
 //! rounds, and the median is reported:
 //!
-//! - controller-runtime's informer (streaming list, and paginated list+watch),
+//! - controller-runtime's informer (streaming list, and paginated list+watch; each with the
+//!   default shared storage and with compact storage),
 //! - kube-runtime's reflector (its default ListWatch strategy, and its StreamingList).
 //!
 //! Heap is the allocator's live bytes after the sync minus before it, divided by N: the store,
@@ -16,7 +17,7 @@
 //! ```sh
 //! cargo bench -p controller-runtime --bench cache_sync            # 10,000 and 100,000
 //! CRT_BENCH_SIZES=10000 CRT_BENCH_ROUNDS=3 cargo bench -p controller-runtime --bench cache_sync
-//! # only some contenders (substrings of their names), e.g. to profile one with perf:
+//! # only some contenders (substrings of their names, `|`-separated), e.g. to profile one:
 //! CRT_BENCH_ONLY="informer, streaming" cargo bench -p controller-runtime --bench cache_sync
 //! # objects carrying a managedFields entry, as a real API server records on every write
 //! # (kubectl create: every field listed):
@@ -30,7 +31,9 @@ use std::time::{Duration, Instant};
 use cap::Cap;
 use std::sync::Arc;
 
-use controller_runtime::cache::{ApiListWatch, Informer, InformerConfig, strip_managed_fields};
+use controller_runtime::cache::{
+    ApiListWatch, Informer, InformerConfig, Storage, strip_managed_fields,
+};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_runtime::{WatchStreamExt, watcher};
@@ -73,6 +76,7 @@ fn main() {
             Contender::Ours {
                 streaming: true,
                 strip: false,
+                compact: false,
             },
         ),
         (
@@ -80,6 +84,7 @@ fn main() {
             Contender::Ours {
                 streaming: false,
                 strip: false,
+                compact: false,
             },
         ),
         (
@@ -96,6 +101,22 @@ fn main() {
                 strip: false,
             },
         ),
+        (
+            "controller-runtime-rs informer, streaming list, compact storage",
+            Contender::Ours {
+                streaming: true,
+                strip: false,
+                compact: true,
+            },
+        ),
+        (
+            "controller-runtime-rs informer, paginated list, compact storage",
+            Contender::Ours {
+                streaming: false,
+                strip: false,
+                compact: true,
+            },
+        ),
     ];
     // Dropping managedFields before caching (they matter with CRT_BENCH_MANAGED_FIELDS=1, as
     // on a real cluster): the same lever in both.
@@ -105,6 +126,7 @@ fn main() {
             Contender::Ours {
                 streaming: true,
                 strip: true,
+                compact: false,
             },
         ),
         (
@@ -115,7 +137,10 @@ fn main() {
             },
         ),
     ]);
-    contenders.retain(|(name, _)| only.as_deref().is_none_or(|o| name.contains(o)));
+    contenders.retain(|(name, _)| {
+        only.as_deref()
+            .is_none_or(|o| o.split('|').any(|part| name.contains(part)))
+    });
     println!(
         "| objects | contender | sync time (median, min-max) | client CPU (median) | server CPU (median) | heap per object (median) |"
     );
@@ -187,8 +212,13 @@ fn clock_ticks_per_second() -> f64 {
 
 #[derive(Clone, Copy)]
 enum Contender {
-    /// Our informer; `strip`: with the cache's `strip_managed_fields` transform.
-    Ours { streaming: bool, strip: bool },
+    /// Our informer; `strip`: with the cache's `strip_managed_fields` transform; `compact`:
+    /// with compact storage (objects held as JSON, decoded on read).
+    Ours {
+        streaming: bool,
+        strip: bool,
+        compact: bool,
+    },
     /// kube-runtime's reflector; `strip`: managedFields cleared in the watcher stream's
     /// `.modify()`, kube-runtime's way of transforming before the store.
     Kube { streaming: bool, strip: bool },
@@ -215,7 +245,11 @@ async fn measure(
         )
     };
     let (elapsed, (client_cpu, server_cpu), held) = match contender {
-        Contender::Ours { streaming, strip } => {
+        Contender::Ours {
+            streaming,
+            strip,
+            compact,
+        } => {
             let transform = strip.then(|| {
                 let strip = strip_managed_fields();
                 Arc::new(move |mut cm: ConfigMap| {
@@ -226,6 +260,11 @@ async fn measure(
             let config = InformerConfig {
                 streaming_list: streaming,
                 transform,
+                storage: if compact {
+                    Storage::compact()
+                } else {
+                    Storage::Shared
+                },
                 ..Default::default()
             };
             let informer: Informer<ConfigMap> = Informer::new(
