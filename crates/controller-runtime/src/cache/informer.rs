@@ -28,9 +28,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::backoff::BackoffConfig;
 use super::list_watch::ListWatch;
+use super::raw::RawObject;
 use super::reflector;
 use super::storage::Storage;
-use super::store::{IndexError, IndexFn, ObjectKey, Store};
+use super::store::{Entry, IndexError, IndexFn, ObjectKey, Slot, Store};
 
 /// A function applied to every object before it is stored (e.g. to drop managedFields).
 pub type TransformFn<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
@@ -158,6 +159,9 @@ pub(super) struct Registered<K> {
 pub(super) struct Scope<K> {
     pub(super) namespace: Option<String>,
     pub(super) list_watch: Box<dyn ListWatch<K>>,
+    /// The raw twin of `list_watch`, used instead when the store is compact and the scope has
+    /// no transform: objects are stored as received, never decoded to be stored.
+    pub(super) raw: Option<Box<dyn ListWatch<RawObject>>>,
     pub(super) label_selector: Option<String>,
     pub(super) field_selector: Option<String>,
     transform: Option<TransformFn<K>>,
@@ -210,14 +214,23 @@ where
         assert!(!scopes.is_empty(), "an informer needs at least one scope");
         let scopes = scopes
             .into_iter()
-            .map(|s| Scope {
-                namespace: s.namespace,
-                list_watch: s.list_watch,
-                label_selector: s.label_selector.or_else(|| config.label_selector.clone()),
-                field_selector: s.field_selector.or_else(|| config.field_selector.clone()),
-                transform: s.transform.or_else(|| config.transform.clone()),
-                synced: AtomicBool::new(false),
-                streaming_refused: AtomicBool::new(false),
+            .map(|s| {
+                let transform = s.transform.or_else(|| config.transform.clone());
+                let raw = if config.storage.is_compact() && transform.is_none() {
+                    s.list_watch.raw()
+                } else {
+                    None
+                };
+                Scope {
+                    namespace: s.namespace,
+                    list_watch: s.list_watch,
+                    raw,
+                    label_selector: s.label_selector.or_else(|| config.label_selector.clone()),
+                    field_selector: s.field_selector.or_else(|| config.field_selector.clone()),
+                    transform,
+                    synced: AtomicBool::new(false),
+                    streaming_refused: AtomicBool::new(false),
+                }
             })
             .collect();
         Informer {
@@ -338,31 +351,36 @@ where
 
     /// Stores a full list of scope `scope` and tells the handlers what changed: on the
     /// scope's first list everything is an initial-list create; on a relist, objects of the
-    /// scope that are not in `objects` are deleted with `delete_state_unknown`.
-    pub(super) fn replace(&self, scope: usize, objects: Vec<Arc<K>>) {
+    /// scope that are not in `entries` are deleted with `delete_state_unknown`.
+    pub(super) fn replace(&self, scope: usize, entries: Vec<Entry<K>>) {
         let handlers = self.shared.handlers.lock();
         let this = &self.shared.scopes[scope];
         let initial = !this.synced.load(Ordering::Acquire);
         let store = &self.shared.store;
         let mut old = if self.shared.scopes.len() == 1 {
-            store.replace_slots(objects.iter().cloned())
+            store.replace_entries(&entries)
         } else {
-            store.replace_slots_where(|key| self.scope_of(key) == scope, objects.iter().cloned())
+            store.replace_entries_where(|key| self.scope_of(key) == scope, &entries)
         };
-        // Without handlers there is nobody to tell (and a compact store's replaced objects
-        // need not be decoded).
+        // Without handlers there is nobody to tell (and a compact store's objects need not be
+        // decoded).
         if !handlers.is_empty() {
-            for obj in &objects {
+            for entry in &entries {
+                let Some(obj) = self.typed(entry) else {
+                    continue;
+                };
                 let previous = if old.is_empty() {
                     None
                 } else {
-                    old.remove(&ObjectKey::of(obj.as_ref()))
+                    old.remove(&entry.key)
                 };
                 match previous.and_then(|slot| store.decode(&slot)) {
                     Some(previous) if !initial => handlers
                         .iter()
-                        .for_each(|h| h.handler.on_update(&previous, obj)),
-                    _ => handlers.iter().for_each(|h| h.handler.on_add(obj, initial)),
+                        .for_each(|h| h.handler.on_update(&previous, &obj)),
+                    _ => handlers
+                        .iter()
+                        .for_each(|h| h.handler.on_add(&obj, initial)),
                 }
             }
             for gone in old.values().filter_map(|slot| store.decode(slot)) {
@@ -371,6 +389,9 @@ where
                     .for_each(|h| h.handler.on_delete(&gone, true));
             }
         }
+        // What the store does not keep (typed objects a compact store encoded, the replaced
+        // content) is freed before anyone is told the informer synced.
+        drop((entries, old));
         if initial {
             this.synced.store(true, Ordering::Release);
             let all = self
@@ -402,13 +423,17 @@ where
             .unwrap_or(usize::MAX)
     }
 
-    pub(super) fn upsert(&self, obj: Arc<K>) {
+    pub(super) fn upsert(&self, entry: Entry<K>) {
         let handlers = self.shared.handlers.lock();
+        let store = &self.shared.store;
+        let old = store.put_entry(&entry);
         if handlers.is_empty() {
-            self.shared.store.put(obj);
             return;
         }
-        match self.shared.store.insert(obj.clone()) {
+        let Some(obj) = self.typed(&entry) else {
+            return;
+        };
+        match old.and_then(|slot| store.decode(&slot)) {
             Some(old) => handlers
                 .iter()
                 .for_each(|h| h.handler.on_update(&old, &obj)),
@@ -416,14 +441,27 @@ where
         }
     }
 
-    pub(super) fn delete(&self, obj: Arc<K>) {
+    pub(super) fn delete(&self, entry: Entry<K>) {
         let handlers = self.shared.handlers.lock();
         // Handlers get the last state the server sent; the store's copy only matters if the
         // server sent none (it always does on a real watch).
-        self.shared.store.discard(&ObjectKey::of(obj.as_ref()));
-        handlers
-            .iter()
-            .for_each(|h| h.handler.on_delete(&obj, false));
+        self.shared.store.discard(&entry.key);
+        if handlers.is_empty() {
+            return;
+        }
+        if let Some(obj) = self.typed(&entry) {
+            handlers
+                .iter()
+                .for_each(|h| h.handler.on_delete(&obj, false));
+        }
+    }
+
+    /// An entry's typed object: as decoded from the wire, or decoded from its raw JSON.
+    fn typed(&self, entry: &Entry<K>) -> Option<Arc<K>> {
+        entry
+            .typed
+            .clone()
+            .or_else(|| self.shared.store.decode(&entry.slot))
     }
 
     /// Applies scope `scope`'s transform, then trims the metadata's lists (see
@@ -435,6 +473,40 @@ where
         };
         compact_meta(obj.meta_mut());
         obj
+    }
+}
+
+/// What a scope's list or watch yields: typed objects, or, for a compact store without a
+/// transform, [`RawObject`]s.
+pub(super) trait Wire<K>: Clone + Send + Sync + 'static {
+    /// The object's resourceVersion.
+    fn resource_version(&self) -> Option<&str>;
+    /// The entry the informer stores for it (transformed, encoded if the store is compact).
+    fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K>;
+}
+
+impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
+    fn resource_version(&self) -> Option<&str> {
+        self.meta().resource_version.as_deref()
+    }
+
+    fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K> {
+        let obj = Arc::new(informer.transform(scope, self));
+        informer.shared.store.entry(obj)
+    }
+}
+
+impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for RawObject {
+    fn resource_version(&self) -> Option<&str> {
+        RawObject::resource_version(self)
+    }
+
+    fn entry(self, _: &Informer<K>, _: usize) -> Entry<K> {
+        Entry {
+            key: self.key().clone(),
+            slot: Slot::Encoded(self.json().into()),
+            typed: None,
+        }
     }
 }
 

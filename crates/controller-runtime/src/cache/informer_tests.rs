@@ -568,3 +568,146 @@ async fn stored_objects_keep_no_spare_room_in_their_metadata_lists() {
     );
     r.stop().await;
 }
+
+/// A raw twin for [`Fake`]: lists and watches [`RawObject`]s from scripted JSON.
+#[derive(Clone, Default)]
+struct RawFake {
+    lists: Arc<Mutex<VecDeque<ObjectList<RawObject>>>>,
+    watches: Arc<Mutex<Vec<mpsc::UnboundedSender<WatchEvent<RawObject>>>>>,
+    used: Arc<Mutex<usize>>,
+}
+
+impl ListWatch<RawObject> for RawFake {
+    fn list(
+        &self,
+        _: ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<RawObject>, kube_client::Error>> {
+        *self.used.lock() += 1;
+        let next = self.lists.lock().pop_front();
+        Box::pin(async move { next.ok_or_else(gone) })
+    }
+    fn watch(
+        &self,
+        _: WatchParams,
+        _: String,
+    ) -> BoxFuture<'static, Result<WatchStream<RawObject>, kube_client::Error>> {
+        *self.used.lock() += 1;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        self.watches.lock().push(tx);
+        Box::pin(async move {
+            Ok(futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|e| e.map(Ok))).boxed())
+        })
+    }
+}
+
+/// A [`Fake`] that offers a raw twin.
+#[derive(Clone, Default)]
+struct FakeWithRaw {
+    typed: Fake,
+    raw: RawFake,
+}
+
+impl ListWatch<ConfigMap> for FakeWithRaw {
+    fn list(
+        &self,
+        params: ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<ConfigMap>, kube_client::Error>> {
+        self.typed.list(params)
+    }
+    fn watch(
+        &self,
+        params: WatchParams,
+        rv: String,
+    ) -> BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>> {
+        self.typed.watch(params, rv)
+    }
+    fn raw(&self) -> Option<Box<dyn ListWatch<RawObject>>> {
+        Some(Box::new(self.raw.clone()))
+    }
+}
+
+fn raw(json: &str) -> RawObject {
+    serde_json::from_str(json).unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_compact_informer_without_transform_stores_what_the_server_sent() {
+    let fake = FakeWithRaw::default();
+    // A field ConfigMap does not know: the raw path stores it, reads decode without it.
+    let a = r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"1"},"extra":true}"#;
+    let page = list(vec![], "5");
+    fake.raw.lists.lock().push_back(ObjectList {
+        types: page.types.clone(),
+        metadata: page.metadata.clone(),
+        items: vec![raw(a)],
+    });
+    let config = InformerConfig {
+        storage: Storage::compact(),
+        ..listing()
+    };
+    let informer = Informer::new(fake.clone(), config);
+    let recorder = Arc::new(Recorder::default());
+    informer.add_event_handler(recorder.clone());
+    let ctx = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, ctx) = (informer.clone(), ctx.clone());
+        async move { informer.run(ctx).await }
+    });
+    bounded("the informer syncs", informer.wait_for_sync()).await;
+    settle().await;
+    assert_eq!(recorder.take(), ["add a 1 initial"]);
+    assert!(
+        fake.typed.watches.lock().is_empty(),
+        "the typed twin is unused"
+    );
+    let stored = informer
+        .store()
+        .get(&ObjectKey::namespaced("ns", "a"))
+        .unwrap();
+    assert_eq!(*stored, cm("a", "1"));
+    // Watch events: updates decode the stored object as the old one; deletes decode the event.
+    let tx = fake.raw.watches.lock()[0].clone();
+    tx.send(WatchEvent::Modified(raw(
+        r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"6"}}"#,
+    )))
+    .unwrap();
+    tx.send(WatchEvent::Added(raw(
+        r#"{"metadata":{"name":"b","namespace":"ns","resourceVersion":"7"}}"#,
+    )))
+    .unwrap();
+    tx.send(WatchEvent::Deleted(raw(
+        r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"8"}}"#,
+    )))
+    .unwrap();
+    settle().await;
+    assert_eq!(
+        recorder.take(),
+        ["update a 1 -> a 6", "add b 7", "delete a 8"]
+    );
+    assert_eq!(informer.store().keys(), [ObjectKey::namespaced("ns", "b")]);
+    ctx.cancel();
+    task.await.unwrap();
+
+    // With a transform, the typed twin serves (the transform needs typed objects).
+    let fake = FakeWithRaw::default();
+    fake.typed
+        .lists
+        .lock()
+        .push_back(Ok(list(vec![cm("a", "1")], "5")));
+    let config = InformerConfig {
+        storage: Storage::compact(),
+        transform: Some(Arc::new(|o: ConfigMap| o)),
+        ..listing()
+    };
+    let informer = Informer::new(fake.clone(), config);
+    let ctx = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, ctx) = (informer.clone(), ctx.clone());
+        async move { informer.run(ctx).await }
+    });
+    bounded("the informer syncs", informer.wait_for_sync()).await;
+    assert_eq!(*fake.raw.used.lock(), 0, "the raw twin is unused");
+    assert_eq!(informer.store().len(), 1);
+    ctx.cancel();
+    task.await.unwrap();
+}

@@ -15,6 +15,7 @@ use kube_client::api::{ListParams, WatchParams};
 use kube_client::core::{ObjectList, WatchEvent};
 use kube_core::Resource;
 
+use super::raw::{RawListWatch, RawObject};
 use super::watch_lines;
 use serde::de::DeserializeOwned;
 
@@ -34,6 +35,13 @@ pub trait ListWatch<K: Clone>: Send + Sync + 'static {
         params: WatchParams,
         resource_version: String,
     ) -> BoxFuture<'static, Result<WatchStream<K>, kube_client::Error>>;
+
+    /// The same list and watch yielding [`RawObject`]s (the JSON as received), if this
+    /// list-watch can: a compact informer without a transform then never decodes objects it
+    /// only stores. `None` by default.
+    fn raw(&self) -> Option<Box<dyn ListWatch<RawObject>>> {
+        None
+    }
 }
 
 /// Lists and watches through a kube-client [`Client`], at the URL of `K` (all namespaces or
@@ -83,20 +91,10 @@ where
         params: WatchParams,
         resource_version: String,
     ) -> BoxFuture<'static, Result<WatchStream<K>, kube_client::Error>> {
-        let built = if K::metadata_api() {
-            self.request.watch_metadata(&params, &resource_version)
-        } else {
-            self.request.watch(&params, &resource_version)
-        };
+        let built = watch_request::<K>(&self.request, &params, &resource_version);
         let client = self.client.clone();
         Box::pin(async move {
-            let mut request = built.map_err(kube_client::Error::BuildRequest)?;
-            request.extensions_mut().insert("watch");
-            // As kube-client does for watches: one gzip member per event is not decoded well.
-            request
-                .headers_mut()
-                .entry(http::header::ACCEPT_ENCODING)
-                .or_insert(http::HeaderValue::from_static("identity"));
+            let request = built?;
             let response = client
                 .send(request.map(kube_client::client::Body::from))
                 .await?;
@@ -104,11 +102,40 @@ where
             Ok(watch_lines::events::<K, _>(response.into_body()).boxed())
         })
     }
+
+    fn raw(&self) -> Option<Box<dyn ListWatch<RawObject>>> {
+        Some(Box::new(RawListWatch::<K> {
+            client: self.client.clone(),
+            request: kube_core::Request::new(self.request.url_path.clone()),
+            _object: PhantomData,
+        }))
+    }
+}
+
+/// The watch request for objects of `K` at `request`'s URL.
+pub(super) fn watch_request<K: Resource>(
+    request: &kube_core::Request,
+    params: &WatchParams,
+    resource_version: &str,
+) -> Result<http::Request<Vec<u8>>, kube_client::Error> {
+    let built = if K::metadata_api() {
+        request.watch_metadata(params, resource_version)
+    } else {
+        request.watch(params, resource_version)
+    };
+    let mut request = built.map_err(kube_client::Error::BuildRequest)?;
+    request.extensions_mut().insert("watch");
+    // As kube-client does for watches: one gzip member per event is not decoded well.
+    request
+        .headers_mut()
+        .entry(http::header::ACCEPT_ENCODING)
+        .or_insert(http::HeaderValue::from_static("identity"));
+    Ok(request)
 }
 
 /// The response itself, or its error as [`kube_client::Error::Api`] (a `Status` body, or one
 /// made from a body that is not one), as kube-client answers failed requests.
-async fn api_error(
+pub(super) async fn api_error(
     response: http::Response<kube_client::client::Body>,
 ) -> Result<http::Response<kube_client::client::Body>, kube_client::Error> {
     use http_body_util::BodyExt;

@@ -16,6 +16,7 @@ mod informer;
 mod informer_cache;
 mod list_watch;
 mod options;
+mod raw;
 mod reader;
 mod reflector;
 mod storage;
@@ -33,6 +34,7 @@ pub use options::{
     ALL_NAMESPACES, ByObject, CacheOptions, MetaTransform, NamespaceConfig, Namespaces, namespaces,
     strip_managed_fields,
 };
+pub use raw::RawObject;
 pub use reader::ListOptions;
 pub use storage::{Codec, Storage};
 pub use store::{IndexError, IndexFn, ObjectKey, Store};

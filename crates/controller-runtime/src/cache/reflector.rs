@@ -6,8 +6,7 @@
 //! Connection failures back off from 800 ms to 30 s.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
-use std::sync::Arc;
+use std::collections::hash_map::Entry as HashEntry;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -18,9 +17,9 @@ use kube_core::Resource;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
-use super::informer::Informer;
-use super::list_watch::WatchStream;
-use super::store::ObjectKey;
+use super::informer::{Informer, Wire};
+use super::list_watch::{ListWatch, WatchStream};
+use super::store::{Entry, ObjectKey};
 
 /// Why one watch ended.
 enum WatchEnd {
@@ -39,8 +38,25 @@ impl<K> Informer<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    /// Runs scope `scope`'s list+watch loop until `ctx` is cancelled.
+    /// Runs scope `scope`'s list+watch loop until `ctx` is cancelled: with raw objects for
+    /// a compact store without a transform, else with typed ones.
     pub(super) async fn run_scope(&self, scope: usize, ctx: &CancellationToken) {
+        let this = &self.shared.scopes[scope];
+        match &this.raw {
+            Some(raw) => self.run_scope_with(scope, raw.as_ref(), ctx).await,
+            None => {
+                self.run_scope_with(scope, this.list_watch.as_ref(), ctx)
+                    .await
+            }
+        }
+    }
+
+    async fn run_scope_with<T: Wire<K>>(
+        &self,
+        scope: usize,
+        list_watch: &dyn ListWatch<T>,
+        ctx: &CancellationToken,
+    ) {
         let config = &self.shared.config;
         let this = &self.shared.scopes[scope];
         let mut backoff = Backoff::new(config.backoff.clone());
@@ -52,7 +68,7 @@ where
             if resource_version.is_none() && !streaming {
                 let listed = tokio::select! {
                     _ = ctx.cancelled() => return,
-                    listed = self.list_all(scope) => listed,
+                    listed = self.list_all(scope, list_watch) => listed,
                 };
                 match listed {
                     Ok(rv) => resource_version = Some(rv),
@@ -76,7 +92,7 @@ where
             let rv = resource_version.clone().unwrap_or_default();
             let started = tokio::select! {
                 _ = ctx.cancelled() => return,
-                started = this.list_watch.watch(params, rv) => started,
+                started = list_watch.watch(params, rv) => started,
             };
             let initial = streaming.then(InitialEvents::default);
             let end = match started {
@@ -115,7 +131,11 @@ where
 
     /// Lists every page of scope `scope`, replaces its part of the store and tells the
     /// handlers. Returns the list's resourceVersion.
-    async fn list_all(&self, scope: usize) -> Result<String, kube_client::Error> {
+    async fn list_all<T: Wire<K>>(
+        &self,
+        scope: usize,
+        list_watch: &dyn ListWatch<T>,
+    ) -> Result<String, kube_client::Error> {
         let config = &self.shared.config;
         let this = &self.shared.scopes[scope];
         let mut objects = Vec::new();
@@ -125,7 +145,7 @@ where
             params.label_selector = this.label_selector.clone();
             params.field_selector = this.field_selector.clone();
             params.continue_token = continue_token.take();
-            let page = match this.list_watch.list(params).await {
+            let page = match list_watch.list(params).await {
                 Ok(page) => page,
                 // The continue token expired between pages: start over.
                 Err(e) if is_gone(&e) && !objects.is_empty() => {
@@ -134,11 +154,7 @@ where
                 }
                 Err(e) => return Err(e),
             };
-            objects.extend(
-                page.items
-                    .into_iter()
-                    .map(|o| Arc::new(self.transform(scope, o))),
-            );
+            objects.extend(page.items.into_iter().map(|o| o.entry(self, scope)));
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => continue_token = Some(token),
                 None => break page.metadata.resource_version.unwrap_or_default(),
@@ -151,10 +167,10 @@ where
     /// Applies a watch's events until it ends. With `initial` (a streaming list), the events up
     /// to the initial-events-end bookmark are the current state: they are gathered and stored
     /// as one list, then the same stream goes on as the watch.
-    async fn consume(
+    async fn consume<T: Wire<K>>(
         &self,
         scope: usize,
-        mut stream: WatchStream<K>,
+        mut stream: WatchStream<T>,
         ctx: &CancellationToken,
         resource_version: &mut Option<String>,
         mut initial: Option<InitialEvents<K>>,
@@ -177,19 +193,19 @@ where
             };
             match event {
                 WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                    advance(resource_version, obj.meta());
-                    let obj = Arc::new(self.transform(scope, obj));
+                    advance(resource_version, obj.resource_version());
+                    let entry = obj.entry(self, scope);
                     match &mut initial {
-                        Some(buffer) => buffer.upsert(obj),
-                        None => self.upsert(obj),
+                        Some(buffer) => buffer.upsert(entry),
+                        None => self.upsert(entry),
                     }
                 }
                 WatchEvent::Deleted(obj) => {
-                    advance(resource_version, obj.meta());
-                    let obj = Arc::new(self.transform(scope, obj));
+                    advance(resource_version, obj.resource_version());
+                    let entry = obj.entry(self, scope);
                     match &mut initial {
-                        Some(buffer) => buffer.remove(&obj),
-                        None => self.delete(obj),
+                        Some(buffer) => buffer.remove(&entry.key),
+                        None => self.delete(entry),
                     }
                 }
                 WatchEvent::Bookmark(bookmark) => {
@@ -200,7 +216,7 @@ where
                         .is_some_and(|v| v == "true");
                     *resource_version = Some(bookmark.metadata.resource_version);
                     if end && let Some(buffer) = initial.take() {
-                        self.replace(scope, buffer.into_objects());
+                        self.replace(scope, buffer.into_entries());
                     }
                 }
                 WatchEvent::Error(status) if status.code == 410 => return WatchEnd::Gone,
@@ -218,38 +234,38 @@ where
 /// A streaming list's initial events, in arrival order; a later event for a key replaces the
 /// earlier one in place.
 struct InitialEvents<K> {
-    objects: Vec<Option<Arc<K>>>,
+    entries: Vec<Option<Entry<K>>>,
     positions: HashMap<ObjectKey, usize>,
 }
 
 impl<K> Default for InitialEvents<K> {
     fn default() -> Self {
         InitialEvents {
-            objects: Vec::new(),
+            entries: Vec::new(),
             positions: HashMap::new(),
         }
     }
 }
 
-impl<K: Resource> InitialEvents<K> {
-    fn upsert(&mut self, obj: Arc<K>) {
-        match self.positions.entry(ObjectKey::of(obj.as_ref())) {
-            Entry::Occupied(at) => self.objects[*at.get()] = Some(obj),
-            Entry::Vacant(slot) => {
-                slot.insert(self.objects.len());
-                self.objects.push(Some(obj));
+impl<K> InitialEvents<K> {
+    fn upsert(&mut self, entry: Entry<K>) {
+        match self.positions.entry(entry.key.clone()) {
+            HashEntry::Occupied(at) => self.entries[*at.get()] = Some(entry),
+            HashEntry::Vacant(slot) => {
+                slot.insert(self.entries.len());
+                self.entries.push(Some(entry));
             }
         }
     }
 
-    fn remove(&mut self, obj: &K) {
-        if let Some(at) = self.positions.remove(&ObjectKey::of(obj)) {
-            self.objects[at] = None;
+    fn remove(&mut self, key: &ObjectKey) {
+        if let Some(at) = self.positions.remove(key) {
+            self.entries[at] = None;
         }
     }
 
-    fn into_objects(self) -> Vec<Arc<K>> {
-        self.objects.into_iter().flatten().collect()
+    fn into_entries(self) -> Vec<Entry<K>> {
+        self.entries.into_iter().flatten().collect()
     }
 }
 
@@ -264,9 +280,9 @@ fn refuses_streaming(code: u16) -> bool {
 }
 
 /// Moves the resume point to an event's object's resourceVersion.
-fn advance(resource_version: &mut Option<String>, meta: &kube_core::ObjectMeta) {
-    if let Some(rv) = &meta.resource_version {
-        *resource_version = Some(rv.clone());
+fn advance(resource_version: &mut Option<String>, rv: Option<&str>) {
+    if let Some(rv) = rv {
+        *resource_version = Some(rv.to_owned());
     }
 }
 

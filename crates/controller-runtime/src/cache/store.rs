@@ -100,6 +100,15 @@ pub(crate) enum Slot<K> {
     Encoded(Arc<[u8]>),
 }
 
+/// An object on its way into the store: its key, how the store will hold it, and the typed
+/// object when it has been decoded (a raw object from a compact informer's list or watch
+/// has not).
+pub(crate) struct Entry<K> {
+    pub(crate) key: ObjectKey,
+    pub(crate) slot: Slot<K>,
+    pub(crate) typed: Option<Arc<K>>,
+}
+
 impl<K> Clone for Slot<K> {
     fn clone(&self) -> Self {
         match self {
@@ -194,15 +203,27 @@ impl<K: Resource> Store<K> {
     /// Inserts or replaces an object; returns the object it replaced (decoded, in a compact
     /// store: [`Store::put`] skips that).
     pub fn insert(&self, obj: Arc<K>) -> Option<Arc<K>> {
-        let slot = self.slot(obj.clone());
-        let old = self.inner.write().insert(&obj, slot, self);
+        let old = self.put_entry(&self.entry(obj));
         old.and_then(|old| self.decode(&old))
     }
 
     /// Inserts or replaces an object; returns whether it replaced one.
     pub fn put(&self, obj: Arc<K>) -> bool {
-        let slot = self.slot(obj.clone());
-        self.inner.write().insert(&obj, slot, self).is_some()
+        self.put_entry(&self.entry(obj)).is_some()
+    }
+
+    /// Files an entry; returns the slot it replaced.
+    pub(crate) fn put_entry(&self, entry: &Entry<K>) -> Option<Slot<K>> {
+        self.inner.write().insert(entry, self)
+    }
+
+    /// The entry of a typed object: encoded if the store is compact.
+    pub(crate) fn entry(&self, obj: Arc<K>) -> Entry<K> {
+        Entry {
+            key: ObjectKey::of(obj.as_ref()),
+            slot: self.slot(obj.clone()),
+            typed: Some(obj),
+        }
     }
 
     /// Removes an object by key; returns it.
@@ -218,26 +239,20 @@ impl<K: Resource> Store<K> {
 
     /// Replaces the whole content (a relist) and returns what was there before.
     pub fn replace(&self, objects: impl IntoIterator<Item = Arc<K>>) -> HashMap<ObjectKey, Arc<K>> {
-        self.decode_all(self.replace_slots(objects))
+        let entries: Vec<Entry<K>> = objects.into_iter().map(|o| self.entry(o)).collect();
+        self.decode_all(self.replace_entries(&entries))
     }
 
-    /// As [`Store::replace`], returning the old content undecoded.
-    pub(crate) fn replace_slots(
-        &self,
-        objects: impl IntoIterator<Item = Arc<K>>,
-    ) -> HashMap<ObjectKey, Slot<K>> {
-        let slots: Vec<(Arc<K>, Slot<K>)> = objects
-            .into_iter()
-            .map(|obj| (obj.clone(), self.slot(obj)))
-            .collect();
+    /// As [`Store::replace`], with entries, returning the old content undecoded.
+    pub(crate) fn replace_entries(&self, entries: &[Entry<K>]) -> HashMap<ObjectKey, Slot<K>> {
         let mut inner = self.inner.write();
         let old = std::mem::take(&mut inner.objects);
         inner.len = 0;
         for index in inner.indexes.values_mut() {
             index.entries.clear();
         }
-        for (obj, slot) in slots {
-            inner.insert(&obj, slot, self);
+        for entry in entries {
+            inner.insert(entry, self);
         }
         drop(inner);
         old.into_iter()
@@ -256,27 +271,24 @@ impl<K: Resource> Store<K> {
         part: impl Fn(&ObjectKey) -> bool,
         objects: impl IntoIterator<Item = Arc<K>>,
     ) -> HashMap<ObjectKey, Arc<K>> {
-        self.decode_all(self.replace_slots_where(part, objects))
+        let entries: Vec<Entry<K>> = objects.into_iter().map(|o| self.entry(o)).collect();
+        self.decode_all(self.replace_entries_where(part, &entries))
     }
 
-    /// As [`Store::replace_where`], returning the old content undecoded.
-    pub(crate) fn replace_slots_where(
+    /// As [`Store::replace_where`], with entries, returning the old content undecoded.
+    pub(crate) fn replace_entries_where(
         &self,
         part: impl Fn(&ObjectKey) -> bool,
-        objects: impl IntoIterator<Item = Arc<K>>,
+        entries: &[Entry<K>],
     ) -> HashMap<ObjectKey, Slot<K>> {
-        let slots: Vec<(Arc<K>, Slot<K>)> = objects
-            .into_iter()
-            .map(|obj| (obj.clone(), self.slot(obj)))
-            .collect();
         let mut inner = self.inner.write();
         let keys: Vec<ObjectKey> = inner.keys().filter(|k| part(k)).collect();
         let old = keys
             .into_iter()
             .filter_map(|key| inner.remove(&key, self).map(|slot| (key, slot)))
             .collect();
-        for (obj, slot) in slots {
-            inner.insert(&obj, slot, self);
+        for entry in entries {
+            inner.insert(entry, self);
         }
         old
     }
@@ -345,7 +357,7 @@ impl<K: Resource> Store<K> {
     }
 
     /// How `obj` is held: encoded in a compact store (typed if it cannot be encoded).
-    fn slot(&self, obj: Arc<K>) -> Slot<K> {
+    pub(crate) fn slot(&self, obj: Arc<K>) -> Slot<K> {
         let Some(codec) = &self.codec else {
             return Slot::Shared(obj);
         };
@@ -416,24 +428,26 @@ impl<K: Resource> Inner<K> {
             .flat_map(|(ns, names)| names.keys().map(move |name| key_of(ns, name)))
     }
 
-    /// Files `slot`, which holds `obj`; returns the slot it replaced. `store` decodes the
-    /// replaced object when indexes need its old values.
-    fn insert(&mut self, obj: &K, slot: Slot<K>, store: &Store<K>) -> Option<Slot<K>> {
-        let meta = obj.meta();
-        let ns = meta.namespace.as_deref().unwrap_or(CLUSTER);
-        let name = meta.name.as_deref().unwrap_or_default();
+    /// Files an entry; returns the slot it replaced. `store` decodes objects when indexes
+    /// need them and they are not at hand typed.
+    fn insert(&mut self, entry: &Entry<K>, store: &Store<K>) -> Option<Slot<K>> {
+        let key = &entry.key;
+        let ns = key.namespace.as_deref().unwrap_or(CLUSTER);
+        let name = key.name.as_str();
         if !self.indexes.is_empty() {
-            let key = ObjectKey::of(obj);
-            self.unindex(&key, store);
-            for index in self.indexes.values_mut() {
-                index_insert(index, &key, obj);
+            self.unindex(key, store);
+            let typed = entry.typed.clone().or_else(|| store.decode(&entry.slot));
+            if let Some(obj) = typed {
+                for index in self.indexes.values_mut() {
+                    index_insert(index, key, &obj);
+                }
             }
         }
         let names = match self.objects.get_mut(ns) {
             Some(names) => names,
             None => self.objects.entry(ns.into()).or_default(),
         };
-        let old = names.insert(name.into(), slot);
+        let old = names.insert(name.into(), entry.slot.clone());
         if old.is_none() {
             self.len += 1;
         }

@@ -1,0 +1,196 @@
+//! Objects kept as the server sent them, for compact stores: an informer whose store is
+//! compact ([`Storage::Compact`](super::Storage)) and that has no transform lists and watches
+//! [`RawObject`]s, so filling the cache never builds the typed object at all. Only its key
+//! and resourceVersion are read; the JSON is stored as received and decoded on each read (and
+//! for each event a handler is told about).
+
+use std::marker::PhantomData;
+
+use futures::future::BoxFuture;
+use futures::stream::StreamExt;
+use http_body_util::BodyExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use kube_client::Client;
+use kube_client::api::{ListParams, WatchParams};
+use kube_client::core::{ObjectList, TypeMeta};
+use kube_core::Resource;
+use serde::de::{Deserialize, Deserializer, Error as _};
+use serde_json::value::RawValue;
+
+use super::list_watch::{ListWatch, WatchStream, api_error, watch_request};
+use super::store::ObjectKey;
+use super::watch_lines;
+
+/// One object as the server sent it: its JSON, with its key and resourceVersion read out.
+#[derive(Clone, Debug)]
+pub struct RawObject {
+    key: ObjectKey,
+    resource_version: Option<String>,
+    json: Box<RawValue>,
+}
+
+impl RawObject {
+    /// The object's namespace and name.
+    pub fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+
+    /// The object's resourceVersion.
+    pub fn resource_version(&self) -> Option<&str> {
+        self.resource_version.as_deref()
+    }
+
+    /// The object's JSON, as received.
+    pub fn json(&self) -> &[u8] {
+        self.json.get().as_bytes()
+    }
+}
+
+/// The parts of an object's JSON a raw object reads.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default)]
+    metadata: HeadMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct HeadMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    /// Only from serde_json, and not from inside a buffered (flattened or untagged) value:
+    /// the JSON is captured as it is in the input.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let json = Box::<RawValue>::deserialize(deserializer)?;
+        let head: Head = serde_json::from_str(json.get()).map_err(D::Error::custom)?;
+        let HeadMeta {
+            name,
+            namespace,
+            resource_version,
+        } = head.metadata;
+        Ok(RawObject {
+            key: ObjectKey {
+                namespace: namespace.filter(|ns| !ns.is_empty()),
+                name: name.unwrap_or_default(),
+            },
+            resource_version,
+            json,
+        })
+    }
+}
+
+/// A list response with its items kept raw (kube's `ObjectList` flattens its type fields,
+/// which buffers the whole body and loses the raw items).
+#[derive(serde::Deserialize)]
+struct RawList {
+    #[serde(default)]
+    metadata: ListMeta,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    items: Vec<RawObject>,
+}
+
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RawObject>, D::Error> {
+    Ok(Option::<Vec<RawObject>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Lists and watches the objects of `K` as [`RawObject`]s (see [`ListWatch::raw`]).
+pub(super) struct RawListWatch<K> {
+    pub(super) client: Client,
+    pub(super) request: kube_core::Request,
+    pub(super) _object: PhantomData<fn() -> K>,
+}
+
+impl<K: Resource + 'static> ListWatch<RawObject> for RawListWatch<K> {
+    fn list(
+        &self,
+        params: ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<RawObject>, kube_client::Error>> {
+        let built = if K::metadata_api() {
+            self.request.list_metadata(&params)
+        } else {
+            self.request.list(&params)
+        };
+        let client = self.client.clone();
+        Box::pin(async move {
+            let mut request = built.map_err(kube_client::Error::BuildRequest)?;
+            request.extensions_mut().insert("list");
+            let response = client
+                .send(request.map(kube_client::client::Body::from))
+                .await?;
+            let body = api_error(response)
+                .await?
+                .into_body()
+                .collect()
+                .await?
+                .to_bytes();
+            let list: RawList =
+                serde_json::from_slice(&body).map_err(kube_client::Error::SerdeError)?;
+            Ok(ObjectList {
+                types: TypeMeta {
+                    api_version: "v1".into(),
+                    kind: "List".into(),
+                },
+                metadata: list.metadata,
+                items: list.items,
+            })
+        })
+    }
+
+    fn watch(
+        &self,
+        params: WatchParams,
+        resource_version: String,
+    ) -> BoxFuture<'static, Result<WatchStream<RawObject>, kube_client::Error>> {
+        let built = watch_request::<K>(&self.request, &params, &resource_version);
+        let client = self.client.clone();
+        Box::pin(async move {
+            let request = built?;
+            let response = client
+                .send(request.map(kube_client::client::Body::from))
+                .await?;
+            let response = api_error(response).await?;
+            Ok(watch_lines::events::<RawObject, _>(response.into_body()).boxed())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube_client::core::WatchEvent;
+
+    #[test]
+    fn raw_objects_keep_the_json_and_read_the_key() {
+        let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"}},"data":{"k":"v"}}"#;
+        let raw: RawObject = serde_json::from_str(text).unwrap();
+        assert_eq!(raw.key(), &ObjectKey::namespaced("ns", "a"));
+        assert_eq!(raw.resource_version(), Some("7"));
+        assert_eq!(raw.json(), text.as_bytes());
+        // Cluster-scoped: no namespace.
+        let raw: RawObject = serde_json::from_str(r#"{"metadata":{"name":"n"}}"#).unwrap();
+        assert_eq!(raw.key(), &ObjectKey::cluster("n"));
+        // Not an object: an error, not a panic.
+        assert!(serde_json::from_str::<RawObject>(r#"{"metadata":7}"#).is_err());
+    }
+
+    #[test]
+    fn watch_events_and_lists_decode_around_raw_objects() {
+        let line = r#"{"type":"MODIFIED","object":{"metadata":{"name":"a","namespace":"ns","resourceVersion":"9"}}}"#;
+        match serde_json::from_str::<WatchEvent<RawObject>>(line).unwrap() {
+            WatchEvent::Modified(raw) => assert_eq!(raw.resource_version(), Some("9")),
+            other => panic!("{other:?}"),
+        }
+        let list = r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"12","continue":"c"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
+        let list: RawList = serde_json::from_str(list).unwrap();
+        assert_eq!(list.metadata.resource_version.as_deref(), Some("12"));
+        assert_eq!(list.items.len(), 2);
+        let empty: RawList = serde_json::from_str(r#"{"items":null}"#).unwrap();
+        assert!(empty.items.is_empty());
+    }
+}
