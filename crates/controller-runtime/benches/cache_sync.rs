@@ -130,6 +130,14 @@ fn main() {
             },
         ),
         (
+            "controller-runtime-rs informer, streaming list, compact storage, strip_managed_fields",
+            Contender::Ours {
+                streaming: true,
+                strip: true,
+                compact: true,
+            },
+        ),
+        (
             "kube-runtime 5.0 reflector, ListWatch, managedFields dropped in .modify()",
             Contender::Kube {
                 streaming: false,
