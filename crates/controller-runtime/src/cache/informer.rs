@@ -10,6 +10,11 @@
 //! objects reach the handlers as deletes with `delete_state_unknown`. The informer has synced
 //! once every scope has.
 //!
+//! A scope lists and watches typed objects, or, when the store is compact
+//! ([`Storage::Compact`]) and the scope has no transform, [`RawObject`]s through the
+//! list-watch's raw twin ([`ListWatch::raw`]): their JSON goes into the store as received, and
+//! is decoded only for handlers and indexes.
+//!
 //! ## Ordering
 //! Store updates and handler calls happen under one lock, in the order the server sent the
 //! events (per scope; scopes cover disjoint namespaces). A handler added to a running informer

@@ -7,21 +7,28 @@
 //! `managedFields` decode into nested `serde_json::Value` maps. A 1.1 KB ConfigMap held as
 //! `Arc<ConfigMap>` costs about 3 KB, and 6.5 KB with one managedFields entry.
 //!
-//! [`Storage::Compact`] keeps the JSON instead (after the informer's transform), and decodes
-//! it again for every read: about a third of the heap, for a few microseconds of CPU per
-//! object read. It suits large caches that reconcilers read from now and then (Secrets,
-//! ConfigMaps, Pods of a big cluster); [`Storage::Shared`] suits objects read on every event.
-//! controller-runtime (Go) deep-copies every object on every read by default, which costs
-//! about what a compact read does.
+//! [`Storage::Compact`] keeps the JSON instead, and decodes it again for every read: about a
+//! quarter to a half of the heap, for a few microseconds of CPU per object read. It suits
+//! large caches that reconcilers read now and then (Secrets, ConfigMaps, the Pods of a big
+//! cluster); [`Storage::Shared`] suits objects read on every event. controller-runtime (Go)
+//! deep-copies every object on every read by default, which costs about what a compact read
+//! does.
+//!
+//! A compact informer without a transform never builds the typed object to store it: it lists
+//! and watches [`RawObject`](super::RawObject)s, reads their key and resourceVersion, and
+//! stores the JSON as the server sent it (so filling the cache costs less CPU than a shared
+//! one). With a transform, objects are decoded, transformed and encoded again.
 //!
 //! With compact storage:
 //! - a get or list returns freshly decoded objects, not the stored allocation, so two reads
 //!   of one object are two objects;
-//! - handlers still get each event's typed object as the server sent it (transformed); the
-//!   replaced object of an update, a deleted one found on a relist, and the replay a late
-//!   handler or a resync gets, are decoded from the store;
-//! - while a list or a streaming list is in progress, its objects are held typed until the
-//!   list is complete, as with shared storage: the saving is in what stays cached.
+//! - handlers get typed objects as with shared storage, decoded for them (an event's object,
+//!   the replaced object of an update, a deleted one found on a relist, the replay a late
+//!   handler or a resync gets): an informer with handlers decodes every event once;
+//! - field indexes decode the objects they index;
+//! - an object whose JSON no longer decodes into `K` (which a type that cannot read its own
+//!   output, or a raw object the type does not fit, would cause) is logged and left out of
+//!   reads rather than failing them all.
 //!
 //! ```
 //! use controller_runtime::cache::{InformerConfig, Storage};
