@@ -39,12 +39,17 @@ impl PathElement {
 
     /// The `FieldsV1` key of this element.
     pub fn encode(&self) -> String {
-        match self {
-            PathElement::Field(f) => format!("f:{f}"),
-            PathElement::Key(k) => format!("k:{k}"),
-            PathElement::Value(v) => format!("v:{v}"),
-            PathElement::Index(i) => format!("i:{i}"),
-        }
+        let (prefix, text) = match self {
+            PathElement::Field(f) => ("f:", f.as_str()),
+            PathElement::Key(k) => ("k:", k.as_str()),
+            PathElement::Value(v) => ("v:", v.as_str()),
+            PathElement::Index(i) => return format!("i:{i}"),
+        };
+        // Every stored write encodes each of its fields: no formatting machinery for these.
+        let mut out = String::with_capacity(prefix.len() + text.len());
+        out.push_str(prefix);
+        out.push_str(text);
+        out
     }
 
     /// Parses a `FieldsV1` key; `None` when it is none of the four forms.
@@ -192,6 +197,22 @@ impl FieldSet {
             mine.set = mine.set.union(&n.set);
         }
         out
+    }
+
+    /// Adds the members of `other` (the union, in place, reusing `other`'s nodes).
+    pub fn merge(&mut self, other: FieldSet) {
+        for (e, n) in other.children {
+            match self.children.entry(e) {
+                std::collections::btree_map::Entry::Vacant(slot) => {
+                    slot.insert(n);
+                }
+                std::collections::btree_map::Entry::Occupied(mut slot) => {
+                    let mine = slot.get_mut();
+                    mine.member |= n.member;
+                    mine.set.merge(n.set);
+                }
+            }
+        }
     }
 
     /// The members of `self` that are not members of `other`.

@@ -64,19 +64,49 @@ impl Entry {
 
     /// The entry as stored in `metadata.managedFields`.
     pub fn to_value(&self) -> Value {
+        Entry::value(
+            self.manager.clone(),
+            self.operation,
+            self.api_version.clone(),
+            self.time.clone(),
+            self.subresource.clone(),
+            &self.fields,
+        )
+    }
+
+    /// [`Entry::to_value`], taking the entry's strings rather than copying them.
+    pub fn into_value(self) -> Value {
+        Entry::value(
+            self.manager,
+            self.operation,
+            self.api_version,
+            self.time,
+            self.subresource,
+            &self.fields,
+        )
+    }
+
+    fn value(
+        manager: String,
+        operation: Operation,
+        api_version: String,
+        time: Option<String>,
+        subresource: Option<String>,
+        fields: &FieldSet,
+    ) -> Value {
         let mut m = Map::new();
-        if !self.manager.is_empty() {
-            m.insert("manager".into(), Value::from(self.manager.clone()));
+        if !manager.is_empty() {
+            m.insert("manager".into(), Value::from(manager));
         }
-        m.insert("operation".into(), Value::from(self.operation.as_str()));
-        m.insert("apiVersion".into(), Value::from(self.api_version.clone()));
-        if let Some(t) = &self.time {
-            m.insert("time".into(), Value::from(t.clone()));
+        m.insert("operation".into(), Value::from(operation.as_str()));
+        m.insert("apiVersion".into(), Value::from(api_version));
+        if let Some(t) = time {
+            m.insert("time".into(), Value::from(t));
         }
         m.insert("fieldsType".into(), Value::from("FieldsV1"));
-        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
-        if let Some(sub) = &self.subresource {
-            m.insert("subresource".into(), Value::from(sub.clone()));
+        m.insert("fieldsV1".into(), fields.to_fields_v1());
+        if let Some(sub) = subresource {
+            m.insert("subresource".into(), Value::from(sub));
         }
         Value::Object(m)
     }

@@ -20,7 +20,7 @@ use super::walk;
 /// create): the entries `new` carries when it carries some (a client may edit them), else
 /// `old`'s, updated for what changed.
 pub fn record_update(old: Option<&Value>, new: &mut Value, shape: &Shape, w: &Writer<'_>) {
-    let cmp = walk::compare(old, new, shape);
+    let walk::Comparison { changed, removed } = walk::compare(old, new, shape);
     let mut entries = take_entries(new);
     if entries.is_empty() {
         entries = old
@@ -38,21 +38,21 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, shape: &Shape, w: &Wr
         }
         let touched = v
             .get("fieldsV1")
-            .is_some_and(|f| cmp.changed.intersects_fields_v1(f));
+            .is_some_and(|f| changed.intersects_fields_v1(f));
         if !touched {
             kept.push(v);
         } else if let Some(mut e) = Entry::from_value(&v) {
-            e.fields = e.fields.difference(&cmp.changed);
+            e.fields = e.fields.difference(&changed);
             if !e.fields.is_empty() {
-                kept.push(e.to_value());
+                kept.push(e.into_value());
             }
         }
     }
-    let fields = match &mine {
-        Some((_, e)) => e.fields.recursive_difference(&cmp.removed),
+    let mut fields = match &mine {
+        Some((_, e)) => e.fields.recursive_difference(&removed),
         None => FieldSet::new(),
-    }
-    .union(&cmp.changed);
+    };
+    fields.merge(changed);
     match mine {
         Some((raw, e)) if e.fields == fields && e.api_version == w.api_version => kept.push(raw),
         _ if fields.is_empty() => {}
@@ -65,7 +65,7 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, shape: &Shape, w: &Wr
                 subresource: w.subresource.map(String::from),
                 fields,
             }
-            .to_value(),
+            .into_value(),
         ),
     }
     write_values(new, kept);

@@ -31,19 +31,15 @@ where
         .resolve(&path.group, &path.version, &path.plural)
         .ok_or_else(not_found)?;
     check_scope(&res, &path)?;
-    let query = parse_query(req.uri().query())?;
-    let header = |name: header::HeaderName| {
-        req.headers()
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(String::from)
-    };
-    let accept = accept(header(header::ACCEPT).as_deref());
+    let (parts, body) = req.into_parts();
+    let req_query = parts.uri.query();
+    let query = parse_query(req_query)?;
+    let header = |name: header::HeaderName| parts.headers.get(name).and_then(|v| v.to_str().ok());
+    let accept = accept(header(header::ACCEPT));
     let content_type = header(header::CONTENT_TYPE);
     let content_length = header(header::CONTENT_LENGTH).and_then(|l| l.parse::<u64>().ok());
     let user_agent = header(header::USER_AGENT);
-    let req_query = req.uri().query().map(String::from);
-    let method = req.method().clone();
+    let method = &parts.method;
     let ns = path.namespace.as_deref();
     let name = path.name.as_deref();
     let sub = path.subresource.as_deref();
@@ -62,11 +58,11 @@ where
         return Err(method_not_allowed());
     }
     let needs_body = matches!(
-        method,
+        *method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
     );
     let body = if needs_body {
-        read_body(req.into_body(), content_length, state.max_body_bytes).await?
+        read_body(body, content_length, state.max_body_bytes).await?
     } else {
         Default::default()
     };
@@ -74,37 +70,39 @@ where
     if let Some(m) = &write.field_manager
         && m.len() > 128
     {
-        return Err(field_manager_too_long(&method));
+        return Err(field_manager_too_long(method));
     }
-    if matches!(method, Method::POST | Method::PUT | Method::PATCH) {
-        write.field_validation = query.field_validation(options_kind(&method))?;
+    if matches!(*method, Method::POST | Method::PUT | Method::PATCH) {
+        write.field_validation = query.field_validation(options_kind(method))?;
     }
     let patch_kind = (method == Method::PATCH)
-        .then(|| patch_type(content_type.as_deref()))
+        .then(|| patch_type(content_type))
         .transpose()?;
     if patch_kind != Some(crate::storage::PatchType::Apply) {
-        if patch_kind.is_some() && force_given(req_query.as_deref()) {
+        if patch_kind.is_some() && force_given(req_query) {
             return Err(force_forbidden());
         }
         // Writes other than apply default their field manager to the user agent's prefix.
         if write.field_manager.is_none() {
             write.field_manager = Some(crate::fieldmanager::manager_from_user_agent(
-                user_agent.as_deref().unwrap_or(""),
+                user_agent.unwrap_or(""),
             ));
         }
     }
-    let (code, answer) = match (&method, name) {
+    let (code, answer) = match (method, name) {
         (&Method::GET | &Method::HEAD, Some(name)) => (200, storage.get(&res, ns, name, sub)?),
         (&Method::GET | &Method::HEAD, None) => {
             (200, storage.list(&res, ns, &query.list_options())?)
         }
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
-            let obj = decode_object(content_type.as_deref(), &body)?;
+            let obj = decode_object(content_type, &body)?;
             check_body_namespace(&res, ns, &obj)?;
-            (201, storage.create(&res, ns, obj, &write)?)
+            // The stored object is encoded as it is, not copied.
+            let created = storage.create_shared(&res, ns, obj, &write)?;
+            return Ok(with_warnings(json(201, &created), &write));
         }
         (&Method::PUT, Some(name)) => {
-            let obj = decode_object(content_type.as_deref(), &body)?;
+            let obj = decode_object(content_type, &body)?;
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
             (200, storage.update(&res, ns, name, sub, obj, &write)?)
@@ -112,9 +110,7 @@ where
         (&Method::PATCH, Some(name)) => {
             let patch = patch_kind.ok_or_else(method_not_allowed)?;
             if res.custom && patch == crate::storage::PatchType::Strategic {
-                return Err(ApiError::unsupported_media_type(
-                    content_type.as_deref().unwrap_or(""),
-                ));
+                return Err(ApiError::unsupported_media_type(content_type.unwrap_or("")));
             }
             (
                 200,
@@ -138,7 +134,11 @@ where
         Some(transform) if method == Method::GET && sub.is_none() => transform(answer),
         _ => answer,
     };
-    let mut resp = json(code, &answer);
+    Ok(with_warnings(json(code, &answer), &write))
+}
+
+/// Adds the warnings a write collected as `Warning` headers.
+fn with_warnings(mut resp: Response<Body>, write: &crate::storage::WriteOptions) -> Response<Body> {
     for w in write.warnings.take() {
         // `299 - "text"`, the text quoted as an HTTP quoted-string, as the real server sends it.
         let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
@@ -146,7 +146,7 @@ where
             resp.headers_mut().append(http::header::WARNING, v);
         }
     }
-    Ok(resp)
+    resp
 }
 
 /// The options kind of a write: what its option errors name.
@@ -224,7 +224,8 @@ fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> 
 
 fn check_body_namespace(res: &ResourceInfo, ns: Option<&str>, obj: &Value) -> Result<(), ApiError> {
     let in_body = obj
-        .pointer("/metadata/namespace")
+        .get("metadata")
+        .and_then(|m| m.get("namespace"))
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty());
     match (res.namespaced, ns, in_body) {
@@ -236,7 +237,11 @@ fn check_body_namespace(res: &ResourceInfo, ns: Option<&str>, obj: &Value) -> Re
 }
 
 fn check_body_name(name: &str, obj: &Value) -> Result<(), ApiError> {
-    match obj.pointer("/metadata/name").and_then(Value::as_str) {
+    match obj
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+    {
         Some(n) if n != name => Err(ApiError::bad_request(format!(
             "the name of the object ({n}) does not match the name on the URL ({name})"
         ))),

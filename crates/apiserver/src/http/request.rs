@@ -1,6 +1,8 @@
 //! Request parsing: the path into a [`Route`], the query string into [`Query`], and the
 //! options structs storage takes.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -56,12 +58,18 @@ pub struct ResourcePath {
 
 /// Parses a request path (without the query string).
 pub fn parse_path(path: &str) -> Route {
-    let segs: Vec<String> = path
+    let segs: Vec<Cow<'_, str>> = path
         .split('/')
         .filter(|s| !s.is_empty())
-        .map(percent_decode)
+        .map(|s| {
+            if s.contains(['%', '+']) {
+                Cow::Owned(percent_decode(s))
+            } else {
+                Cow::Borrowed(s)
+            }
+        })
         .collect();
-    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let segs: Vec<&str> = segs.iter().map(|s| s.as_ref()).collect();
     match segs.as_slice() {
         ["healthz" | "readyz" | "livez", ..] => Route::Health,
         ["version"] => Route::Version,

@@ -15,7 +15,12 @@ pub type Body = UnsyncBoxBody<Bytes, Infallible>;
 
 /// A response with `body`, `Content-Type: application/json`.
 pub fn json(status: u16, body: &Value) -> Response<Body> {
-    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    // Most answers are one object of a few hundred bytes to a few KiB: start there rather
+    // than growing from nothing.
+    let mut bytes = Vec::with_capacity(1024);
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes.clear();
+    }
     bytes_response(status, "application/json", Bytes::from(bytes))
 }
 

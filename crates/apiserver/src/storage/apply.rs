@@ -58,7 +58,8 @@ pub(crate) fn apply(
     if !exists && subresource.is_none() {
         let obj = fieldmanager::apply(None, &config, &shape, &w.get(), opts.force)?;
         let managed = managed_of(&obj);
-        return create_with(st, res, namespace, obj, opts, Some(managed));
+        return create_with(st, res, namespace, obj, opts, Some(managed))
+            .map(std::sync::Arc::unwrap_or_clone);
     }
     let old = current(st, res, &key, subresource)?;
     let live = as_version(&old, &res.api_version());

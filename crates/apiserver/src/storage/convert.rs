@@ -7,6 +7,8 @@
 //! through the other (`kubectl get events` reads core events; kube-runtime's recorder writes
 //! `events.k8s.io/v1`). They are stored in the core form and renamed field by field.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 /// The `apiVersion` of `events.k8s.io/v1`.
@@ -51,6 +53,15 @@ pub(crate) fn to_version(obj: &Value, api_version: &str) -> Value {
         m.insert("apiVersion".into(), Value::from(api_version));
     }
     v
+}
+
+/// The stored object as a client of `api_version` sees it: the object itself when that is
+/// its stored version, else a converted copy.
+pub(crate) fn to_version_shared(obj: &Arc<Value>, api_version: &str) -> Arc<Value> {
+    if obj.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+        return obj.clone();
+    }
+    Arc::new(to_version(obj, api_version))
 }
 
 /// A request body of `api_version` in the stored form (in place).

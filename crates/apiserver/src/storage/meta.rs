@@ -54,6 +54,14 @@ pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Whether `metadata.ownerReferences` names an owner (without copying the list).
+pub(crate) fn has_owner_refs(obj: &Value) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
 /// `metadata.ownerReferences`.
 pub(crate) fn owner_refs(obj: &Value) -> Vec<Value> {
     obj.get("metadata")
@@ -69,13 +77,13 @@ pub(crate) fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
         *obj = Value::Object(Map::new());
     }
     let map = obj.as_object_mut().expect("made an object above");
-    let meta = map
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !meta.is_object() {
-        *meta = Value::Object(Map::new());
+    // Looked up before inserting: `entry` would allocate the key on every call.
+    if !map.get("metadata").is_some_and(Value::is_object) {
+        map.insert("metadata".into(), Value::Object(Map::new()));
     }
-    meta.as_object_mut().expect("made an object above")
+    map.get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .expect("made an object above")
 }
 
 /// Sets `metadata.<field>`; `Value::Null` removes it.
@@ -98,25 +106,50 @@ pub(crate) fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
     set_meta(obj, "finalizers", value);
 }
 
-/// A new random (version 4) UUID in its text form.
+/// A new random (version 4) UUID in its text form (`8-4-4-4-12` lowercase hex digits).
 pub(crate) fn new_uid() -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut b: [u8; 16] = rand::random();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    let mut out = String::with_capacity(36);
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push(HEX[usize::from(x >> 4)] as char);
+        out.push(HEX[usize::from(x & 0xf)] as char);
+    }
+    out
 }
 
 /// Now, as RFC 3339 with second precision (`2024-01-02T03:04:05Z`), as `metav1.Time` is sent.
 pub(crate) fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    rfc3339_seconds(&chrono::Utc::now())
+}
+
+/// `2024-01-02T03:04:05Z`: written digit by digit (every write stamps a time or two, and
+/// chrono's `format` parses its pattern on each call).
+fn rfc3339_seconds(t: &chrono::DateTime<chrono::Utc>) -> String {
+    use chrono::{Datelike, Timelike};
+    let year = t.year();
+    if !(0..=9999).contains(&year) {
+        return t.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    }
+    let mut out = String::with_capacity(20);
+    let mut digits = |n: u32, width: u32, sep: char| {
+        for p in (0..width).rev() {
+            out.push(char::from(b'0' + (n / 10u32.pow(p) % 10) as u8));
+        }
+        out.push(sep);
+    };
+    digits(year as u32, 4, '-');
+    digits(t.month(), 2, '-');
+    digits(t.day(), 2, 'T');
+    digits(t.hour(), 2, ':');
+    digits(t.minute(), 2, ':');
+    digits(t.second(), 2, 'Z');
+    out
 }
 
 /// The characters of generated name suffixes (the real server's alphabet: no vowels, no
@@ -218,7 +251,30 @@ mod tests {
         let u = new_uid();
         assert_eq!(u.len(), 36);
         assert_eq!(&u[14..15], "4");
+        assert!(matches!(&u[19..20], "8" | "9" | "a" | "b"));
+        let dashes: Vec<usize> = u.match_indices('-').map(|(i, _)| i).collect();
+        assert_eq!(dashes, [8, 13, 18, 23]);
+        assert!(
+            u.chars()
+                .all(|c| c == '-' || c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert_ne!(u, new_uid());
+    }
+
+    #[test]
+    fn times_are_rfc3339_seconds() {
+        use chrono::TimeZone;
+        let t = chrono::Utc.with_ymd_and_hms(2024, 1, 2, 3, 4, 5).unwrap();
+        assert_eq!(rfc3339_seconds(&t), "2024-01-02T03:04:05Z");
+        let t = chrono::Utc
+            .with_ymd_and_hms(987, 12, 31, 23, 59, 59)
+            .unwrap();
+        assert_eq!(rfc3339_seconds(&t), "0987-12-31T23:59:59Z");
+        let now = chrono::Utc::now();
+        assert_eq!(
+            rfc3339_seconds(&now),
+            now.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+        );
     }
 
     #[test]

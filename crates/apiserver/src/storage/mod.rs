@@ -328,11 +328,15 @@ impl Storage {
         f: impl FnOnce(&mut State, &ResourceInfo) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let mut st = self.state.lock();
-        let current = st
+        // The caller's description when it is still the served one (the usual case): no copy.
+        let served = st
             .registry
             .resolve(&res.group, &res.version, &res.plural)
-            .cloned()
             .ok_or_else(not_served)?;
+        if served == res {
+            return f(&mut st, res);
+        }
+        let current = served.clone();
         f(&mut st, &current)
     }
 
@@ -369,6 +373,31 @@ impl Storage {
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
         self.with(res, |st, res| write::create(st, res, namespace, body, opts))
+    }
+
+    /// Creates an object (POST), as [`Storage::create`], answering the stored object itself
+    /// when the resource's version is the stored one (only a converted version is copied): what
+    /// the HTTP layer encodes, without copying every object it creates.
+    ///
+    /// ```
+    /// use crt_apiserver::storage::{Storage, WriteOptions};
+    /// let store = Storage::default();
+    /// let cms = store.resolve("", "v1", "configmaps").unwrap();
+    /// let body = serde_json::json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+    /// let created = store.create_shared(&cms, Some("default"), body, &WriteOptions::default()).unwrap();
+    /// assert_eq!(created["metadata"]["namespace"], "default");
+    /// assert_eq!(created["kind"], "ConfigMap");
+    /// ```
+    pub fn create_shared(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> Result<Arc<Value>, ApiError> {
+        self.with(res, |st, res| {
+            write::create_shared(st, res, namespace, body, opts)
+        })
     }
 
     /// Reads an object (GET), or its `status` or `scale` subresource.

@@ -154,7 +154,28 @@ pub(crate) fn create(
     body: Value,
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
+    create_shared(st, res, namespace, body, opts).map(Arc::unwrap_or_clone)
+}
+
+/// POST, answering the stored object itself (not a copy) when the request speaks the stored
+/// version: the HTTP layer only encodes it.
+pub(crate) fn create_shared(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Arc<Value>, ApiError> {
     create_with(st, res, namespace, body, opts, None)
+}
+
+/// `metadata.<field>` when set to something other than `null`, taken out of `obj`.
+fn take_meta(obj: &mut Value, field: &str) -> Option<Value> {
+    obj.get_mut("metadata")?
+        .as_object_mut()?
+        .get_mut(field)
+        .map(Value::take)
+        .filter(|v| !v.is_null())
 }
 
 /// A create whose `managedFields` are `managed` (a create through server-side apply), or, when
@@ -166,12 +187,10 @@ pub(crate) fn create_with(
     body: Value,
     opts: &WriteOptions,
     managed: Option<Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Arc<Value>, ApiError> {
     let mut obj = check_body(res, body)?;
-    let provided = obj
-        .pointer("/metadata/managedFields")
-        .cloned()
-        .filter(|m| !m.is_null());
+    // Taken, not copied: `managedFields` is removed below anyway.
+    let provided = take_meta(&mut obj, "managedFields");
     let ns = scope_namespace(res, namespace, &mut obj)?;
     if !meta::resource_version(&obj).is_empty() {
         return Err(ApiError::bad_request(
@@ -261,18 +280,21 @@ pub(crate) fn create_with(
         return Err(ApiError::already_exists(&res.group_resource(), &name));
     }
     if opts.dry_run {
-        return Ok(obj);
+        return Ok(Arc::new(obj));
     }
     st.next_cluster_ip = next_ip;
     let stored = st.put(&rk, key, obj);
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
         crd::register(st, &stored);
     }
-    if !meta::owner_refs(&stored).is_empty() {
+    if meta::has_owner_refs(&stored) {
         // The garbage collector collects an object created for an owner that is gone.
         gc::run(st, vec![Task::Owners(meta::uid(&stored).to_string())]);
     }
-    Ok(as_version(&stored, &res.api_version()))
+    Ok(super::convert::to_version_shared(
+        &stored,
+        &res.api_version(),
+    ))
 }
 
 /// PUT, on the object or its `status` or `scale` subresource.
@@ -359,13 +381,20 @@ pub(crate) fn set_managed(
     }
     let provided =
         provided.filter(|p| subresource.is_none() && p.as_array().is_some_and(|a| !a.is_empty()));
-    if provided.as_ref() == Some(&json!([{}])) {
+    let reset = |p: &Value| {
+        p.as_array()
+            .is_some_and(|a| matches!(a.as_slice(), [Value::Object(m)] if m.is_empty()))
+    };
+    if provided.as_ref().is_some_and(reset) {
         // The documented reset: a single empty entry strips every entry, none recorded.
         meta::set_meta(new, "managedFields", Value::Null);
         return;
     }
     let base = provided
-        .or_else(|| old.and_then(|o| o.pointer("/metadata/managedFields").cloned()))
+        .or_else(|| {
+            old.and_then(|o| o.get("metadata")?.get("managedFields"))
+                .cloned()
+        })
         .unwrap_or(Value::Null);
     meta::set_meta(new, "managedFields", base);
     if opts.field_manager.is_some() {
