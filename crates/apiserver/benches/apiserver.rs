@@ -3,6 +3,20 @@
 //! 10,000 events fanned out to 100 watchers. Prints measured numbers; asserts nothing.
 //!
 //! Run: `cargo bench -p crt-apiserver --bench apiserver`.
+//!
+//! For instruction counts (valgrind's callgrind, which machine load does not disturb),
+//! `CRT_BENCH_PROFILE=handler` (creates through the HTTP handler) or `CRT_BENCH_PROFILE=store`
+//! (creates on the store) runs only that loop, `CRT_BENCH_PROFILE_N` times (default 2,000),
+//! after 200 warm-up creates; `requests` builds the handler's requests and bodies without
+//! sending them (subtract it from `handler`):
+//!
+//! ```text
+//! CRT_BENCH_PROFILE=handler valgrind --tool=callgrind \
+//!     --toggle-collect='*profile_measured*' target/release/deps/apiserver-HASH
+//! ```
+//!
+//! `CRT_BENCH_PROFILE=server` runs only the creates against a server in its own process (see
+//! `server_cpu_per_create`), to profile that process with `CRT_BENCH_SERVER_WRAPPER`.
 
 use std::time::{Duration, Instant};
 
@@ -102,7 +116,19 @@ fn process_cpu_seconds(pid: u32) -> f64 {
 /// end-to-end one; `1 / cpu per create` is what one core of server sustains.
 async fn server_cpu_per_create() {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+    // `CRT_BENCH_SERVER_WRAPPER="perf record -e cpu-clock -g -o FILE"` (or `strace -f -c -o
+    // FILE`) runs the server under that command; its CPU figure is then the wrapper's.
+    let wrapper = std::env::var("CRT_BENCH_SERVER_WRAPPER").unwrap_or_default();
+    let mut words = wrapper.split_whitespace();
+    let mut command = match words.next() {
+        Some(program) => {
+            let mut c = std::process::Command::new(program);
+            c.args(words).arg(std::env::current_exe().unwrap());
+            c
+        }
+        None => std::process::Command::new(std::env::current_exe().unwrap()),
+    };
+    let mut child = command
         .env(SERVER_PROCESS, "1")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -247,10 +273,83 @@ async fn http_handler() {
     );
 }
 
+/// `n` creates of `ConfigMap`s as the bench's clients send them, through the HTTP handler
+/// (`handler`) or on the store (`store`).
+fn profile_loop(kind: &str, prefix: &str, n: usize) {
+    use crt_apiserver::Faults;
+    use crt_apiserver::http::{AppState, handle};
+    use crt_apiserver::storage::{Storage, StorageConfig, WriteOptions};
+    use http_body_util::{BodyExt, Full};
+    thread_local! {
+        static STORAGE: Storage = Storage::new(StorageConfig::default());
+    }
+    let storage = STORAGE.with(Storage::clone);
+    let state = std::sync::Arc::new(AppState {
+        faults: Faults::new(storage.clone()),
+        storage: storage.clone(),
+        token: "t".into(),
+        max_body_bytes: 3 << 20,
+        server_address: "127.0.0.1:0".into(),
+    });
+    let res = storage.resolve("", "v1", "configmaps").unwrap();
+    // kube-client sends no user agent: the HTTP layer names the manager "".
+    let write = WriteOptions {
+        field_manager: Some(String::new()),
+        ..Default::default()
+    };
+    for i in 0..n {
+        let body = serde_json::to_vec(&cm(prefix, i)).unwrap();
+        if kind == "store" {
+            let obj = serde_json::from_slice(&body).unwrap();
+            let created = storage
+                .create_shared(&res, Some("default"), obj, &write)
+                .unwrap();
+            std::hint::black_box(serde_json::to_vec(&*created).unwrap());
+            continue;
+        }
+        let req = http::Request::post("/api/v1/namespaces/default/configmaps?")
+            .header("authorization", "Bearer t")
+            .header("content-type", "application/json")
+            .header("accept-encoding", "gzip")
+            .body(Full::new(bytes::Bytes::from(body)))
+            .unwrap();
+        if kind == "requests" {
+            // Only what the loop itself costs, to subtract from `handler`.
+            std::hint::black_box(req);
+            continue;
+        }
+        futures::executor::block_on(async {
+            let resp = handle(state.clone(), req).await;
+            assert_eq!(resp.status(), 201);
+            std::hint::black_box(resp.into_body().collect().await.unwrap());
+        });
+    }
+}
+
+/// The measured loop, kept out of line so that callgrind can count only it
+/// (`--toggle-collect='*profile_measured*'`).
+#[inline(never)]
+fn profile_measured(kind: &str, n: usize) {
+    profile_loop(kind, "p", n);
+}
+
 #[tokio::main]
 async fn main() {
     if std::env::var_os(SERVER_PROCESS).is_some() {
         return serve_in_child().await;
+    }
+    if let Ok(kind) = std::env::var("CRT_BENCH_PROFILE") {
+        if kind == "server" {
+            return server_cpu_per_create().await;
+        }
+        let n = std::env::var("CRT_BENCH_PROFILE_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(2_000);
+        // Warm-up (first-use allocations, lazily built tables), then the measured loop.
+        profile_loop(&kind, "w", 200);
+        profile_measured(&kind, n);
+        return;
     }
     in_process().await;
     http_handler().await;
