@@ -19,7 +19,9 @@ pub struct SharedEvent(Arc<Inner>);
 #[derive(Debug)]
 struct Inner {
     event_type: &'static str,
-    object: Value,
+    /// Shared with the store when the event carries a stored object as it is (a watch's
+    /// initial events): no copy per watcher.
+    object: Arc<Value>,
     line: OnceLock<Bytes>,
 }
 
@@ -66,7 +68,7 @@ impl SharedEvent {
 
     /// The event as an owned [`WatchEvent`] (copies the object).
     pub fn to_watch_event(&self) -> WatchEvent {
-        let obj = self.0.object.clone();
+        let obj = Value::clone(&self.0.object);
         match self.0.event_type {
             "ADDED" => WatchEvent::Added(obj),
             "MODIFIED" => WatchEvent::Modified(obj),
@@ -86,6 +88,12 @@ impl From<WatchEvent> for SharedEvent {
             WatchEvent::Bookmark(o) => ("BOOKMARK", o),
             WatchEvent::Error(o) => ("ERROR", o),
         };
+        SharedEvent::new(event_type, Arc::new(object))
+    }
+}
+
+impl SharedEvent {
+    fn new(event_type: &'static str, object: Arc<Value>) -> Self {
         SharedEvent(Arc::new(Inner {
             event_type,
             object,
@@ -116,6 +124,17 @@ impl Sink {
         match self {
             Sink::Owned(tx) => tx.try_send(ev).is_ok(),
             Sink::Shared(tx) => tx.try_send(SharedEvent::from(ev)).is_ok(),
+        }
+    }
+
+    /// Queues an ADDED event for a stored object without waiting; false when full or closed.
+    /// A shared watcher gets the object itself, not a copy.
+    pub(crate) fn try_send_added(&self, object: Arc<Value>) -> bool {
+        match self {
+            Sink::Owned(tx) => tx
+                .try_send(WatchEvent::Added(Value::clone(&object)))
+                .is_ok(),
+            Sink::Shared(tx) => tx.try_send(SharedEvent::new("ADDED", object)).is_ok(),
         }
     }
 

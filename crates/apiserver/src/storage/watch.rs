@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::convert::to_version_shared;
 use super::select::Selection;
 use super::shared::{Receiver, SharedEvent, Sink, channel};
 use super::store::{State, res_key};
@@ -329,11 +330,14 @@ pub(crate) fn start(
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {r:?}")))?,
         ),
     };
+    // The current state is queued as the stored objects themselves (a shared watcher encodes
+    // them without a copy); other initial events after them.
+    let mut current = Vec::new();
     let mut initial = Vec::new();
     if opts.send_initial_events || rv.is_none() {
         if let Some(objs) = st.data.get(&rk) {
             for obj in objs.values().filter(|o| selection.matches(o)) {
-                initial.push(WatchEvent::Added(as_version(obj, &api_version)));
+                current.push(to_version_shared(obj, &api_version));
             }
         }
         if opts.send_initial_events {
@@ -355,7 +359,12 @@ pub(crate) fn start(
             }
         }
     }
-    let (tx, rx) = channel(shared, st.config.watcher_buffer.max(1) + initial.len());
+    let capacity = st.config.watcher_buffer.max(1) + current.len() + initial.len();
+    let (tx, rx) = channel(shared, capacity);
+    for obj in current {
+        // Cannot fail: the channel was sized for the initial events.
+        tx.try_send_added(obj);
+    }
     for ev in initial {
         // Cannot fail: the channel was sized for the initial events.
         tx.try_send(ev);
