@@ -28,7 +28,7 @@ where
         return serve_review(state, req, &path).await;
     }
     let res = storage
-        .resolve(&path.group, &path.version, &path.plural)
+        .resolve_shared(&path.group, &path.version, &path.plural)
         .ok_or_else(not_found)?;
     check_scope(&res, &path)?;
     let (parts, body) = req.into_parts();

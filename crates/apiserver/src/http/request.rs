@@ -389,6 +389,9 @@ pub enum Accept {
 /// lists.
 pub fn accept(header: Option<&str>) -> Accept {
     let header = header.unwrap_or("");
+    if !header.contains("as=") {
+        return Accept::Json;
+    }
     for part in header.split(',') {
         let params: Vec<&str> = part.split(';').map(str::trim).collect();
         if params.contains(&"as=Table") {

@@ -321,7 +321,7 @@ pub(crate) fn register(st: &mut State, crd: &Value) {
         let gone: Vec<String> = before
             .iter()
             .filter(|old| !resources.iter().any(|r| r.version == old.version))
-            .map(ResourceInfo::api_version)
+            .map(|old| old.api_version())
             .collect();
         for api_version in gone {
             st.watchers.close_version(&key, &api_version);

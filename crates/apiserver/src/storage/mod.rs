@@ -328,20 +328,32 @@ impl Storage {
         f: impl FnOnce(&mut State, &ResourceInfo) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let mut st = self.state.lock();
-        // The caller's description when it is still the served one (the usual case): no copy.
-        let served = st
+        // Shared, not copied.
+        let current = st
             .registry
             .resolve(&res.group, &res.version, &res.plural)
+            .cloned()
             .ok_or_else(not_served)?;
-        if served == res {
-            return f(&mut st, res);
-        }
-        let current = served.clone();
         f(&mut st, &current)
     }
 
     /// The resource served at `group/version/plural`, if any (built-in or from a CRD).
     pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ResourceInfo> {
+        self.state
+            .lock()
+            .registry
+            .resolve(group, version, plural)
+            .map(|r| ResourceInfo::clone(r))
+    }
+
+    /// [`Storage::resolve`], shared rather than copied (the HTTP layer resolves on every
+    /// request).
+    pub(crate) fn resolve_shared(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceInfo>> {
         self.state
             .lock()
             .registry

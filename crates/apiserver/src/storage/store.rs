@@ -39,12 +39,13 @@ pub(crate) struct Loc {
     pub(crate) key: ObjKey,
 }
 
-/// The served resources: built-in ones and those of registered CRDs.
+/// The served resources: built-in ones and those of registered CRDs. Each is shared (an
+/// `Arc`), so that a request holds its resource without copying it.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Registry {
-    builtin: Vec<ResourceInfo>,
+    builtin: Vec<Arc<ResourceInfo>>,
     /// Per CRD name, the resource at each served version (storage version first).
-    crds: BTreeMap<String, Vec<ResourceInfo>>,
+    crds: BTreeMap<String, Vec<Arc<ResourceInfo>>>,
     /// Per CRD name (= storage key), the compiled schema of each version.
     schemas: BTreeMap<String, BTreeMap<String, Arc<StructuralSchema>>>,
 }
@@ -52,7 +53,7 @@ pub(crate) struct Registry {
 impl Registry {
     fn new() -> Self {
         Registry {
-            builtin: builtin_resources(),
+            builtin: builtin_resources().into_iter().map(Arc::new).collect(),
             crds: BTreeMap::new(),
             schemas: BTreeMap::new(),
         }
@@ -60,6 +61,10 @@ impl Registry {
 
     /// Every served resource, built-in first.
     pub(crate) fn all(&self) -> impl Iterator<Item = &ResourceInfo> {
+        self.all_shared().map(|r| &**r)
+    }
+
+    fn all_shared(&self) -> impl Iterator<Item = &Arc<ResourceInfo>> {
         self.builtin.iter().chain(self.crds.values().flatten())
     }
 
@@ -69,13 +74,13 @@ impl Registry {
         group: &str,
         version: &str,
         plural: &str,
-    ) -> Option<&ResourceInfo> {
-        self.all()
+    ) -> Option<&Arc<ResourceInfo>> {
+        self.all_shared()
             .find(|r| r.group == group && r.version == version && r.plural == plural)
     }
 
     /// The resources a CRD serves now.
-    pub(crate) fn crd(&self, name: &str) -> Option<&Vec<ResourceInfo>> {
+    pub(crate) fn crd(&self, name: &str) -> Option<&Vec<Arc<ResourceInfo>>> {
         self.crds.get(name)
     }
 
@@ -86,14 +91,17 @@ impl Registry {
         resources: Vec<ResourceInfo>,
         schemas: BTreeMap<String, Arc<StructuralSchema>>,
     ) {
-        self.crds.insert(name.to_string(), resources);
+        self.crds.insert(
+            name.to_string(),
+            resources.into_iter().map(Arc::new).collect(),
+        );
         self.schemas.insert(name.to_string(), schemas);
     }
 
     /// Unregisters a CRD's resources.
-    pub(crate) fn remove_crd(&mut self, name: &str) -> Option<Vec<ResourceInfo>> {
+    pub(crate) fn remove_crd(&mut self, name: &str) {
         self.schemas.remove(name);
-        self.crds.remove(name)
+        self.crds.remove(name);
     }
 
     /// The compiled schema of a custom resource at a version.

@@ -78,8 +78,13 @@ pub(crate) fn check_body(res: &ResourceInfo, body: Value) -> Result<Value, ApiEr
         }
         _ => {}
     }
-    map.insert("apiVersion".into(), Value::from(api_version.clone()));
-    map.insert("kind".into(), Value::from(res.kind.clone()));
+    // Set unless the body already names them as they are (the usual case).
+    if map.get("apiVersion").and_then(Value::as_str) != Some(api_version.as_str()) {
+        map.insert("apiVersion".into(), Value::from(api_version.clone()));
+    }
+    if map.get("kind").and_then(Value::as_str) != Some(res.kind.as_str()) {
+        map.insert("kind".into(), Value::from(res.kind.clone()));
+    }
     if !map
         .get("metadata")
         .is_none_or(|m| m.is_object() || m.is_null())
@@ -215,26 +220,23 @@ pub(crate) fn create_with(
         errs.extend(validate_name(name_format(res), &name, "metadata.name"));
     }
     errs.extend(objectmeta::validate(&res.kind, &obj)?);
-    // System fields: whatever the client sent is replaced.
-    meta::set_meta(&mut obj, "uid", Value::from(meta::new_uid()));
-    meta::set_meta(&mut obj, "creationTimestamp", Value::from(meta::now()));
+    // System fields: whatever the client sent is replaced (one lookup of `metadata` for all).
+    let m = meta::meta_mut(&mut obj);
+    m.insert("uid".into(), Value::from(meta::new_uid()));
+    m.insert("creationTimestamp".into(), Value::from(meta::now()));
     for f in [
         "deletionTimestamp",
         "deletionGracePeriodSeconds",
         "managedFields",
         "selfLink",
     ] {
-        meta::set_meta(&mut obj, f, Value::Null);
+        m.remove(f);
     }
-    meta::set_meta(
-        &mut obj,
-        "generation",
-        if res.generation {
-            Value::from(1)
-        } else {
-            Value::Null
-        },
-    );
+    if res.generation {
+        m.insert("generation".into(), Value::from(1));
+    } else {
+        m.remove("generation");
+    }
     if res.status_subresource
         && let Some(map) = obj.as_object_mut()
     {
