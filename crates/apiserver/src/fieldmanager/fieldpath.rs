@@ -330,7 +330,7 @@ impl FieldSet {
 
     /// The `FieldsV1` form: `{"f:data": {".": {}, "f:key": {}}}`.
     pub fn to_fields_v1(&self) -> Value {
-        let mut map = Map::new();
+        let mut map = Map::with_capacity(self.children.len());
         for (e, n) in &self.children {
             let mut inner = match n.set.to_fields_v1() {
                 Value::Object(m) => m,

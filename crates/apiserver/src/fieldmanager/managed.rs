@@ -94,7 +94,7 @@ impl Entry {
         subresource: Option<String>,
         fields: &FieldSet,
     ) -> Value {
-        let mut m = Map::new();
+        let mut m = Map::with_capacity(7);
         if !manager.is_empty() {
             m.insert("manager".into(), Value::from(manager));
         }

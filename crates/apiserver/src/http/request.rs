@@ -58,9 +58,12 @@ pub struct ResourcePath {
 
 /// Parses a request path (without the query string).
 pub fn parse_path(path: &str) -> Route {
-    let segs: Vec<Cow<'_, str>> = path
-        .split('/')
-        .filter(|s| !s.is_empty())
+    let split = || path.split('/').filter(|s| !s.is_empty());
+    if !path.contains(['%', '+']) {
+        // Nothing escaped (the usual case): the segments are slices of the path.
+        return route_of(&split().collect::<Vec<&str>>());
+    }
+    let segs: Vec<Cow<'_, str>> = split()
         .map(|s| {
             if s.contains(['%', '+']) {
                 Cow::Owned(percent_decode(s))
@@ -69,8 +72,12 @@ pub fn parse_path(path: &str) -> Route {
             }
         })
         .collect();
-    let segs: Vec<&str> = segs.iter().map(|s| s.as_ref()).collect();
-    match segs.as_slice() {
+    route_of(&segs.iter().map(|s| s.as_ref()).collect::<Vec<&str>>())
+}
+
+/// The route of a path's (decoded) segments.
+fn route_of(segs: &[&str]) -> Route {
+    match segs {
         ["healthz" | "readyz" | "livez", ..] => Route::Health,
         ["version"] => Route::Version,
         ["api"] => Route::CoreApi,

@@ -48,8 +48,11 @@ pub(crate) fn string_list(v: Option<&Value>) -> Vec<String> {
 
 /// `metadata.ownerReferences[*].uid`.
 pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
-    owner_refs(obj)
-        .iter()
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .filter_map(|r| r.get("uid")?.as_str().map(str::to_string))
         .collect()
 }

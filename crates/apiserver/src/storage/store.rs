@@ -173,11 +173,11 @@ impl State {
         let rv = self.rv;
         meta::set_meta(&mut obj, "resourceVersion", Value::from(rv.to_string()));
         let obj = Arc::new(obj);
-        let previous = self
-            .data
-            .entry(res.to_string())
-            .or_default()
-            .insert(key.clone(), obj.clone());
+        let objects = match self.data.get_mut(res) {
+            Some(objects) => objects,
+            None => self.data.entry(res.to_string()).or_default(),
+        };
+        let previous = objects.insert(key.clone(), obj.clone());
         if let Some(prev) = &previous {
             self.unindex(prev);
         }

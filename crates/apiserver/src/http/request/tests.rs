@@ -182,3 +182,25 @@ fn malformed_objects_are_400_with_the_real_wording() {
     assert_eq!(parse_object(b"[1]").unwrap_err().code, 400);
     assert!(parse_object(br#"{"kind":"ConfigMap"}"#).is_ok());
 }
+
+#[test]
+fn escaped_path_segments_are_decoded() {
+    let p = res("/api/v1/namespaces/default/configmaps/a%2Db");
+    assert_eq!(p.name.as_deref(), Some("a-b"));
+    assert_eq!(p.namespace.as_deref(), Some("default"));
+    let p = res("/apis/example%2Ecom/v1/widgets");
+    assert_eq!(
+        (p.group.as_str(), p.plural.as_str()),
+        ("example.com", "widgets")
+    );
+    assert_eq!(
+        parse_path("/api/v1/namespaces/default/configmaps/a%2Fb"),
+        Route::Resource(ResourcePath {
+            version: "v1".into(),
+            plural: "configmaps".into(),
+            namespace: Some("default".into()),
+            name: Some("a/b".into()),
+            ..Default::default()
+        })
+    );
+}
