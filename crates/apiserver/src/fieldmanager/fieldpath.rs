@@ -330,21 +330,21 @@ impl FieldSet {
 
     /// The `FieldsV1` form: `{"f:data": {".": {}, "f:key": {}}}`.
     pub fn to_fields_v1(&self) -> Value {
-        let mut map = Map::with_capacity(self.children.len());
-        for (e, n) in &self.children {
-            let mut inner = match n.set.to_fields_v1() {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            if n.member && !inner.is_empty() {
-                let mut with_dot = Map::new();
-                with_dot.insert(".".into(), Value::Object(Map::new()));
-                with_dot.extend(std::mem::take(&mut inner));
-                inner = with_dot;
-            }
-            map.insert(e.encode(), Value::Object(inner));
+        Value::Object(self.fields_v1_map(false))
+    }
+
+    /// The `FieldsV1` object of a node (a member when `member`): `"."` first when it is a
+    /// member with children, then the children in order. Each map is built at its final size.
+    fn fields_v1_map(&self, member: bool) -> Map<String, Value> {
+        let dot = member && !self.children.is_empty();
+        let mut map = Map::with_capacity(self.children.len() + usize::from(dot));
+        if dot {
+            map.insert(".".into(), Value::Object(Map::new()));
         }
-        Value::Object(map)
+        for (e, n) in &self.children {
+            map.insert(e.encode(), Value::Object(n.set.fields_v1_map(n.member)));
+        }
+        map
     }
 
     /// Reads a `FieldsV1` value.
