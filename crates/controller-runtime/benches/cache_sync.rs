@@ -17,7 +17,8 @@
 //! ```sh
 //! cargo bench -p controller-runtime --bench cache_sync            # 10,000 and 100,000
 //! CRT_BENCH_SIZES=10000 CRT_BENCH_ROUNDS=3 cargo bench -p controller-runtime --bench cache_sync
-//! # only some contenders (substrings of their names, `|`-separated), e.g. to profile one:
+//! # only some contenders (substrings of their names, `|`-separated; a trailing `$` matches
+//! # the end of a name), e.g. to profile one:
 //! CRT_BENCH_ONLY="informer, streaming" cargo bench -p controller-runtime --bench cache_sync
 //! # objects carrying a managedFields entry, as a real API server records on every write
 //! # (kubectl create: every field listed):
@@ -161,8 +162,12 @@ fn main() {
         ),
     ]);
     contenders.retain(|(name, _)| {
-        only.as_deref()
-            .is_none_or(|o| o.split('|').any(|part| name.contains(part)))
+        only.as_deref().is_none_or(|o| {
+            o.split('|').any(|part| match part.strip_suffix('$') {
+                Some(end) => name.ends_with(end),
+                None => name.contains(part),
+            })
+        })
     });
     println!(
         "| objects | contender | sync time (median, min-max) | client CPU (median) | server CPU (median) | heap per object (median) |"

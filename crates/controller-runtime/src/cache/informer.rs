@@ -362,32 +362,35 @@ where
         let this = &self.shared.scopes[scope];
         let initial = !this.synced.load(Ordering::Acquire);
         let store = &self.shared.store;
-        let mut old = if self.shared.scopes.len() == 1 {
-            store.replace_entries(&entries)
-        } else {
-            store.replace_entries_where(|key| self.scope_of(key) == scope, &entries)
-        };
         // Without handlers there is nobody to tell (and a compact store's objects need not be
         // decoded).
-        if !handlers.is_empty() {
-            for entry in &entries {
-                let Some(obj) = self.typed(entry) else {
-                    continue;
-                };
-                let previous = if old.is_empty() {
-                    None
-                } else {
-                    old.remove(&entry.key)
-                };
-                match previous.and_then(|slot| store.decode(&slot)) {
-                    Some(previous) if !initial => handlers
-                        .iter()
-                        .for_each(|h| h.handler.on_update(&previous, &obj)),
-                    _ => handlers
-                        .iter()
-                        .for_each(|h| h.handler.on_add(&obj, initial)),
-                }
+        let told: Vec<(ObjectKey, Arc<K>)> = if handlers.is_empty() {
+            Vec::new()
+        } else {
+            entries
+                .iter()
+                .filter_map(|entry| Some((entry.key.clone(), self.typed(entry)?)))
+                .collect()
+        };
+        let mut old = if self.shared.scopes.len() == 1 {
+            store.replace_entries(entries)
+        } else {
+            store.replace_entries_where(|key| self.scope_of(key) == scope, entries)
+        };
+        for (key, obj) in &told {
+            let previous = if old.is_empty() {
+                None
+            } else {
+                old.remove(key)
+            };
+            match previous.and_then(|slot| store.decode(&slot)) {
+                Some(previous) if !initial => handlers
+                    .iter()
+                    .for_each(|h| h.handler.on_update(&previous, obj)),
+                _ => handlers.iter().for_each(|h| h.handler.on_add(obj, initial)),
             }
+        }
+        if !handlers.is_empty() {
             for gone in old.values().filter_map(|slot| store.decode(slot)) {
                 handlers
                     .iter()
@@ -396,7 +399,7 @@ where
         }
         // What the store does not keep (typed objects a compact store encoded, the replaced
         // content) is freed before anyone is told the informer synced.
-        drop((entries, old));
+        drop((told, old));
         if initial {
             this.synced.store(true, Ordering::Release);
             let all = self
@@ -431,11 +434,13 @@ where
     pub(super) fn upsert(&self, entry: Entry<K>) {
         let handlers = self.shared.handlers.lock();
         let store = &self.shared.store;
-        let old = store.put_entry(&entry);
         if handlers.is_empty() {
+            store.put_entry(entry);
             return;
         }
-        let Some(obj) = self.typed(&entry) else {
+        let obj = self.typed(&entry);
+        let old = store.put_entry(entry);
+        let Some(obj) = obj else {
             return;
         };
         match old.and_then(|slot| store.decode(&slot)) {
@@ -507,9 +512,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for RawObject {
     }
 
     fn entry(self, _: &Informer<K>, _: usize) -> Entry<K> {
+        let (key, json) = self.into_parts();
         Entry {
-            key: self.key().clone(),
-            slot: Slot::Encoded(self.json().into()),
+            key,
+            slot: Slot::Encoded(json),
             typed: None,
         }
     }

@@ -44,6 +44,12 @@ impl RawObject {
     pub fn json(&self) -> &[u8] {
         self.json.get().as_bytes()
     }
+
+    /// The key and the JSON, without a copy.
+    pub(crate) fn into_parts(self) -> (ObjectKey, Box<[u8]>) {
+        let json: Box<str> = self.json.into();
+        (self.key, json.into_boxed_bytes())
+    }
 }
 
 /// The parts of an object's JSON a raw object reads.

@@ -235,14 +235,14 @@ where
 /// earlier one in place.
 struct InitialEvents<K> {
     entries: Vec<Option<Entry<K>>>,
-    positions: HashMap<ObjectKey, usize>,
+    positions: HashMap<ObjectKey, usize, foldhash::fast::RandomState>,
 }
 
 impl<K> Default for InitialEvents<K> {
     fn default() -> Self {
         InitialEvents {
             entries: Vec::new(),
-            positions: HashMap::new(),
+            positions: HashMap::default(),
         }
     }
 }

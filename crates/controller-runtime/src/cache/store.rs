@@ -96,8 +96,8 @@ const CLUSTER: &str = "";
 /// One stored object: the shared typed object, or its encoding ([`Storage::Compact`]).
 pub(crate) enum Slot<K> {
     Shared(Arc<K>),
-    /// An `Arc` so a read can take it out of the lock and decode it outside.
-    Encoded(Arc<[u8]>),
+    /// Reads copy the bytes out of the lock and decode them outside it.
+    Encoded(Box<[u8]>),
 }
 
 /// An object on its way into the store: its key, how the store will hold it, and the typed
@@ -203,17 +203,17 @@ impl<K: Resource> Store<K> {
     /// Inserts or replaces an object; returns the object it replaced (decoded, in a compact
     /// store: [`Store::put`] skips that).
     pub fn insert(&self, obj: Arc<K>) -> Option<Arc<K>> {
-        let old = self.put_entry(&self.entry(obj));
+        let old = self.put_entry(self.entry(obj));
         old.and_then(|old| self.decode(&old))
     }
 
     /// Inserts or replaces an object; returns whether it replaced one.
     pub fn put(&self, obj: Arc<K>) -> bool {
-        self.put_entry(&self.entry(obj)).is_some()
+        self.put_entry(self.entry(obj)).is_some()
     }
 
     /// Files an entry; returns the slot it replaced.
-    pub(crate) fn put_entry(&self, entry: &Entry<K>) -> Option<Slot<K>> {
+    pub(crate) fn put_entry(&self, entry: Entry<K>) -> Option<Slot<K>> {
         self.inner.write().insert(entry, self)
     }
 
@@ -240,11 +240,11 @@ impl<K: Resource> Store<K> {
     /// Replaces the whole content (a relist) and returns what was there before.
     pub fn replace(&self, objects: impl IntoIterator<Item = Arc<K>>) -> HashMap<ObjectKey, Arc<K>> {
         let entries: Vec<Entry<K>> = objects.into_iter().map(|o| self.entry(o)).collect();
-        self.decode_all(self.replace_entries(&entries))
+        self.decode_all(self.replace_entries(entries))
     }
 
     /// As [`Store::replace`], with entries, returning the old content undecoded.
-    pub(crate) fn replace_entries(&self, entries: &[Entry<K>]) -> HashMap<ObjectKey, Slot<K>> {
+    pub(crate) fn replace_entries(&self, entries: Vec<Entry<K>>) -> HashMap<ObjectKey, Slot<K>> {
         let mut inner = self.inner.write();
         let old = std::mem::take(&mut inner.objects);
         inner.len = 0;
@@ -272,14 +272,14 @@ impl<K: Resource> Store<K> {
         objects: impl IntoIterator<Item = Arc<K>>,
     ) -> HashMap<ObjectKey, Arc<K>> {
         let entries: Vec<Entry<K>> = objects.into_iter().map(|o| self.entry(o)).collect();
-        self.decode_all(self.replace_entries_where(part, &entries))
+        self.decode_all(self.replace_entries_where(part, entries))
     }
 
     /// As [`Store::replace_where`], with entries, returning the old content undecoded.
     pub(crate) fn replace_entries_where(
         &self,
         part: impl Fn(&ObjectKey) -> bool,
-        entries: &[Entry<K>],
+        entries: Vec<Entry<K>>,
     ) -> HashMap<ObjectKey, Slot<K>> {
         let mut inner = self.inner.write();
         let keys: Vec<ObjectKey> = inner.keys().filter(|k| part(k)).collect();
@@ -362,7 +362,7 @@ impl<K: Resource> Store<K> {
             return Slot::Shared(obj);
         };
         match codec.encode(&obj) {
-            Ok(bytes) => Slot::Encoded(bytes.into()),
+            Ok(bytes) => Slot::Encoded(bytes.into_boxed_slice()),
             Err(error) => {
                 tracing::warn!(%error, object = %ObjectKey::of(obj.as_ref()), "cannot encode an object for a compact store; keeping it typed");
                 Slot::Shared(obj)
@@ -430,24 +430,22 @@ impl<K: Resource> Inner<K> {
 
     /// Files an entry; returns the slot it replaced. `store` decodes objects when indexes
     /// need them and they are not at hand typed.
-    fn insert(&mut self, entry: &Entry<K>, store: &Store<K>) -> Option<Slot<K>> {
-        let key = &entry.key;
-        let ns = key.namespace.as_deref().unwrap_or(CLUSTER);
-        let name = key.name.as_str();
+    fn insert(&mut self, entry: Entry<K>, store: &Store<K>) -> Option<Slot<K>> {
+        let Entry { key, slot, typed } = entry;
         if !self.indexes.is_empty() {
-            self.unindex(key, store);
-            let typed = entry.typed.clone().or_else(|| store.decode(&entry.slot));
-            if let Some(obj) = typed {
+            self.unindex(&key, store);
+            if let Some(obj) = typed.or_else(|| store.decode(&slot)) {
                 for index in self.indexes.values_mut() {
-                    index_insert(index, key, &obj);
+                    index_insert(index, &key, &obj);
                 }
             }
         }
+        let ns = key.namespace.as_deref().unwrap_or(CLUSTER);
         let names = match self.objects.get_mut(ns) {
             Some(names) => names,
             None => self.objects.entry(ns.into()).or_default(),
         };
-        let old = names.insert(name.into(), entry.slot.clone());
+        let old = names.insert(key.name.into_boxed_str(), slot);
         if old.is_none() {
             self.len += 1;
         }

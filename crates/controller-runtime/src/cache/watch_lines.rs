@@ -48,7 +48,7 @@ impl<B: Body<Data = Bytes, Error = kube_client::Error> + Unpin> Lines<B> {
         &mut self,
     ) -> Option<Result<WatchEvent<K>, kube_client::Error>> {
         loop {
-            if let Some(at) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') {
+            if let Some(at) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
                 let end = self.scanned + at;
                 let event = decode_line(&self.buf[..end]);
                 self.buf.advance(end + 1);
