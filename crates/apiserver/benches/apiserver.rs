@@ -16,7 +16,8 @@
 //! ```
 //!
 //! `CRT_BENCH_PROFILE=server` runs only the creates against a server in its own process (see
-//! `server_cpu_per_create`), to profile that process with `CRT_BENCH_SERVER_WRAPPER`.
+//! `server_cpu_per_create`), to profile that process with `CRT_BENCH_SERVER_WRAPPER`;
+//! `CRT_BENCH_PROFILE=inprocess` only the creates against a server in the bench's process.
 
 use std::time::{Duration, Instant};
 
@@ -333,12 +334,30 @@ fn profile_measured(kind: &str, n: usize) {
     profile_loop(kind, "p", n);
 }
 
+/// `Server::start` (certificates, bind, serve), median of 20.
+async fn start_time() {
+    let mut starts = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let server = Server::start(Config::default()).await.unwrap();
+        starts.push(t.elapsed());
+        server.stop().await;
+    }
+    println!(
+        "start (median of 20): {:.2} ms",
+        median(starts).as_secs_f64() * 1e3
+    );
+}
+
 #[tokio::main]
 async fn main() {
     if std::env::var_os(SERVER_PROCESS).is_some() {
         return serve_in_child().await;
     }
-    if let Ok(kind) = std::env::var("CRT_BENCH_PROFILE") {
+    let profile = std::env::var("CRT_BENCH_PROFILE").ok();
+    // `inprocess`: only the 8-client creates against the server in this process.
+    let profile_only = profile.as_deref() == Some("inprocess");
+    if let Some(kind) = profile.filter(|_| !profile_only) {
         if kind == "server" {
             return server_cpu_per_create().await;
         }
@@ -351,22 +370,15 @@ async fn main() {
         profile_measured(&kind, n);
         return;
     }
-    in_process().await;
-    http_handler().await;
-    server_cpu_per_create().await;
-
-    // Start time.
-    let mut starts = Vec::new();
-    for _ in 0..20 {
-        let t = Instant::now();
-        let server = Server::start(Config::default()).await.unwrap();
-        starts.push(t.elapsed());
-        server.stop().await;
+    if !profile_only {
+        in_process().await;
+        http_handler().await;
+        server_cpu_per_create().await;
     }
-    println!(
-        "start (median of 20): {:.2} ms",
-        median(starts).as_secs_f64() * 1e3
-    );
+
+    if !profile_only {
+        start_time().await;
+    }
 
     let server = Server::start(Config::default()).await.unwrap();
     let mut apis = Vec::new();
@@ -383,6 +395,10 @@ async fn main() {
 
     let took = create_all(&apis, "c", OBJECTS).await;
     println!("creates, {CLIENTS} clients: {}", rate(OBJECTS, took));
+    if profile_only {
+        server.stop().await;
+        return;
+    }
 
     let start = Instant::now();
     let tasks: Vec<_> = apis
