@@ -73,17 +73,9 @@ where
         &self,
         params: ListParams,
     ) -> BoxFuture<'static, Result<ObjectList<K>, kube_client::Error>> {
-        let built = if K::metadata_api() {
-            self.request.list_metadata(&params)
-        } else {
-            self.request.list(&params)
-        };
+        let built = list_request::<K>(&self.request, &params);
         let client = self.client.clone();
-        Box::pin(async move {
-            let mut request = built.map_err(kube_client::Error::BuildRequest)?;
-            request.extensions_mut().insert("list");
-            client.request::<ObjectList<K>>(request).await
-        })
+        Box::pin(async move { client.request::<ObjectList<K>>(built?).await })
     }
 
     fn watch(
@@ -91,16 +83,7 @@ where
         params: WatchParams,
         resource_version: String,
     ) -> BoxFuture<'static, Result<WatchStream<K>, kube_client::Error>> {
-        let built = watch_request::<K>(&self.request, &params, &resource_version);
-        let client = self.client.clone();
-        Box::pin(async move {
-            let request = built?;
-            let response = client
-                .send(request.map(kube_client::client::Body::from))
-                .await?;
-            let response = api_error(response).await?;
-            Ok(watch_lines::events::<K, _>(response.into_body()).boxed())
-        })
+        watch_events::<K, K>(&self.client, &self.request, &params, &resource_version)
     }
 
     fn raw(&self) -> Option<Box<dyn ListWatch<RawObject>>> {
@@ -112,8 +95,43 @@ where
     }
 }
 
+/// The list request for objects of `K` (their metadata only for `PartialObjectMeta`) at
+/// `request`'s URL.
+pub(super) fn list_request<K: Resource>(
+    request: &kube_core::Request,
+    params: &ListParams,
+) -> Result<http::Request<Vec<u8>>, kube_client::Error> {
+    let built = if K::metadata_api() {
+        request.list_metadata(params)
+    } else {
+        request.list(params)
+    };
+    let mut request = built.map_err(kube_client::Error::BuildRequest)?;
+    request.extensions_mut().insert("list");
+    Ok(request)
+}
+
+/// A watch of the objects of `K` at `request`'s URL, its events decoded as `T` (`K`, or
+/// [`RawObject`]).
+pub(super) fn watch_events<K: Resource, T: DeserializeOwned + Send + 'static>(
+    client: &Client,
+    request: &kube_core::Request,
+    params: &WatchParams,
+    resource_version: &str,
+) -> BoxFuture<'static, Result<WatchStream<T>, kube_client::Error>> {
+    let built = watch_request::<K>(request, params, resource_version);
+    let client = client.clone();
+    Box::pin(async move {
+        let response = client
+            .send(built?.map(kube_client::client::Body::from))
+            .await?;
+        let response = api_error(response).await?;
+        Ok(watch_lines::events::<T, _>(response.into_body()).boxed())
+    })
+}
+
 /// The watch request for objects of `K` at `request`'s URL.
-pub(super) fn watch_request<K: Resource>(
+fn watch_request<K: Resource>(
     request: &kube_core::Request,
     params: &WatchParams,
     resource_version: &str,

@@ -7,7 +7,6 @@
 use std::marker::PhantomData;
 
 use futures::future::BoxFuture;
-use futures::stream::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
 use kube_client::Client;
@@ -17,9 +16,8 @@ use kube_core::Resource;
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::value::RawValue;
 
-use super::list_watch::{ListWatch, WatchStream, api_error, watch_request};
+use super::list_watch::{ListWatch, WatchStream, api_error, list_request, watch_events};
 use super::store::ObjectKey;
-use super::watch_lines;
 
 /// One object as the server sent it: its JSON, with its key and resourceVersion read out.
 #[derive(Clone, Debug)]
@@ -117,17 +115,11 @@ impl<K: Resource + 'static> ListWatch<RawObject> for RawListWatch<K> {
         &self,
         params: ListParams,
     ) -> BoxFuture<'static, Result<ObjectList<RawObject>, kube_client::Error>> {
-        let built = if K::metadata_api() {
-            self.request.list_metadata(&params)
-        } else {
-            self.request.list(&params)
-        };
+        let built = list_request::<K>(&self.request, &params);
         let client = self.client.clone();
         Box::pin(async move {
-            let mut request = built.map_err(kube_client::Error::BuildRequest)?;
-            request.extensions_mut().insert("list");
             let response = client
-                .send(request.map(kube_client::client::Body::from))
+                .send(built?.map(kube_client::client::Body::from))
                 .await?;
             let body = api_error(response)
                 .await?
@@ -153,16 +145,7 @@ impl<K: Resource + 'static> ListWatch<RawObject> for RawListWatch<K> {
         params: WatchParams,
         resource_version: String,
     ) -> BoxFuture<'static, Result<WatchStream<RawObject>, kube_client::Error>> {
-        let built = watch_request::<K>(&self.request, &params, &resource_version);
-        let client = self.client.clone();
-        Box::pin(async move {
-            let request = built?;
-            let response = client
-                .send(request.map(kube_client::client::Body::from))
-                .await?;
-            let response = api_error(response).await?;
-            Ok(watch_lines::events::<RawObject, _>(response.into_body()).boxed())
-        })
+        watch_events::<K, RawObject>(&self.client, &self.request, &params, &resource_version)
     }
 }
 
