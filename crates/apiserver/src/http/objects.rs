@@ -89,7 +89,13 @@ where
             ));
         }
     }
+    let transform = transform_for(state, &res, accept, &query);
     let (code, answer) = match (method, name) {
+        (&Method::GET | &Method::HEAD, Some(name)) if transform.is_none() => {
+            // Plain JSON: the stored object is encoded as it is, not copied.
+            let found = storage.get_shared(&res, ns, name, sub)?;
+            return Ok(json(200, &found));
+        }
         (&Method::GET | &Method::HEAD, Some(name)) => (200, storage.get(&res, ns, name, sub)?),
         (&Method::GET | &Method::HEAD, None) => {
             (200, storage.list(&res, ns, &query.list_options())?)
@@ -130,7 +136,7 @@ where
         }
         _ => return Err(method_not_allowed()),
     };
-    let answer = match transform_for(state, &res, accept, &query) {
+    let answer = match transform {
         Some(transform) if method == Method::GET && sub.is_none() => transform(answer),
         _ => answer,
     };

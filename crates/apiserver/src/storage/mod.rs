@@ -425,6 +425,20 @@ impl Storage {
         })
     }
 
+    /// [`Storage::get`], answering the stored object itself (not a copy) when the resource's
+    /// version is the stored one: what the HTTP layer encodes.
+    pub(crate) fn get_shared(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+    ) -> Result<Arc<Value>, ApiError> {
+        self.with(res, |st, res| {
+            read::get_shared(st, res, namespace, name, subresource)
+        })
+    }
+
     /// Lists objects (GET on the collection): a `<Kind>List` with `metadata.resourceVersion` and,
     /// when paginated, `metadata.continue` and `metadata.remainingItemCount`.
     pub fn list(

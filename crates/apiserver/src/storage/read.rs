@@ -2,6 +2,7 @@
 //! (every page of a list comes from the snapshot of its first page).
 
 use std::ops::Bound;
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -27,12 +28,24 @@ pub(crate) fn get(
     name: &str,
     subresource: Option<&str>,
 ) -> Result<Value, ApiError> {
+    get_shared(st, res, namespace, name, subresource).map(Arc::unwrap_or_clone)
+}
+
+/// GET, answering the stored object itself (not a copy) when the request speaks the stored
+/// version: the HTTP layer only encodes it.
+pub(crate) fn get_shared(
+    st: &State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+) -> Result<Arc<Value>, ApiError> {
     let key = obj_key(res, namespace, name);
     let obj = current(st, res, &key, subresource)?;
     if subresource == Some("scale") {
-        return Ok(scale::to_scale(res, &obj));
+        return Ok(Arc::new(scale::to_scale(res, &obj)));
     }
-    Ok(as_version(&obj, &res.api_version()))
+    Ok(super::convert::to_version_shared(&obj, &res.api_version()))
 }
 
 /// A decoded continue token.
