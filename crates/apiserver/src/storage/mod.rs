@@ -407,6 +407,11 @@ impl Storage {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Arc<Value>, ApiError> {
+        if write::prepares_without_state(res) {
+            // Checked and completed before taking the lock, which is held for the commit only.
+            let prepared = write::prepare_create(None, res, namespace, body, opts, None)?;
+            return self.with(res, |st, res| write::commit_create(st, res, prepared, opts));
+        }
         self.with(res, |st, res| {
             write::create_shared(st, res, namespace, body, opts)
         })

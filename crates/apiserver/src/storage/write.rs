@@ -193,6 +193,43 @@ pub(crate) fn create_with(
     opts: &WriteOptions,
     managed: Option<Value>,
 ) -> Result<Arc<Value>, ApiError> {
+    let prepared = prepare_create(Some(st), res, namespace, body, opts, managed)?;
+    commit_create(st, res, prepared, opts)
+}
+
+/// Whether a create of `res` reads nothing from the store before its commit, so that
+/// [`prepare_create`] can run without the store's lock: built-in kinds other than Services
+/// (which take their ClusterIP from the store). Custom resources need their CRD's schema.
+pub(crate) fn prepares_without_state(res: &ResourceInfo) -> bool {
+    let services = res.group.is_empty() && res.plural == "services";
+    !res.custom && !services
+}
+
+/// A create checked and completed (system metadata, defaults, managedFields), not yet stored.
+pub(crate) struct PreparedCreate {
+    obj: Value,
+    ns: String,
+    name: String,
+    /// The next ClusterIP to hand out, when the create read the store's.
+    next_ip: Option<u32>,
+}
+
+/// Every check and change of a create that does not depend on what is stored: the body, the
+/// names, the metadata, defaults, validation and managedFields. `st` may be `None` only when
+/// [`prepares_without_state`] holds for `res`.
+pub(crate) fn prepare_create(
+    st: Option<&State>,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    body: Value,
+    opts: &WriteOptions,
+    managed: Option<Value>,
+) -> Result<PreparedCreate, ApiError> {
+    if st.is_none() && !prepares_without_state(res) {
+        return Err(ApiError::internal(
+            "create: this kind needs the store to prepare",
+        ));
+    }
     let mut obj = check_body(res, body)?;
     // Taken, not copied: `managedFields` is removed below anyway.
     let provided = take_meta(&mut obj, "managedFields");
@@ -245,13 +282,14 @@ pub(crate) fn create_with(
             map.insert("status".into(), status);
         }
     }
-    let mut next_ip = st.next_cluster_ip;
-    if res.custom {
-        errs.extend(crd::validate_custom(st, res, &mut obj, opts)?);
-    } else {
-        rules::normalize(res, &mut obj)?;
-        rules::apply_defaults(res, &mut obj, &mut next_ip);
-        errs.extend(rules::validate_required(res, &obj));
+    let mut next_ip = st.map_or(0, |st| st.next_cluster_ip);
+    match st {
+        Some(st) if res.custom => errs.extend(crd::validate_custom(st, res, &mut obj, opts)?),
+        _ => {
+            rules::normalize(res, &mut obj)?;
+            rules::apply_defaults(res, &mut obj, &mut next_ip);
+            errs.extend(rules::validate_required(res, &obj));
+        }
     }
     match (res.group.as_str(), res.plural.as_str()) {
         ("", "namespaces") => rules::namespace_on_create(&mut obj),
@@ -263,7 +301,33 @@ pub(crate) fn create_with(
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
     }
-    set_managed(st, res, None, &mut obj, provided, opts, None, managed);
+    let shape = || match st {
+        Some(st) => shape_of(st, res),
+        None => Shape::builtin(&res.group, &res.kind),
+    };
+    set_managed_with(shape, res, None, &mut obj, provided, opts, None, managed);
+    Ok(PreparedCreate {
+        obj,
+        ns,
+        name,
+        next_ip: st.map(|_| next_ip),
+    })
+}
+
+/// The part of a create that reads and writes the store: the namespace must be open, the
+/// CRD not terminating, the name free; then the object is stored (unless `dry_run`).
+pub(crate) fn commit_create(
+    st: &mut State,
+    res: &ResourceInfo,
+    prepared: PreparedCreate,
+    opts: &WriteOptions,
+) -> Result<Arc<Value>, ApiError> {
+    let PreparedCreate {
+        obj,
+        ns,
+        name,
+        next_ip,
+    } = prepared;
     if res.namespaced {
         check_namespace_open(st, &ns)?;
     }
@@ -284,7 +348,9 @@ pub(crate) fn create_with(
     if opts.dry_run {
         return Ok(Arc::new(obj));
     }
-    st.next_cluster_ip = next_ip;
+    if let Some(ip) = next_ip {
+        st.next_cluster_ip = ip;
+    }
     let stored = st.put(&rk, key, obj);
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
         crd::register(st, &stored);
@@ -377,6 +443,23 @@ pub(crate) fn set_managed(
     subresource: Option<&str>,
     managed: Option<Value>,
 ) {
+    let shape = || shape_of(st, res);
+    set_managed_with(shape, res, old, new, provided, opts, subresource, managed);
+}
+
+/// [`set_managed`] with the resource's merge shape from `shape` (only called when an update
+/// entry is recorded).
+#[allow(clippy::too_many_arguments)]
+fn set_managed_with(
+    shape: impl FnOnce() -> Shape,
+    res: &ResourceInfo,
+    old: Option<&Value>,
+    new: &mut Value,
+    provided: Option<Value>,
+    opts: &WriteOptions,
+    subresource: Option<&str>,
+    managed: Option<Value>,
+) {
     if let Some(m) = managed {
         meta::set_meta(new, "managedFields", m);
         return;
@@ -401,7 +484,7 @@ pub(crate) fn set_managed(
     meta::set_meta(new, "managedFields", base);
     if opts.field_manager.is_some() {
         let w = writer(res, opts, subresource);
-        fieldmanager::record_update(old, new, &shape_of(st, res), &w.get());
+        fieldmanager::record_update(old, new, &shape(), &w.get());
     }
 }
 
