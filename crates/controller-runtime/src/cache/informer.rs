@@ -489,15 +489,15 @@ where
 /// What a scope's list or watch yields: typed objects, or, for a compact store without a
 /// transform, [`RawObject`]s.
 pub(super) trait Wire<K>: Clone + Send + Sync + 'static {
-    /// The object's resourceVersion.
-    fn resource_version(&self) -> Option<&str>;
+    /// The object's resourceVersion (taken out of a raw object, which needs it no more).
+    fn take_resource_version(&mut self) -> Option<String>;
     /// The entry the informer stores for it (transformed, encoded if the store is compact).
     fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K>;
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
-    fn resource_version(&self) -> Option<&str> {
-        self.meta().resource_version.as_deref()
+    fn take_resource_version(&mut self) -> Option<String> {
+        self.meta().resource_version.clone()
     }
 
     fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K> {
@@ -507,8 +507,8 @@ impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for RawObject {
-    fn resource_version(&self) -> Option<&str> {
-        RawObject::resource_version(self)
+    fn take_resource_version(&mut self) -> Option<String> {
+        RawObject::take_resource_version(self)
     }
 
     fn entry(self, _: &Informer<K>, _: usize) -> Entry<K> {

@@ -43,6 +43,11 @@ impl RawObject {
         self.json.get().as_bytes()
     }
 
+    /// Takes the resourceVersion out.
+    pub(crate) fn take_resource_version(&mut self) -> Option<String> {
+        self.resource_version.take()
+    }
+
     /// The key and the JSON, without a copy.
     pub(crate) fn into_parts(self) -> (ObjectKey, Box<[u8]>) {
         let json: Box<str> = self.json.into();

@@ -5,8 +5,7 @@
 //! from the last resourceVersion it saw whenever a watch ends. On 410 Gone it lists again.
 //! Connection failures back off from 800 ms to 30 s.
 
-use std::collections::HashMap;
-use std::collections::hash_map::Entry as HashEntry;
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -192,16 +191,16 @@ where
                 Some(Ok(event)) => event,
             };
             match event {
-                WatchEvent::Added(obj) | WatchEvent::Modified(obj) => {
-                    advance(resource_version, obj.resource_version());
+                WatchEvent::Added(mut obj) | WatchEvent::Modified(mut obj) => {
+                    advance(resource_version, obj.take_resource_version());
                     let entry = obj.entry(self, scope);
                     match &mut initial {
                         Some(buffer) => buffer.upsert(entry),
                         None => self.upsert(entry),
                     }
                 }
-                WatchEvent::Deleted(obj) => {
-                    advance(resource_version, obj.resource_version());
+                WatchEvent::Deleted(mut obj) => {
+                    advance(resource_version, obj.take_resource_version());
                     let entry = obj.entry(self, scope);
                     match &mut initial {
                         Some(buffer) => buffer.remove(&entry.key),
@@ -232,35 +231,51 @@ where
 }
 
 /// A streaming list's initial events, in arrival order; a later event for a key replaces the
-/// earlier one in place.
+/// earlier one in place. The index finds an entry by its key without holding a second copy
+/// of every key.
 struct InitialEvents<K> {
     entries: Vec<Option<Entry<K>>>,
-    positions: HashMap<ObjectKey, usize, foldhash::fast::RandomState>,
+    /// Positions in `entries` of the live ones, hashed by their keys.
+    positions: hashbrown::HashTable<usize>,
+    hasher: foldhash::fast::RandomState,
 }
 
 impl<K> Default for InitialEvents<K> {
     fn default() -> Self {
         InitialEvents {
             entries: Vec::new(),
-            positions: HashMap::default(),
+            positions: hashbrown::HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
         }
     }
 }
 
 impl<K> InitialEvents<K> {
     fn upsert(&mut self, entry: Entry<K>) {
-        match self.positions.entry(entry.key.clone()) {
-            HashEntry::Occupied(at) => self.entries[*at.get()] = Some(entry),
-            HashEntry::Vacant(slot) => {
-                slot.insert(self.entries.len());
-                self.entries.push(Some(entry));
+        let hash = self.hasher.hash_one(&entry.key);
+        let entries = &mut self.entries;
+        let (hasher, at) = (&self.hasher, entries.len());
+        match self.positions.entry(
+            hash,
+            |&i| entries[i].as_ref().is_some_and(|e| e.key == entry.key),
+            |&i| entries[i].as_ref().map_or(0, |e| hasher.hash_one(&e.key)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(found) => entries[*found.get()] = Some(entry),
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(at);
+                entries.push(Some(entry));
             }
         }
     }
 
     fn remove(&mut self, key: &ObjectKey) {
-        if let Some(at) = self.positions.remove(key) {
-            self.entries[at] = None;
+        let hash = self.hasher.hash_one(key);
+        let entries = &mut self.entries;
+        if let Ok(found) = self.positions.find_entry(hash, |&i| {
+            entries[i].as_ref().is_some_and(|e| &e.key == key)
+        }) {
+            let (at, _) = found.remove();
+            entries[at] = None;
         }
     }
 
@@ -280,9 +295,9 @@ fn refuses_streaming(code: u16) -> bool {
 }
 
 /// Moves the resume point to an event's object's resourceVersion.
-fn advance(resource_version: &mut Option<String>, rv: Option<&str>) {
-    if let Some(rv) = rv {
-        *resource_version = Some(rv.to_owned());
+fn advance(resource_version: &mut Option<String>, rv: Option<String>) {
+    if rv.is_some() {
+        *resource_version = rv;
     }
 }
 
@@ -315,5 +330,57 @@ pub(super) async fn sleep_or_cancel(ctx: &CancellationToken, d: Duration) -> boo
     tokio::select! {
         _ = ctx.cancelled() => false,
         _ = tokio::time::sleep(d) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::store::Slot;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn entry(name: &str, tag: &str) -> Entry<ConfigMap> {
+        Entry {
+            key: ObjectKey::namespaced("ns", name),
+            slot: Slot::Encoded(tag.as_bytes().into()),
+            typed: None,
+        }
+    }
+
+    fn order(events: InitialEvents<ConfigMap>) -> Vec<String> {
+        events
+            .into_entries()
+            .into_iter()
+            .map(|e| match e.slot {
+                Slot::Encoded(tag) => format!("{} {}", e.key.name, String::from_utf8_lossy(&tag)),
+                Slot::Shared(_) => unreachable!(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn initial_events_keep_arrival_order_replace_in_place_and_forget_removed_keys() {
+        let mut events = InitialEvents::default();
+        for name in ["a", "b", "c"] {
+            events.upsert(entry(name, "1"));
+        }
+        events.remove(&ObjectKey::namespaced("ns", "b"));
+        events.remove(&ObjectKey::namespaced("ns", "missing"));
+        events.upsert(entry("a", "2"));
+        events.upsert(entry("b", "3"));
+        events.upsert(entry("b", "4"));
+        assert_eq!(order(events), ["a 2", "c 1", "b 4"]);
+        // Many keys: every one found again (the table grows and rehashes).
+        let mut events = InitialEvents::default();
+        for i in 0..1000 {
+            events.upsert(entry(&format!("o{i}"), "1"));
+        }
+        for i in (0..1000).step_by(2) {
+            events.upsert(entry(&format!("o{i}"), "2"));
+        }
+        let all = order(events);
+        assert_eq!(all.len(), 1000);
+        assert_eq!(all[0], "o0 2");
+        assert_eq!(all[1], "o1 1");
     }
 }
