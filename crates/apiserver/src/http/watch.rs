@@ -14,7 +14,7 @@ use hyper::body::Frame;
 use serde_json::{Value, json};
 
 use super::response::Body;
-use crate::storage::{SharedEvent, SharedWatch, WatchEvent};
+use crate::storage::{SharedWatch, WatchEvent};
 
 /// Turns each event's object into the form the client asked for (JSON, Table, metadata).
 pub type Transform = Box<dyn Fn(Value) -> Value + Send + Sync>;
@@ -32,14 +32,6 @@ pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
         serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
-}
-
-/// The line of one event: the shared encoding, or the transformed object's.
-fn line(event: &SharedEvent, transform: Option<&Transform>) -> Bytes {
-    match transform {
-        None => event.to_json_line(),
-        Some(t) => encode(event.to_watch_event(), t),
-    }
 }
 
 /// How many bytes of already-queued events one frame gathers at most.
@@ -67,20 +59,25 @@ pub fn response(
         // Everything already queued goes out in one frame (one HTTP chunk, one TLS record
         // run, one socket write), as the real server flushes only once its channel is empty:
         // a streaming list's initial events cost a write per batch, not one per object.
-        let mut last = event.event_type() == "ERROR";
-        let first = line(&event, transform.as_ref());
-        let mut batch: Option<BytesMut> = None;
-        while !last && batch.as_ref().map_or(first.len(), BytesMut::len) < BATCH_BYTES {
-            let Ok(event) = events.try_recv() else { break };
-            last = event.event_type() == "ERROR";
-            batch
-                .get_or_insert_with(|| BytesMut::from(&first[..]))
-                .extend_from_slice(&line(&event, transform.as_ref()));
+        let mut batch = BytesMut::new();
+        let mut next = Some(event);
+        while let Some(event) = next.take() {
+            let last = event.event_type() == "ERROR";
+            match &transform {
+                None => event.write_json_line(&mut batch),
+                Some(t) => batch.extend_from_slice(&encode(event.to_watch_event(), t)),
+            }
+            if last {
+                let data = Frame::data(batch.freeze());
+                return Some((Ok::<_, Infallible>(data), (events, transform, true)));
+            }
+            if batch.len() < BATCH_BYTES {
+                next = events.try_recv().ok();
+            }
         }
-        let data = batch.map_or(first, BytesMut::freeze);
         Some((
-            Ok::<_, Infallible>(Frame::data(data)),
-            (events, transform, last),
+            Ok::<_, Infallible>(Frame::data(batch.freeze())),
+            (events, transform, false),
         ))
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
@@ -94,6 +91,7 @@ pub fn response(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::SharedEvent;
     use http_body_util::BodyExt;
     use tokio::sync::mpsc;
 

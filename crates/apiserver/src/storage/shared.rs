@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use bytes::Bytes;
+use bytes::{BufMut, Bytes, BytesMut};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -64,6 +64,32 @@ impl SharedEvent {
                 Bytes::from(out)
             })
             .clone()
+    }
+
+    /// Appends the event's line to `out`. An event no other watcher holds (a watch's
+    /// initial events) is encoded straight into `out`; a shared one is encoded once and
+    /// copied.
+    pub fn write_json_line(&self, out: &mut BytesMut) {
+        if let Some(line) = self.0.line.get() {
+            out.extend_from_slice(line);
+            return;
+        }
+        if Arc::strong_count(&self.0) > 1 {
+            out.extend_from_slice(&self.to_json_line());
+            return;
+        }
+        let frame = Frame {
+            event_type: self.0.event_type,
+            object: &self.0.object,
+        };
+        let start = out.len();
+        if serde_json::to_writer((&mut *out).writer(), &frame).is_err() {
+            // A Value always encodes; should it not, the watcher gets nothing for this event
+            // rather than half a line.
+            out.truncate(start);
+            return;
+        }
+        out.put_u8(b'\n');
     }
 
     /// The event as an owned [`WatchEvent`] (copies the object).
@@ -172,4 +198,31 @@ pub(crate) enum Receiver {
     Owned(mpsc::Receiver<WatchEvent>),
     /// For [`SharedWatch`].
     Shared(mpsc::Receiver<SharedEvent>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_line_is_the_same_whether_written_in_place_shared_or_cached() {
+        let object = json!({"kind": "ConfigMap", "metadata": {"name": "a\"b"}});
+        let expected = b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\\\"b\"}}}\n";
+        // Held by this watcher alone: encoded straight into the buffer, after what is there.
+        let mut out = BytesMut::from(&b"x"[..]);
+        SharedEvent::new("ADDED", Arc::new(object.clone())).write_json_line(&mut out);
+        assert_eq!(&out[1..], expected);
+        // Held by two watchers: encoded once, cached, copied.
+        let shared = SharedEvent::new("ADDED", Arc::new(object));
+        let other = shared.clone();
+        let mut out = BytesMut::new();
+        shared.write_json_line(&mut out);
+        assert_eq!(&out[..], expected);
+        assert_eq!(&other.to_json_line()[..], expected);
+        drop(shared);
+        let mut out = BytesMut::new();
+        other.write_json_line(&mut out);
+        assert_eq!(&out[..], expected, "the cached line once alone");
+    }
 }
