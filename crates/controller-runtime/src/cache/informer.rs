@@ -363,13 +363,15 @@ where
         let initial = !this.synced.load(Ordering::Acquire);
         let store = &self.shared.store;
         // Without handlers there is nobody to tell (and a compact store's objects need not be
-        // decoded).
-        let told: Vec<(ObjectKey, Arc<K>)> = if handlers.is_empty() {
+        // decoded). A compact store's objects are decoded one at a time as they are told, so
+        // the whole list is never held typed at once.
+        let told: Vec<(ObjectKey, Option<Arc<K>>)> = if handlers.is_empty() {
             Vec::new()
         } else {
+            let compact = store.is_compact();
             entries
                 .iter()
-                .filter_map(|entry| Some((entry.key.clone(), self.typed(entry)?)))
+                .map(|e| (e.key.clone(), e.typed.clone().filter(|_| !compact)))
                 .collect()
         };
         let mut old = if self.shared.scopes.len() == 1 {
@@ -377,17 +379,22 @@ where
         } else {
             store.replace_entries_where(|key| self.scope_of(key) == scope, entries)
         };
-        for (key, obj) in &told {
+        for (key, obj) in told {
+            let Some(obj) = obj.or_else(|| store.get(&key)) else {
+                continue;
+            };
             let previous = if old.is_empty() {
                 None
             } else {
-                old.remove(key)
+                old.remove(&key)
             };
             match previous.and_then(|slot| store.decode(&slot)) {
                 Some(previous) if !initial => handlers
                     .iter()
-                    .for_each(|h| h.handler.on_update(&previous, obj)),
-                _ => handlers.iter().for_each(|h| h.handler.on_add(obj, initial)),
+                    .for_each(|h| h.handler.on_update(&previous, &obj)),
+                _ => handlers
+                    .iter()
+                    .for_each(|h| h.handler.on_add(&obj, initial)),
             }
         }
         if !handlers.is_empty() {
@@ -399,7 +406,7 @@ where
         }
         // What the store does not keep (typed objects a compact store encoded, the replaced
         // content) is freed before anyone is told the informer synced.
-        drop((told, old));
+        drop(old);
         if initial {
             this.synced.store(true, Ordering::Release);
             let all = self
