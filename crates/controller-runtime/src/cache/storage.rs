@@ -1,52 +1,53 @@
-//! How a [`Store`](super::Store) holds its objects: as shared typed objects (the default), or
-//! compactly, as their JSON encoding, decoded on each read.
-//!
-//! A typed Kubernetes object takes two to four times its JSON size in memory: every
-//! `BTreeMap` (labels, annotations, a ConfigMap's data) reserves a 544-byte node for up to
-//! eleven `(String, String)` pairs even for one, `ObjectMeta` is mostly empty `Option`s, and
-//! `managedFields` decode into nested `serde_json::Value` maps. A 1.1 KB ConfigMap held as
-//! `Arc<ConfigMap>` costs about 3 KB, and 6.5 KB with one managedFields entry.
-//!
-//! [`Storage::Compact`] keeps the JSON instead, and decodes it again for every read: about a
-//! quarter to a half of the heap, for a few microseconds of CPU per object read. It suits
-//! large caches that reconcilers read now and then (Secrets, ConfigMaps, the Pods of a big
-//! cluster); [`Storage::Shared`] suits objects read on every event. controller-runtime (Go)
-//! deep-copies every object on every read by default, which costs about what a compact read
-//! does.
-//!
-//! A compact informer without a transform never builds the typed object to store it: it lists
-//! and watches [`RawObject`](super::RawObject)s, reads their key and resourceVersion, and
-//! stores the JSON as the server sent it (so filling the cache costs less CPU than a shared
-//! one). With a transform, objects are decoded, transformed and encoded again.
-//!
-//! With compact storage:
-//! - a get or list returns freshly decoded objects, not the stored allocation, so two reads
-//!   of one object are two objects;
-//! - handlers get typed objects as with shared storage, decoded for them (an event's object,
-//!   the replaced object of an update, a deleted one found on a relist, the replay a late
-//!   handler or a resync gets): an informer with handlers decodes every event once;
-//! - field indexes decode the objects they index;
-//! - an object whose JSON no longer decodes into `K` (which a type that cannot read its own
-//!   output, or a raw object the type does not fit, would cause) is logged and left out of
-//!   reads rather than failing them all.
-//!
-//! ```
-//! use controller_runtime::cache::{InformerConfig, Storage};
-//! use k8s_openapi::api::core::v1::Secret;
-//!
-//! let config = InformerConfig::<Secret> {
-//!     storage: Storage::compact(),
-//!     ..Default::default()
-//! };
-//! assert!(config.storage.is_compact());
-//! ```
+//! How a [`Store`](super::Store) holds its objects: [`Storage`], and the [`Codec`] of compact
+//! stores.
 
 use std::fmt;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// How a store holds its objects; see the [module docs](self).
+/// How a [`Store`](super::Store) holds its objects: as shared typed objects (the default), or
+/// compactly, as their JSON encoding, decoded on each read.
+///
+/// A typed Kubernetes object takes two to four times its JSON size in memory: every
+/// `BTreeMap` (labels, annotations, a ConfigMap's data) reserves a 544-byte node for up to
+/// eleven `(String, String)` pairs even for one, `ObjectMeta` is mostly empty `Option`s, and
+/// `managedFields` decode into nested `serde_json::Value` maps. A 1.1 KB ConfigMap held as
+/// `Arc<ConfigMap>` costs about 3 KB, and 6.5 KB with one managedFields entry.
+///
+/// [`Storage::Compact`] keeps the JSON instead, and decodes it again for every read: about a
+/// quarter to a half of the heap, for a few microseconds of CPU per object read. It suits
+/// large caches that reconcilers read now and then (Secrets, ConfigMaps, the Pods of a big
+/// cluster); [`Storage::Shared`] suits objects read on every event. controller-runtime (Go)
+/// deep-copies every object on every read by default, which costs about what a compact read
+/// does.
+///
+/// A compact informer without a transform never builds the typed object to store it: it lists
+/// and watches [`RawObject`](super::RawObject)s, reads their key and resourceVersion, and
+/// stores the JSON as the server sent it (so filling the cache costs less CPU than a shared
+/// one). With a transform, objects are decoded, transformed and encoded again.
+///
+/// With compact storage:
+/// - a get or list returns freshly decoded objects, not the stored allocation, so two reads
+///   of one object are two objects;
+/// - handlers get typed objects as with shared storage, decoded for them (an event's object,
+///   the replaced object of an update, a deleted one found on a relist, the replay a late
+///   handler or a resync gets): an informer with handlers decodes every event once;
+/// - field indexes decode the objects they index;
+/// - an object whose JSON no longer decodes into `K` (which a type that cannot read its own
+///   output, or a raw object the type does not fit, would cause) is logged and left out of
+///   reads rather than failing them all.
+///
+/// ```
+/// use controller_runtime::cache::{InformerConfig, Storage};
+/// use k8s_openapi::api::core::v1::Secret;
+///
+/// let config = InformerConfig::<Secret> {
+///     storage: Storage::compact(),
+///     ..Default::default()
+/// };
+/// assert!(config.storage.is_compact());
+/// ```
 pub enum Storage<K> {
     /// Each object as an `Arc<K>`, shared by every reader: reads copy nothing.
     Shared,
