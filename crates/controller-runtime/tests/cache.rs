@@ -956,3 +956,83 @@ async fn compact_types_read_and_index_like_shared_ones() {
     ctx.cancel();
     run.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
+    use controller_runtime::cache::{ApiListWatch, Informer, InformerConfig, Storage};
+    let (_server, client) = server().await;
+    for i in 0..5 {
+        create_cm(
+            &client,
+            "default",
+            &format!("cm{i}"),
+            &[("n", &i.to_string())],
+        )
+        .await;
+    }
+    // Paginated raw lists (two objects a page, so continue tokens are followed), then a watch.
+    let config = InformerConfig::<ConfigMap> {
+        streaming_list: false,
+        page_size: 2,
+        storage: Storage::compact(),
+        ..Default::default()
+    };
+    let informer = Informer::new(
+        ApiListWatch::<ConfigMap>::new(client.clone(), &(), Some("default")),
+        config,
+    );
+    let ctx = CancellationToken::new();
+    let run = tokio::spawn({
+        let (informer, ctx) = (informer.clone(), ctx.clone());
+        async move { informer.run(ctx).await }
+    });
+    informer.wait_for_sync().await;
+    let store = informer.store();
+    assert_eq!(store.len(), 5);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    assert_eq!(
+        *store.get(&ObjectKey::namespaced("default", "cm3")).unwrap(),
+        api.get("cm3").await.unwrap()
+    );
+    create_cm(&client, "default", "late", &[]).await;
+    eventually("a watched create reaches the compact store", || {
+        store
+            .get(&ObjectKey::namespaced("default", "late"))
+            .is_some()
+    })
+    .await;
+    ctx.cancel();
+    run.await.unwrap();
+
+    // Metadata-only objects, compact, streaming.
+    let config = InformerConfig::<PartialObjectMeta<ConfigMap>> {
+        storage: Storage::compact(),
+        ..Default::default()
+    };
+    let informer = Informer::new(
+        ApiListWatch::<PartialObjectMeta<ConfigMap>>::new(client.clone(), &(), Some("default")),
+        config,
+    );
+    let ctx = CancellationToken::new();
+    let run = tokio::spawn({
+        let (informer, ctx) = (informer.clone(), ctx.clone());
+        async move { informer.run(ctx).await }
+    });
+    informer.wait_for_sync().await;
+    let meta = informer
+        .store()
+        .get(&ObjectKey::namespaced("default", "cm1"))
+        .unwrap();
+    assert_eq!(
+        meta.metadata
+            .labels
+            .as_ref()
+            .unwrap()
+            .get("n")
+            .map(String::as_str),
+        Some("1")
+    );
+    assert_eq!(informer.store().len(), 6);
+    ctx.cancel();
+    run.await.unwrap();
+}
