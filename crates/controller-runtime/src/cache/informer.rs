@@ -500,6 +500,11 @@ pub(super) trait Wire<K>: Clone + Send + Sync + 'static {
     fn take_resource_version(&mut self) -> Option<String>;
     /// The entry the informer stores for it (transformed, encoded if the store is compact).
     fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K>;
+    /// The entry of a deleted object: only its key and, for handlers, its typed object are
+    /// used, so nothing is encoded for it.
+    fn gone(self, informer: &Informer<K>, scope: usize) -> Entry<K> {
+        self.entry(informer, scope)
+    }
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
@@ -510,6 +515,15 @@ impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
     fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K> {
         let obj = Arc::new(informer.transform(scope, self));
         informer.shared.store.entry(obj)
+    }
+
+    fn gone(self, informer: &Informer<K>, scope: usize) -> Entry<K> {
+        let obj = Arc::new(informer.transform(scope, self));
+        Entry {
+            key: ObjectKey::of(obj.as_ref()),
+            slot: Slot::Shared(obj.clone()),
+            typed: Some(obj),
+        }
     }
 }
 

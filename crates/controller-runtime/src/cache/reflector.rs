@@ -201,7 +201,7 @@ where
                 }
                 WatchEvent::Deleted(mut obj) => {
                     advance(resource_version, obj.take_resource_version());
-                    let entry = obj.entry(self, scope);
+                    let entry = obj.gone(self, scope);
                     match &mut initial {
                         Some(buffer) => buffer.remove(&entry.key),
                         None => self.delete(entry),
