@@ -100,6 +100,33 @@ fn noop_controller(name: &str, options: ControllerOptions) -> Controller {
     .unwrap()
 }
 
+/// A no-op controller named `name` whose Kind source on ConfigMaps logs every event.
+async fn logging_configmap_controller(name: &str, cache: &Cache) -> (Controller, Log) {
+    let log: Log = Default::default();
+    let controller = noop_controller(name, ControllerOptions::default());
+    controller
+        .watch(
+            Kind::<ConfigMap>::new(cache.clone()),
+            logging_handler(&log),
+            vec![],
+        )
+        .await
+        .unwrap();
+    (controller, log)
+}
+
+/// Runs `informer` until `ctx` is cancelled.
+fn spawn_informer<K>(
+    informer: &controller_runtime::cache::Informer<K>,
+    ctx: &CancellationToken,
+) -> tokio::task::JoinHandle<()>
+where
+    K: kube_core::Resource + Clone + Send + Sync + 'static,
+{
+    let (informer, ctx) = (informer.clone(), ctx.clone());
+    tokio::spawn(async move { informer.run(ctx).await })
+}
+
 fn has(log: &Log, line: &str) -> bool {
     log.lock().iter().any(|l| l == line)
 }
@@ -111,16 +138,7 @@ async fn kind_source_sees_every_change_through_watch_closes_and_compaction() {
     create_cm(&client, "default", "before", &[]).await;
 
     let cache = Cache::new(client.clone(), CacheOptions::default());
-    let log: Log = Default::default();
-    let controller = noop_controller("configmaps", ControllerOptions::default());
-    controller
-        .watch(
-            Kind::<ConfigMap>::new(cache.clone()),
-            logging_handler(&log),
-            vec![],
-        )
-        .await
-        .unwrap();
+    let (controller, log) = logging_configmap_controller("configmaps", &cache).await;
     let ctx = CancellationToken::new();
     cache.start(ctx.clone());
     let running = tokio::spawn({
@@ -866,16 +884,7 @@ async fn compact_types_read_and_index_like_shared_ones() {
             .is_compact()
     );
     // A controller on the compact type sees every change.
-    let log: Log = Default::default();
-    let controller = noop_controller("compact", ControllerOptions::default());
-    controller
-        .watch(
-            Kind::<ConfigMap>::new(cache.clone()),
-            logging_handler(&log),
-            vec![],
-        )
-        .await
-        .unwrap();
+    let (controller, log) = logging_configmap_controller("compact", &cache).await;
     let run = tokio::spawn({
         let (controller, ctx) = (controller.clone(), ctx.clone());
         async move { controller.start(ctx).await }
@@ -982,10 +991,7 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
         config,
     );
     let ctx = CancellationToken::new();
-    let run = tokio::spawn({
-        let (informer, ctx) = (informer.clone(), ctx.clone());
-        async move { informer.run(ctx).await }
-    });
+    let run = spawn_informer(&informer, &ctx);
     informer.wait_for_sync().await;
     let store = informer.store();
     assert_eq!(store.len(), 5);
@@ -1014,10 +1020,7 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
         config,
     );
     let ctx = CancellationToken::new();
-    let run = tokio::spawn({
-        let (informer, ctx) = (informer.clone(), ctx.clone());
-        async move { informer.run(ctx).await }
-    });
+    let run = spawn_informer(&informer, &ctx);
     informer.wait_for_sync().await;
     let meta = informer
         .store()
