@@ -28,8 +28,20 @@ pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
         WatchEvent::Bookmark(o) => ("BOOKMARK", o),
         WatchEvent::Error(o) => ("ERROR", o),
     };
-    let mut line =
-        serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    // A struct, not a map: `type` comes first, as the real server writes it (clients that
+    // decode an adjacently tagged event, kube's `WatchEvent` among them, need it first to
+    // read the object without buffering it).
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        object: &'a Value,
+    }
+    let mut line = serde_json::to_vec(&Line {
+        kind,
+        object: &object,
+    })
+    .unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
 }
@@ -94,6 +106,20 @@ mod tests {
     use crate::storage::SharedEvent;
     use http_body_util::BodyExt;
     use tokio::sync::mpsc;
+
+    #[test]
+    fn transformed_events_name_their_type_before_their_object() {
+        let identity: Transform = Box::new(|v| v);
+        let line = encode(
+            WatchEvent::Modified(json!({"metadata": {"name": "a"}, "apiVersion": "v1"})),
+            &identity,
+        );
+        assert!(
+            line.starts_with(br#"{"type":"MODIFIED","object":{"#),
+            "{line:?}"
+        );
+        assert!(line.ends_with(b"}}\n"));
+    }
 
     #[tokio::test]
     async fn streams_events_until_the_watch_ends() {
