@@ -37,7 +37,7 @@ pub(crate) fn merge_map(
     mut patch: Map<String, Value>,
     ty: Ty,
 ) -> R<Map<String, Value>> {
-    if let Some(d) = patch.shift_remove(DIRECTIVE) {
+    if let Some(d) = patch.remove(DIRECTIVE) {
         match d.as_str() {
             // The patch is the new value, with its own directives and nulls resolved.
             Some("replace") => return merge_map(Map::new(), patch, ty),
@@ -51,7 +51,7 @@ pub(crate) fn merge_map(
             }
         }
     }
-    if let Some(keys) = patch.shift_remove(RETAIN_KEYS) {
+    if let Some(keys) = patch.remove(RETAIN_KEYS) {
         apply_retain_keys(&mut original, &patch, keys)?;
     }
     let order_keys: Vec<String> = patch
@@ -60,9 +60,9 @@ pub(crate) fn merge_map(
         .cloned()
         .collect();
     for directive in order_keys {
-        let order = patch.shift_remove(&directive).unwrap_or_default();
+        let order = patch.remove(&directive).unwrap_or_default();
         let field = &directive[SET_ORDER_PREFIX.len()..];
-        let patch_list = patch.shift_remove(field);
+        let patch_list = patch.remove(field);
         set_element_order(&mut original, field, order, patch_list, ty.field(field))?;
     }
     let mut deletes = Vec::new();
@@ -76,7 +76,7 @@ pub(crate) fn merge_map(
             Some(slot) => match merge_field(Some(slot.take()), value, meta, &key)? {
                 Some(v) => *slot = v,
                 None => {
-                    original.shift_remove(&key);
+                    original.remove(&key);
                 }
             },
             None => {
