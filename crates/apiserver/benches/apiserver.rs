@@ -28,6 +28,11 @@ use kube_client::Client;
 use kube_client::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 
+/// The allocator `crt serve` runs the server with (see crates/crt/src/main.rs), so that these
+/// figures are the binary's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CLIENTS: usize = 8;
 const OBJECTS: usize = 10_000;
 const WATCHERS: usize = 100;
