@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use http::{Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::response::Body;
 use crate::storage::{SharedWatch, WatchEvent};
@@ -105,6 +105,7 @@ mod tests {
     use super::*;
     use crate::storage::SharedEvent;
     use http_body_util::BodyExt;
+    use serde_json::json;
     use tokio::sync::mpsc;
 
     #[test]
