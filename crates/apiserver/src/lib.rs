@@ -28,6 +28,9 @@
 //!   to the server; they carry no schemas (`kubectl explain` shows nothing useful). Custom
 //!   objects honour it (`Strict`: 400 naming each unknown field; `Warn`, the default: pruned
 //!   with a `Warning: 299` header each; `Ignore`: pruned); built-in kinds are not checked.
+//! - Objects' keys come out sorted, as Go encodes unstructured objects (built-in kinds from a
+//!   real server keep Go's field order; no client may rely on either); a watch line names its
+//!   `type` before its `object`, as clients that decode it without buffering need.
 //! - The Table form for `kubectl get`, `PartialObjectMetadata` for metadata-only clients.
 //! - Server-side apply (`application/apply-patch+yaml`, YAML or JSON) with `managedFields`
 //!   recorded for every write, conflicts worded as the real server words them, `force`, and
