@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 use crt_apiserver::{Config, Server};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_client::Client;
 use kube_client::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
@@ -45,13 +46,18 @@ async fn client(server: &Server) -> Client {
     Client::try_from(config).unwrap()
 }
 
+/// The object every create sends, built as a client program builds one (the same JSON body
+/// as `{"metadata": {"name": ..., "labels": {"app": "bench"}}, "data": {"key": "value"}}`).
 fn cm(prefix: &str, i: usize) -> ConfigMap {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": { "name": format!("{prefix}-{i}"), "labels": { "app": "bench" } },
-        "data": { "key": "value" },
-    }))
-    .unwrap()
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(format!("{prefix}-{i}")),
+            labels: Some([("app".to_string(), "bench".to_string())].into()),
+            ..Default::default()
+        },
+        data: Some([("key".to_string(), "value".to_string())].into()),
+        ..Default::default()
+    }
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
