@@ -365,19 +365,46 @@ async fn slow_watchers_are_closed_without_blocking_writers() {
         ..Default::default()
     };
     let mut slow = s.watch(&cms, None, &now).unwrap();
-    // Writes with nobody reading: the forwarding buffer and the live channel fill up.
+    // Two watchers that keep up, one of each channel kind (the HTTP layer uses the shared
+    // one): they read what is queued after every write, as a client reading its stream does.
+    let mut fast = s.watch(&cms, None, &now).unwrap();
+    let mut fast_shared = s.watch_shared(&cms, None, &now).unwrap();
+    let (mut got, mut got_shared) = (Vec::new(), Vec::new());
+    // Writes with nobody reading the slow watcher: its channel fills up.
     for i in 0..200 {
         create_cm(&s, &format!("c{i}"));
+        while let Ok(ev) = fast.events.try_recv() {
+            got.push(name_of(&ev));
+        }
+        while let Ok(ev) = fast_shared.events.try_recv() {
+            got_shared.push(name_of(&ev.to_watch_event()));
+        }
     }
-    assert_eq!(s.watch_count(), 0, "the slow watcher was dropped");
+    assert_eq!(
+        s.watch_count(),
+        2,
+        "the slow watcher was dropped, the readers were not"
+    );
     let mut seen = 0;
     while let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(1), slow.events.recv()).await {
         seen += 1;
     }
     assert!(seen < 200, "the stream ended early ({seen} events)");
+    // The readers got every event, in order, though the slow one was closed meanwhile.
+    let all: Vec<_> = (0..200).map(|i| ev("ADDED", &format!("c{i}"))).collect();
+    assert_eq!(got, all);
+    assert_eq!(got_shared, all);
+    // And they stay open: the next write reaches them too.
+    create_cm(&s, "after");
+    assert_eq!(name_of(&next(&mut fast).await), ev("ADDED", "after"));
+    let shared_next = tokio::time::timeout(Duration::from_secs(5), fast_shared.events.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(name_of(&shared_next.to_watch_event()), ev("ADDED", "after"));
     assert_eq!(
         names(&s.list(&cms, None, &ListOptions::default()).unwrap()).len(),
-        200
+        201
     );
 }
 
