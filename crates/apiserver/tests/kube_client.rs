@@ -2,6 +2,13 @@
 
 mod common;
 
+#[path = "kube_client/auth.rs"]
+mod auth;
+#[path = "kube_client/builtins.rs"]
+mod builtins;
+#[path = "kube_client/watch_http.rs"]
+mod watch_http;
+
 use std::time::Duration;
 
 use common::{client, code, eventually, raw, server};
