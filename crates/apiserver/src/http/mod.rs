@@ -55,12 +55,21 @@ pub fn unauthorized() -> ApiError {
     ApiError::new(401, "Unauthorized", "Unauthorized")
 }
 
+/// Whether the request carries the bearer token, read as the real server's bearer-token
+/// authenticator reads it: the header trimmed, split at spaces, the scheme compared without
+/// case, the token the second part (an empty one never matches).
 fn authorized<B>(req: &Request<B>, token: &str) -> bool {
-    req.headers()
+    let Some(auth) = req
+        .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| t.trim() == token)
+    else {
+        return false;
+    };
+    let mut parts = auth.trim().split(' ');
+    let scheme = parts.next().unwrap_or("");
+    scheme.eq_ignore_ascii_case("bearer")
+        && parts.next().is_some_and(|t| !t.is_empty() && t == token)
 }
 
 /// Answers one request. Never panics on bad input: every failure becomes a `Status`.
@@ -146,4 +155,44 @@ where
         Route::Resource(_) | Route::NotFound => return Err(response::not_found()),
     };
     Ok(response::json(200, &doc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_auth(value: Option<&str>) -> Request<()> {
+        let mut req = Request::builder().uri("/api/v1/namespaces");
+        if let Some(v) = value {
+            req = req.header(header::AUTHORIZATION, v);
+        }
+        req.body(()).unwrap()
+    }
+
+    #[test]
+    fn bearer_scheme_is_read_as_the_real_server_reads_it() {
+        for accepted in [
+            "Bearer tok",
+            "bearer tok",
+            "BEARER tok",
+            "  Bearer tok  ",
+            "Bearer tok more",
+        ] {
+            assert!(
+                authorized(&with_auth(Some(accepted)), "tok"),
+                "{accepted:?}"
+            );
+        }
+        for refused in [
+            None,
+            Some("Bearer"),
+            Some("Bearer "),
+            Some("Bearer  tok"),
+            Some("Basic tok"),
+            Some("Bearer wrong"),
+            Some("Bearertok"),
+        ] {
+            assert!(!authorized(&with_auth(refused), "tok"), "{refused:?}");
+        }
+    }
 }
