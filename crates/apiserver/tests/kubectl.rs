@@ -1,11 +1,17 @@
-//! The embedded API server driven by the real `kubectl`. kubectl must be on PATH (it is on every
-//! machine this project targets): without it these tests fail, unless `CRT_SKIP_KUBECTL=1` asks
-//! to skip them explicitly. Each kubectl gets its own discovery cache and a timeout; children
-//! are killed on timeout and on drop.
+//! The embedded API server driven by external client programs: the real `kubectl` and the
+//! official Kubernetes Python client.
+//!
+//! kubectl must be on PATH (it is on every machine this project targets): without it the kubectl
+//! tests fail, unless `CRT_SKIP_KUBECTL=1` asks to skip them explicitly. Each kubectl gets its own
+//! discovery cache and a timeout; children are killed on timeout and on drop.
+//!
+//! The Python test runs `tests/python/client.py` with `python3` when it imports `kubernetes`,
+//! else installs `tests/python/requirements.txt` into a venv under the target's tmp dir (once)
+//! and runs that. It has no skip: without python3, or if the install fails, it fails.
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -844,4 +850,227 @@ async fn kubectl_create_service_job_cronjob() {
     let pod = &from["spec"]["template"]["spec"];
     assert_eq!(pod["restartPolicy"], "OnFailure");
     assert_eq!(pod["containers"][0]["image"], "busybox");
+}
+
+/// The directory of the Python client script and its pinned requirements.
+fn python_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python")
+}
+
+/// Runs `python -c CODE`: whether it exited 0, or the error starting it.
+fn python_runs(python: &Path, code: &str) -> std::io::Result<bool> {
+    std::process::Command::new(python)
+        .args(["-c", code])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|status| status.success())
+}
+
+/// Runs a setup command and panics with its output unless it succeeds.
+fn setup_step(what: &str, cmd: &mut std::process::Command) {
+    let output = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {cmd:?}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}): {cmd:?}\n{}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A Python interpreter that imports the official `kubernetes` client: `python3` when it
+/// does, else a venv under this test target's tmp dir with `tests/python/requirements.txt`
+/// installed (made once, under a file lock so parallel test runs do not race, and remade when
+/// the requirements change). Panics with the reason when neither works: the test never
+/// passes without running the client.
+fn python_with_kubernetes() -> PathBuf {
+    let system = PathBuf::from("python3");
+    match python_runs(&system, "import kubernetes") {
+        Ok(true) => return system,
+        Ok(false) => {}
+        Err(e) => panic!(
+            "python3 is not on PATH ({e}): the official Python client test needs python3 with \
+             venv and pip (the `kubernetes` package is installed from tests/python/requirements.txt)"
+        ),
+    }
+    let requirements_path = python_dir().join("requirements.txt");
+    let requirements = std::fs::read_to_string(&requirements_path).unwrap();
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(tmp).unwrap();
+    let lock = std::fs::File::create(tmp.join("python-venv.lock")).unwrap();
+    lock.lock().unwrap();
+    let venv = tmp.join("python-venv");
+    let python = if cfg!(windows) {
+        venv.join("Scripts").join("python.exe")
+    } else {
+        venv.join("bin").join("python")
+    };
+    let stamp = venv.join("crt-requirements.txt");
+    let installed = std::fs::read_to_string(&stamp).is_ok_and(|s| s == requirements);
+    if installed && python_runs(&python, "import kubernetes").unwrap_or(false) {
+        return python;
+    }
+    eprintln!(
+        "python3 lacks the `kubernetes` package: installing {} into {}",
+        requirements_path.display(),
+        venv.display()
+    );
+    if venv.exists() {
+        std::fs::remove_dir_all(&venv).unwrap();
+    }
+    setup_step(
+        "creating a Python venv for the official client",
+        std::process::Command::new(&system)
+            .args(["-m", "venv"])
+            .arg(&venv),
+    );
+    setup_step(
+        "installing the official Python client (pip install -r tests/python/requirements.txt)",
+        std::process::Command::new(&python)
+            .args(["-m", "pip", "install", "--disable-pip-version-check", "-r"])
+            .arg(&requirements_path),
+    );
+    assert!(
+        python_runs(&python, "import kubernetes").unwrap_or(false),
+        "{} cannot import kubernetes after installing {}",
+        python.display(),
+        requirements_path.display()
+    );
+    std::fs::write(&stamp, &requirements).unwrap();
+    python
+}
+
+/// `kubeconfig` with the certificate-authority-data of `other`: the same server and token,
+/// but a CA that did not sign the server's certificate.
+fn with_ca_of(kubeconfig: &str, other: &str) -> String {
+    let ca = |yaml: &str| {
+        yaml.lines()
+            .find(|l| l.trim_start().starts_with("certificate-authority-data:"))
+            .expect("the kubeconfig has certificate-authority-data")
+            .to_string()
+    };
+    let (ours, theirs) = (ca(kubeconfig), ca(other));
+    assert_ne!(ours, theirs, "two servers got the same CA");
+    kubeconfig.replace(&ours, &theirs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn official_python_client_uses_the_kubeconfig() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube_client::Api;
+
+    let python = tokio::task::spawn_blocking(python_with_kubernetes)
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+    let server = common::server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    let wrong_ca = dir.path().join("wrong-ca-kubeconfig");
+    let other = common::server().await;
+    std::fs::write(
+        &wrong_ca,
+        with_ca_of(&server.kubeconfig(), &other.kubeconfig()),
+    )
+    .unwrap();
+    drop(other);
+
+    let cms: Api<ConfigMap> = Api::namespaced(common::client(&server).await, "default");
+    let from_rust = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "from-rust"},
+        "data": {"x": "y"},
+    }))
+    .unwrap();
+    cms.create(&Default::default(), &from_rust).await.unwrap();
+
+    let mut cmd = Command::new(&python);
+    cmd.arg(python_dir().join("client.py"))
+        .arg(&kubeconfig)
+        .args(["default", "py-made"])
+        .arg(&wrong_ca)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    // The client would send requests to 127.0.0.1 through a proxy from the environment.
+    for var in [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        cmd.env_remove(var);
+    }
+    let output = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+        .await
+        .expect("the Python client timed out")
+        .expect("the Python client starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{} client.py failed ({}): {stdout}{}",
+        python.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let out: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("client.py printed no JSON ({e}): {stdout}"));
+
+    assert_eq!(out["host"], server.url());
+    assert_eq!(
+        out["namespaces"],
+        serde_json::json!(["default", "kube-node-lease", "kube-public", "kube-system"])
+    );
+    assert_eq!(out["created"]["data"], serde_json::json!({"a": "1"}));
+    assert_eq!(out["read"]["uid"], out["created"]["uid"]);
+    assert_eq!(out["read"]["data"], serde_json::json!({"a": "1"}));
+    assert_eq!(
+        out["patched"]["data"],
+        serde_json::json!({"a": "3", "b": "2"}),
+        "a strategic merge patch, then a JSON patch"
+    );
+    let watched: Vec<(&str, &Value)> = out["watch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap(), &e["data"]))
+        .collect();
+    assert_eq!(
+        watched,
+        [
+            ("MODIFIED", &serde_json::json!({"a": "1", "b": "2"})),
+            ("MODIFIED", &serde_json::json!({"a": "3", "b": "2"})),
+        ],
+        "a watch from the created resourceVersion replays both patches"
+    );
+    assert_eq!(out["labelled"], serde_json::json!(["py-made"]));
+    assert_eq!(out["from_rust"], serde_json::json!({"x": "y"}));
+    let wrong_ca_error = out["wrong_ca"].as_str().unwrap();
+    assert!(
+        wrong_ca_error.contains("CERTIFICATE_VERIFY_FAILED"),
+        "{wrong_ca_error}"
+    );
+
+    // What Python made is what kube-client sees.
+    let made = cms.get("py-made").await.unwrap();
+    assert_eq!(made.metadata.uid.as_deref(), out["created"]["uid"].as_str());
+    assert_eq!(
+        made.metadata.resource_version.as_deref(),
+        out["patched"]["resourceVersion"].as_str()
+    );
+    assert_eq!(
+        made.metadata.labels.unwrap_or_default()["made-by"],
+        "python"
+    );
+    assert_eq!(
+        serde_json::to_value(made.data).unwrap(),
+        serde_json::json!({"a": "3", "b": "2"})
+    );
 }
