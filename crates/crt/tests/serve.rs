@@ -1,21 +1,25 @@
-//! `crt serve` end to end: it starts, writes a kubeconfig that kube-client accepts, and exits 0
-//! on SIGTERM.
+//! `crt serve` end to end: it starts on a free port or the one `--addr` names, writes a
+//! kubeconfig that kube-client accepts, and on SIGTERM or SIGINT (Ctrl-C) exits 0 and frees its
+//! port.
 
 use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[test]
-fn serve_writes_a_kubeconfig_and_stops_on_sigterm() {
-    let dir = std::env::temp_dir().join(format!("crt-serve-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kubeconfig = dir.join("kubeconfig");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crt"))
-        .args(["serve", "--kubeconfig-out"])
-        .arg(&kubeconfig)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+/// Runs `crt serve` (with `--addr addr` when given), checks its output and kubeconfig, lists
+/// namespaces through kube-client, sends `signal` (a `kill` signal name: TERM, INT) and checks
+/// it exits 0 within 10 s and leaves its port free. The address it listened on.
+fn serve_then_signal(signal: &str, addr: Option<SocketAddr>) -> SocketAddr {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_crt"));
+    cmd.args(["serve", "--kubeconfig-out"]).arg(&kubeconfig);
+    if let Some(addr) = addr {
+        cmd.arg("--addr").arg(addr.to_string());
+    }
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    // Kept open until the child exits: it prints "stopping" on its way out.
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     while let Some(Ok(line)) = lines.next() {
@@ -30,6 +34,22 @@ fn serve_writes_a_kubeconfig_and_stops_on_sigterm() {
     );
     let yaml = std::fs::read_to_string(&kubeconfig).unwrap();
     assert!(yaml.contains("certificate-authority-data:") && yaml.contains("token:"));
+    let url = yaml
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: "))
+        .unwrap_or_else(|| panic!("no server in the kubeconfig: {yaml}"));
+    let listened: SocketAddr = url
+        .strip_prefix("https://")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("server {url:?} is not https://IP:PORT"));
+    assert_ne!(listened.port(), 0);
+    if let Some(addr) = addr {
+        assert_eq!(listened, addr, "the kubeconfig names the --addr given");
+    }
+    assert!(
+        seen.contains(&format!("crt-apiserver listening on {url}")),
+        "{seen:?}"
+    );
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let namespaces = rt.block_on(async {
@@ -43,9 +63,12 @@ fn serve_writes_a_kubeconfig_and_stops_on_sigterm() {
         api.list(&Default::default()).await.unwrap().items.len()
     });
     assert_eq!(namespaces, 4);
+    // Closes the client's connections.
+    drop(rt);
 
     let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
         .status()
         .unwrap();
     assert!(killed.success());
@@ -56,10 +79,33 @@ fn serve_writes_a_kubeconfig_and_stops_on_sigterm() {
         }
         if Instant::now() > deadline {
             child.kill().unwrap();
-            panic!("crt serve did not stop on SIGTERM");
+            panic!("crt serve did not stop on SIG{signal}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(status.success(), "exit status {status:?}");
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(status.success(), "exit status on SIG{signal}: {status:?}");
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert_eq!(
+        rest.last().map(String::as_str),
+        Some("stopping"),
+        "{rest:?}"
+    );
+    TcpListener::bind(listened)
+        .unwrap_or_else(|e| panic!("port {listened} still taken after crt serve stopped: {e}"));
+    listened
+}
+
+#[test]
+fn serve_writes_a_kubeconfig_and_stops_on_sigterm() {
+    serve_then_signal("TERM", None);
+}
+
+#[test]
+fn serve_listens_on_addr_and_stops_on_ctrl_c() {
+    // A port that was free a moment ago.
+    let addr = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    assert_eq!(serve_then_signal("INT", Some(addr)), addr);
 }
