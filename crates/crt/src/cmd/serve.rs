@@ -22,6 +22,9 @@ pub struct Args {
 
 /// Runs the server until Ctrl-C or SIGTERM, then stops it cleanly.
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    // Listen for the signals before printing that the server is up: one that arrived between
+    // those lines and the handlers would kill the process instead of stopping it cleanly.
+    let shutdown = Shutdown::listen()?;
     let config = Config {
         addr: args.addr.ip(),
         port: args.addr.port(),
@@ -39,26 +42,50 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "try: kubectl --kubeconfig {} get namespaces",
         path.display()
     );
-    shutdown_signal().await?;
+    shutdown.wait().await?;
     println!("stopping");
     server.stop().await;
     Ok(())
 }
 
-/// Waits for Ctrl-C (SIGINT) or, on Unix, SIGTERM.
-async fn shutdown_signal() -> anyhow::Result<()> {
+/// Ctrl-C (SIGINT) or, on Unix, SIGTERM, listened for from [`Shutdown::listen`] on.
+struct Shutdown {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
-        tokio::select! {
-            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
-            _ = term.recv() => {}
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Shutdown {
+    /// Installs the handlers: from now on the signals are caught, not fatal.
+    fn listen() -> anyhow::Result<Shutdown> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Shutdown {
+                interrupt: signal(SignalKind::interrupt())
+                    .context("installing the SIGINT handler")?,
+                terminate: signal(SignalKind::terminate())
+                    .context("installing the SIGTERM handler")?,
+            })
         }
-        Ok(())
+        #[cfg(not(unix))]
+        Ok(Shutdown {})
     }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+
+    /// Waits for either signal.
+    async fn wait(mut self) -> anyhow::Result<()> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => {}
+                _ = self.terminate.recv() => {}
+            }
+            Ok(())
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
+        }
     }
 }
