@@ -74,12 +74,16 @@ impl Shutdown {
     }
 
     /// Waits for either signal.
-    async fn wait(mut self) -> anyhow::Result<()> {
+    async fn wait(self) -> anyhow::Result<()> {
         #[cfg(unix)]
         {
+            let Shutdown {
+                mut interrupt,
+                mut terminate,
+            } = self;
             tokio::select! {
-                _ = self.interrupt.recv() => {}
-                _ = self.terminate.recv() => {}
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
             }
             Ok(())
         }
