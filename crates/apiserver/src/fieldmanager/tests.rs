@@ -361,3 +361,34 @@ fn kubectl_takes_over_what_its_client_side_apply_set() {
         .is_err()
     );
 }
+
+#[test]
+fn a_create_records_every_field_it_sets_for_its_writer() {
+    let mut created =
+        deployment(json!([{"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]}]));
+    record_update(
+        None,
+        &mut created,
+        &Shape::builtin("apps", "Deployment"),
+        &w("kubectl"),
+    );
+    let entries = created["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0]["operation"], "Update");
+    assert_eq!(entries[0]["time"], NOW);
+    assert_eq!(
+        entries[0]["fieldsV1"],
+        json!({"f:spec": {"f:template": {".": {}, "f:spec": {".": {}, "f:containers": {"k:{\"name\":\"app\"}": {
+            ".": {}, "f:image": {}, "f:name": {},
+            "f:ports": {"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}}}}}}}})
+    );
+    // An object that sets nothing a manager can own records no entry.
+    let mut bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+    record_update(
+        None,
+        &mut bare,
+        &Shape::builtin("", "ConfigMap"),
+        &w("kubectl"),
+    );
+    assert!(bare["metadata"].get("managedFields").is_none(), "{bare}");
+}
