@@ -26,6 +26,16 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+/// The names of listed objects, sorted.
+fn sorted_names<K: kube_client::core::Resource>(objects: &[Arc<K>]) -> Vec<String> {
+    let mut names: Vec<String> = objects
+        .iter()
+        .map(|o| o.meta().name.clone().unwrap_or_default())
+        .collect();
+    names.sort();
+    names
+}
+
 fn cm(ns: &str, name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
@@ -416,27 +426,13 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .list(&ListOptions::default().fields("spec.nodeName=n1").unwrap())
         .await
         .unwrap();
-    let mut names: Vec<_> = on_n1
-        .iter()
-        .map(|p| p.metadata.name.clone().unwrap())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["p1", "p3"]);
+    assert_eq!(sorted_names(&on_n1), ["p1", "p3"]);
     // An indexed field together with metadata.* requirements: every requirement holds.
     let pod_names = |selector: &'static str| {
         let client = client.clone();
         async move {
             let options = ListOptions::default().fields(selector).unwrap();
-            let mut names: Vec<String> = client
-                .objects::<Pod>()
-                .list(&options)
-                .await
-                .unwrap()
-                .iter()
-                .map(|p| p.metadata.name.clone().unwrap())
-                .collect();
-            names.sort();
-            names
+            sorted_names(&client.objects::<Pod>().list(&options).await.unwrap())
         }
     };
     assert_eq!(
@@ -471,13 +467,8 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .list(&ListOptions::default())
         .await
         .unwrap();
-    let mut names: Vec<_> = cms
-        .iter()
-        .map(|c| c.metadata.name.clone().unwrap())
-        .collect();
-    names.sort();
     assert_eq!(
-        names,
+        sorted_names(&cms),
         ["mine", "theirs"],
         "only the default namespace is cached"
     );
@@ -600,17 +591,7 @@ async fn label_scoped_cache_holds_only_the_selection_and_follows_relabels() {
     let ctx = CancellationToken::new();
     cache.start(ctx.clone());
     let objects = Client::new(cache.clone()).objects::<ConfigMap>();
-    let names = || async {
-        let mut names: Vec<String> = objects
-            .list(&ListOptions::default())
-            .await
-            .unwrap()
-            .iter()
-            .map(|c| c.metadata.name.clone().unwrap())
-            .collect();
-        names.sort();
-        names
-    };
+    let names = || async { sorted_names(&objects.list(&ListOptions::default()).await.unwrap()) };
     assert_eq!(names().await, ["in"]);
     // Relabelled into the selection: it arrives; out of it: it leaves.
     api.patch(
@@ -899,16 +880,13 @@ async fn compact_types_read_and_index_like_shared_ones() {
     let list_names = |options: ListOptions| {
         let cr_client = cr_client.clone();
         async move {
-            let mut names: Vec<String> = cr_client
-                .objects::<ConfigMap>()
-                .list(&options)
-                .await
-                .unwrap()
-                .iter()
-                .map(|c| c.metadata.name.clone().unwrap())
-                .collect();
-            names.sort();
-            names
+            sorted_names(
+                &cr_client
+                    .objects::<ConfigMap>()
+                    .list(&options)
+                    .await
+                    .unwrap(),
+            )
         }
     };
     assert_eq!(list_names(ListOptions::default()).await, ["a", "b"]);
