@@ -14,7 +14,7 @@ use hyper::body::Frame;
 use serde_json::Value;
 
 use super::response::Body;
-use crate::storage::{SharedWatch, WatchEvent};
+use crate::storage::{Frame as Line, SharedWatch, WatchEvent};
 
 /// Turns each event's object into the form the client asked for (JSON, Table, metadata).
 pub type Transform = Box<dyn Fn(Value) -> Value + Send + Sync>;
@@ -28,17 +28,8 @@ pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
         WatchEvent::Bookmark(o) => ("BOOKMARK", o),
         WatchEvent::Error(o) => ("ERROR", o),
     };
-    // A struct, not a map: `type` comes first, as the real server writes it (clients that
-    // decode an adjacently tagged event, kube's `WatchEvent` among them, need it first to
-    // read the object without buffering it).
-    #[derive(serde::Serialize)]
-    struct Line<'a> {
-        #[serde(rename = "type")]
-        kind: &'a str,
-        object: &'a Value,
-    }
     let mut line = serde_json::to_vec(&Line {
-        kind,
+        event_type: kind,
         object: &object,
     })
     .unwrap_or_default();

@@ -90,6 +90,7 @@ use tokio::sync::mpsc;
 
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+pub(crate) use shared::Frame;
 pub use shared::{SharedEvent, SharedWatch};
 use store::State;
 

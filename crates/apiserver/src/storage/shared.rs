@@ -25,11 +25,14 @@ struct Inner {
     line: OnceLock<Bytes>,
 }
 
+/// One line of a JSON watch stream: a struct, so that `type` comes before `object` as the
+/// real server writes it (clients that decode an adjacently tagged event without buffering
+/// the object, kube's `WatchEvent<RawValue>` among them, need that order).
 #[derive(Serialize)]
-struct Frame<'a> {
+pub(crate) struct Frame<'a> {
     #[serde(rename = "type")]
-    event_type: &'a str,
-    object: &'a Value,
+    pub(crate) event_type: &'a str,
+    pub(crate) object: &'a Value,
 }
 
 impl SharedEvent {
