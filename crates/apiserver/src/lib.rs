@@ -62,3 +62,8 @@ pub mod tls;
 pub use error::{ApiError, Error};
 pub use faults::Faults;
 pub use server::{Config, Server};
+
+/// The crate README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

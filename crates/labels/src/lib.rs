@@ -37,3 +37,8 @@ pub use selector::{LabelSelector, MatchExpression};
 
 #[cfg(test)]
 mod tests;
+
+/// The crate README's examples, compiled and run as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
