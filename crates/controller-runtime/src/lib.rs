@@ -13,6 +13,14 @@
 //! Each stage is a module named after the stage, where a user of the Go controller-runtime would
 //! look for it: [`event`], [`predicate`], [`handler`], [`workqueue`], [`source`], [`reconcile`] and
 //! [`controller`].
+//!
+//! ## Dependencies
+//!
+//! The crates whose types appear in this API are re-exported: [`kube_client`], [`kube_core`],
+//! [`k8s_openapi`], [`futures`], [`prometheus_client`] (with the [`parking_lot`] lock around a
+//! manager's registry), [`serde_json`], [`labels`] and [`CancellationToken`]. An operator needs
+//! this crate and a k8s-openapi dependency that picks its Kubernetes version
+//! (`features = ["latest"]`, say); this library picks none, as k8s-openapi asks of every library.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -33,3 +41,16 @@ pub mod source;
 pub mod workqueue;
 
 pub use reconcile::Request;
+
+// The crates whose types this crate's public API exposes, re-exported so that an operator adds
+// this crate (and k8s-openapi with the Kubernetes version it picks) and nothing else, at
+// versions that always match ours.
+pub use crt_labels as labels;
+pub use futures;
+pub use k8s_openapi;
+pub use kube_client;
+pub use kube_core;
+pub use parking_lot;
+pub use prometheus_client;
+pub use serde_json;
+pub use tokio_util::sync::CancellationToken;
