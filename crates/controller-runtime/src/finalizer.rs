@@ -19,6 +19,12 @@
 //! A failed patch (a `409 Conflict` when the object changed meanwhile) is an error: the
 //! controller retries the key with backoff and the next reconcile sees the fresh object.
 //!
+//! To edit finalizers in memory instead (in the mutate function of
+//! [`create_or_update`](crate::controllerutil::create_or_update), say), use
+//! [`controllerutil::add_finalizer`], [`controllerutil::remove_finalizer`] and
+//! [`controllerutil::contains_finalizer`]; this module builds its patches with the same
+//! helpers.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use controller_runtime::client::Client;
@@ -49,6 +55,7 @@ use serde_json::json;
 
 use crate::cache::{CacheObject, ObjectKey};
 use crate::client::{self, Objects};
+use crate::controllerutil;
 use crate::reconcile::{Action, ReconcileError};
 
 /// What [`finalizer`] asks your code to do.
@@ -173,15 +180,14 @@ where
         return Err(Error::UnnamedObject);
     }
     let meta = obj.meta();
-    let finalizers = meta.finalizers.as_deref().unwrap_or_default();
-    let has_ours = finalizers.iter().any(|f| f == name);
+    let has_ours = controllerutil::contains_finalizer(&*obj, name);
     match (meta.deletion_timestamp.is_some(), has_ours) {
         (false, true) => reconcile(Event::Apply(obj))
             .await
             .map_err(Error::ApplyFailed),
         (false, false) => {
-            let mut wanted = finalizers.to_vec();
-            wanted.push(name.to_string());
+            let mut wanted = meta.finalizers.clone().unwrap_or_default();
+            controllerutil::add_to(&mut wanted, name);
             let patched = patch(objects, &key, meta.resource_version.clone(), wanted)
                 .await
                 .map_err(|source| Error::AddFinalizer {
@@ -226,11 +232,10 @@ async fn remove<K: CacheObject>(
         Err(e) => return Err(e),
     };
     let meta = fresh.meta();
-    let finalizers = meta.finalizers.as_deref().unwrap_or_default();
-    if !finalizers.iter().any(|f| f == name) {
+    let mut remaining = meta.finalizers.clone().unwrap_or_default();
+    if !controllerutil::remove_from(&mut remaining, name) {
         return Ok(());
     }
-    let remaining = finalizers.iter().filter(|f| *f != name).cloned().collect();
     match patch(objects, key, meta.resource_version.clone(), remaining).await {
         Ok(_) => {
             tracing::debug!(object = %key, finalizer = name, "finalizer removed");

@@ -28,6 +28,7 @@ pub mod builder;
 pub mod cache;
 pub mod client;
 pub mod controller;
+pub mod controllerutil;
 pub mod event;
 pub mod finalizer;
 pub mod handler;
