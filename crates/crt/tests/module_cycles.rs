@@ -41,7 +41,6 @@ const KNOWN_CYCLES: &[(&str, &str, &[&str])] = &[
     ("controller-runtime", "cache", &["informer", "reflector"]),
     ("controller-runtime", "cache", &["list_watch", "raw"]),
     ("crt-apiserver", "crate", &["discovery", "http"]),
-    ("crt-apiserver", "storage", &["store", "watch"]),
     (
         "crt-apiserver",
         "storage",

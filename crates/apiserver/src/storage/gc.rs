@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::convert::to_version;
 use super::invalid::{FieldError, invalid_kind};
 use super::store::{Loc, ObjKey, State, res_key};
-use super::watch::as_version;
 use super::write::{SYSTEM_NAMESPACES, obj_key};
 use super::{DeleteOptions, ListOptions, meta, select::Selection};
 use crate::error::ApiError;
@@ -484,13 +484,13 @@ pub(crate) fn delete(
         if fins.is_empty() && !held_by_spec(&obj) {
             return Ok(deleted_answer(res, &obj));
         }
-        return Ok(as_version(&marked(&loc, &obj, &fins), &res.api_version()));
+        return Ok(to_version(&marked(&loc, &obj, &fins), &res.api_version()));
     }
     let mut queue = VecDeque::new();
     let outcome = delete_one(st, &loc, policy, &mut queue);
     run_queue(st, queue);
     match outcome {
-        Some(Outcome::Marked(obj)) => Ok(as_version(&obj, &res.api_version())),
+        Some(Outcome::Marked(obj)) => Ok(to_version(&obj, &res.api_version())),
         Some(Outcome::Removed(obj)) => Ok(deleted_answer(res, &obj)),
         None => Err(ApiError::not_found(&gr, name)),
     }
@@ -498,7 +498,7 @@ pub(crate) fn delete(
 
 fn deleted_answer(res: &ResourceInfo, obj: &Value) -> Value {
     if returns_deleted_object(res) {
-        as_version(obj, &res.api_version())
+        to_version(obj, &res.api_version())
     } else {
         success_status(res, obj)
     }
@@ -550,13 +550,13 @@ pub(crate) fn delete_collection(
             } else {
                 marked(&loc, &obj, &fins)
             };
-            items.push(as_version(&shown, &res.api_version()));
+            items.push(to_version(&shown, &res.api_version()));
             continue;
         }
         let mut queue = VecDeque::new();
         match delete_one(st, &loc, policy, &mut queue) {
             Some(Outcome::Marked(o)) | Some(Outcome::Removed(o)) => {
-                items.push(as_version(&o, &res.api_version()))
+                items.push(to_version(&o, &res.api_version()))
             }
             None => {}
         }

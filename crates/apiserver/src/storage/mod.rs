@@ -54,8 +54,8 @@
 //! `apply.rs` server-side apply requests ·
 //! `rules.rs` per-kind defaults and immutable fields · `objectmeta.rs` metadata checks ·
 //! `invalid.rs` 422 wording and name formats · `gc.rs` deletion, GC, namespaces, CRD cleanup ·
-//! `read.rs` get/list/pagination · `select.rs` selectors and field labels · `watch.rs` window,
-//! fan-out, bookmarks · `crd.rs` CRD validation and serving · `scale.rs` Scale · `convert.rs`
+//! `read.rs` get/list/pagination · `select.rs` selectors and field labels · `events.rs` committed
+//! events, window, fan-out · `watch.rs` starting a watch, bookmarks · `crd.rs` CRD validation and serving · `scale.rs` Scale · `convert.rs`
 //! versions · `meta.rs` JSON metadata helpers.
 
 // `ApiError` (the contract's error, ~128 bytes) is returned by value everywhere, as the HTTP
@@ -65,6 +65,7 @@
 mod apply;
 mod convert;
 mod crd;
+mod events;
 mod gc;
 mod invalid;
 mod meta;

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::StorageConfig;
+use super::events::{Event, EventKind, Watchers, Window};
 use super::meta;
-use super::watch::{Event, EventKind, Watchers, Window};
 use crate::resource::{ResourceInfo, builtin_resources};
 use crate::schema::StructuralSchema;
 

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::convert::to_version;
 use super::gc::{self, Task};
 use super::invalid::{FieldError, invalid, name_format, validate_name};
 use super::store::{ObjKey, State, res_key};
-use super::watch::as_version;
 use super::{PatchType, WriteOptions, convert, crd, meta, objectmeta, rules, scale};
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
@@ -679,10 +679,10 @@ pub(crate) fn commit_update(
     if meta::same_content(&old, &new)
         && old.pointer("/metadata/managedFields") == new.pointer("/metadata/managedFields")
     {
-        return Ok(as_version(&old, &res.api_version()));
+        return Ok(to_version(&old, &res.api_version()));
     }
     if opts.dry_run {
-        return Ok(as_version(&new, &res.api_version()));
+        return Ok(to_version(&new, &res.api_version()));
     }
     let rk = res_key(res);
     let deleting_done =
@@ -692,7 +692,7 @@ pub(crate) fn commit_update(
         // last stored state, as etcd's delete event carries it).
         let last = gc::remove_now(st, &rk, &key)
             .ok_or_else(|| ApiError::not_found(&res.group_resource(), &name))?;
-        return Ok(as_version(&last, &res.api_version()));
+        return Ok(to_version(&last, &res.api_version()));
     }
     let stored = st.put(&rk, key, new);
     let mut tasks = Vec::new();
@@ -710,7 +710,7 @@ pub(crate) fn commit_update(
         crd::register(st, &stored);
     }
     gc::run(st, tasks);
-    Ok(as_version(&stored, &res.api_version()))
+    Ok(to_version(&stored, &res.api_version()))
 }
 
 /// PATCH, on the object or its `status` or `scale` subresource.
@@ -740,7 +740,7 @@ pub(crate) fn patch(
         let patched = apply_patch(res, &base, patch_type, body)?;
         return scale::update(st, res, namespace, name, patched, opts, None);
     }
-    let base = as_version(&old, &res.api_version());
+    let base = to_version(&old, &res.api_version());
     let patched = apply_patch(res, &base, patch_type, body)?;
     update(st, res, namespace, name, subresource, patched, opts).map_err(strict_patch_error)
 }
