@@ -41,11 +41,6 @@ const KNOWN_CYCLES: &[(&str, &str, &[&str])] = &[
     ("controller-runtime", "cache", &["informer", "reflector"]),
     ("controller-runtime", "cache", &["list_watch", "raw"]),
     ("crt-apiserver", "crate", &["discovery", "http"]),
-    (
-        "crt-apiserver",
-        "storage",
-        &["apply", "gc", "scale", "write"],
-    ),
 ];
 
 #[test]

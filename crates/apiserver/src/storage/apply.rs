@@ -4,9 +4,10 @@
 
 use serde_json::{Value, json};
 
+use super::commit::{create_with, current, shape_of, update_with, writer};
 use super::convert::to_version;
+use super::store::obj_key;
 use super::store::{State, res_key};
-use super::write::{create_with, current, obj_key, shape_of, update_with, writer};
 use super::{WriteOptions, meta, scale};
 use crate::error::ApiError;
 use crate::fieldmanager;

@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 
 use super::convert::to_version;
 use super::invalid::{FieldError, invalid_kind};
-use super::store::{Loc, ObjKey, State, res_key};
-use super::write::{SYSTEM_NAMESPACES, obj_key};
+use super::rules::SYSTEM_NAMESPACES;
+use super::store::{Loc, ObjKey, State, obj_key, res_key};
 use super::{DeleteOptions, ListOptions, meta, select::Selection};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;

@@ -8,11 +8,12 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
 
+use super::commit::current;
 use super::convert::to_version;
 use super::invalid::{FieldError, invalid_kind};
 use super::select::Selection;
+use super::store::obj_key;
 use super::store::{Data, ObjKey, State, res_key};
-use super::write::{current, obj_key};
 use super::{ListOptions, scale};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;

@@ -30,6 +30,16 @@ pub(crate) fn res_key(res: &ResourceInfo) -> String {
     super::convert::storage_key(&res.group, &res.plural)
 }
 
+/// The object key of a request: `(namespace, name)`, namespace `""` when cluster-scoped.
+pub(crate) fn obj_key(res: &ResourceInfo, namespace: Option<&str>, name: &str) -> ObjKey {
+    let ns = if res.namespaced {
+        namespace.unwrap_or("")
+    } else {
+        ""
+    };
+    (ns.to_string(), name.to_string())
+}
+
 /// Where an object lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Loc {
