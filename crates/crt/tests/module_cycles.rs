@@ -40,7 +40,6 @@ const KNOWN_CYCLES: &[(&str, &str, &[&str])] = &[
     ),
     ("controller-runtime", "cache", &["informer", "reflector"]),
     ("controller-runtime", "cache", &["list_watch", "raw"]),
-    ("crt-apiserver", "crate", &["discovery", "http"]),
 ];
 
 #[test]
