@@ -51,9 +51,10 @@
 //!
 //! ## Files
 //! The verbs: `write.rs` create/update/patch · `apply.rs` server-side apply requests ·
-//! `scale.rs` the Scale subresource · `read.rs` get/list/pagination · `gc.rs` delete, GC,
-//! namespaces, CRD cleanup · `watch.rs` starting a watch, bookmarks. The verbs write through
-//! `commit.rs` (checks and commits shared by every create and update), which stores through
+//! `scale.rs` the Scale subresource · `read.rs` get/list/pagination · `delete.rs` delete and
+//! delete collection · `watch.rs` starting a watch, bookmarks. The verbs write through
+//! `commit.rs` (checks and commits shared by every create and update) and `gc.rs` (deletion,
+//! GC, namespace termination, CRD cleanup: the synchronous controllers), which store through
 //! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
 //! window, fan-out to watchers). Rules and helpers: `rules.rs` per-kind defaults and immutable
 //! fields · `objectmeta.rs` metadata checks · `invalid.rs` 422 wording and name formats ·
@@ -69,6 +70,7 @@ mod apply;
 mod commit;
 mod convert;
 mod crd;
+mod delete;
 mod events;
 mod gc;
 mod invalid;
@@ -544,7 +546,9 @@ impl Storage {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        self.with(res, |st, res| gc::delete(st, res, namespace, name, opts))
+        self.with(res, |st, res| {
+            delete::delete(st, res, namespace, name, opts)
+        })
     }
 
     /// Deletes every selected object of a collection (DELETE on the collection).
@@ -556,7 +560,7 @@ impl Storage {
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
         self.with(res, |st, res| {
-            gc::delete_collection(st, res, namespace, list, opts)
+            delete::delete_collection(st, res, namespace, list, opts)
         })
     }
 
