@@ -26,8 +26,14 @@ const RESOURCE_VERBS: [&str; 8] = [
 /// The verbs of the self-review resources.
 const CREATE_ONLY: [&str; 1] = ["create"];
 
+/// Whether `group` holds only the self-review resources (`crate::http::reviews`), whose only
+/// verb is create.
+pub(crate) fn is_review_group(group: &str) -> bool {
+    matches!(group, "authorization.k8s.io" | "authentication.k8s.io")
+}
+
 fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
-    if crate::http::reviews::is_review_group(&r.group) {
+    if is_review_group(&r.group) {
         &CREATE_ONLY
     } else {
         &RESOURCE_VERBS

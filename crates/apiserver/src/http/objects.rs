@@ -24,7 +24,7 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let storage = &state.storage;
-    if super::reviews::is_review_group(&path.group) {
+    if crate::discovery::is_review_group(&path.group) {
         return serve_review(state, req, &path).await;
     }
     let res = storage

@@ -44,11 +44,6 @@ pub fn resources() -> Vec<ResourceInfo> {
     ]
 }
 
-/// Whether `group` holds only review resources (create is their only verb).
-pub fn is_review_group(group: &str) -> bool {
-    matches!(group, "authorization.k8s.io" | "authentication.k8s.io")
-}
-
 /// Answers a review `body` posted to `plural`.
 pub fn answer(plural: &str, body: Value) -> Result<Value, ApiError> {
     let mut body = body;

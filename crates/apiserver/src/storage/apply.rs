@@ -4,9 +4,10 @@
 
 use serde_json::{Value, json};
 
+use super::commit::{create_with, current, shape_of, update_with, writer};
+use super::convert::to_version;
+use super::store::obj_key;
 use super::store::{State, res_key};
-use super::watch::as_version;
-use super::write::{create_with, current, obj_key, shape_of, update_with, writer};
 use super::{WriteOptions, meta, scale};
 use crate::error::ApiError;
 use crate::fieldmanager;
@@ -62,7 +63,7 @@ pub(crate) fn apply(
             .map(std::sync::Arc::unwrap_or_clone);
     }
     let old = current(st, res, &key, subresource)?;
-    let live = as_version(&old, &res.api_version());
+    let live = to_version(&old, &res.api_version());
     let merged = fieldmanager::apply(Some(&live), &config, &shape, &w.get(), opts.force)?;
     let managed = managed_of(&merged);
     update_with(
@@ -171,7 +172,7 @@ fn apply_scale(
     if let Some(replicas) = config.pointer("/spec/replicas") {
         meta::set_path(&mut parent, &info.spec_replicas_path, replicas.clone());
     }
-    let live = as_version(&old, &res.api_version());
+    let live = to_version(&old, &res.api_version());
     let w = writer(res, opts, Some("scale"));
     let merged = fieldmanager::apply(
         Some(&live),

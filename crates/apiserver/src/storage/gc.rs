@@ -1,5 +1,7 @@
-//! Deletion: finalizers and `deletionTimestamp`, the propagation policies with ownerReference
-//! garbage collection, namespace termination and CRD cleanup.
+//! The synchronous controllers under every write: finalizers and `deletionTimestamp`, the
+//! propagation policies with ownerReference garbage collection, namespace termination and CRD
+//! cleanup. The DELETE verbs (`delete.rs`) start deletions here; the commits of creates and
+//! updates (`commit.rs`) hand their follow-ups here.
 //!
 //! The real server runs the garbage collector, the namespace controller and the CRD finalizer
 //! as background controllers. Here they run **synchronously inside the write that makes them
@@ -12,15 +14,12 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::invalid::{FieldError, invalid_kind};
-use super::store::{Loc, ObjKey, State, res_key};
-use super::watch::as_version;
-use super::write::{SYSTEM_NAMESPACES, obj_key};
-use super::{DeleteOptions, ListOptions, meta, select::Selection};
+use super::meta;
+use super::store::{Loc, ObjKey, State};
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
 
 /// The finalizer of foreground deletion.
 pub(crate) const FOREGROUND: &str = "foregroundDeletion";
@@ -43,7 +42,7 @@ pub(crate) enum Policy {
 }
 
 impl Policy {
-    fn parse(s: Option<&str>) -> Result<Self, ApiError> {
+    pub(crate) fn parse(s: Option<&str>) -> Result<Self, ApiError> {
         match s {
             None | Some("") | Some("Background") => Ok(Policy::Background),
             Some("Foreground") => Ok(Policy::Foreground),
@@ -76,7 +75,7 @@ pub(crate) enum Task {
 }
 
 /// What a deletion did.
-enum Outcome {
+pub(crate) enum Outcome {
     /// Still there, marked for deletion (the marked state).
     Marked(Arc<Value>),
     /// Removed (its last state).
@@ -102,7 +101,7 @@ pub(crate) fn run(st: &mut State, tasks: Vec<Task>) {
     run_queue(st, tasks.into());
 }
 
-fn run_queue(st: &mut State, mut queue: VecDeque<Task>) {
+pub(crate) fn run_queue(st: &mut State, mut queue: VecDeque<Task>) {
     while let Some(task) = queue.pop_front() {
         match task {
             Task::Recheck(uid) => recheck(st, &uid, &mut queue),
@@ -141,7 +140,7 @@ fn remove_queued(st: &mut State, loc: &Loc, queue: &mut VecDeque<Task>) -> Optio
 }
 
 /// The finalizers an object gets from a deletion with `policy` (and the CRD cleanup one).
-fn finalizers_for(loc: &Loc, obj: &Value, policy: Policy) -> Vec<String> {
+pub(crate) fn finalizers_for(loc: &Loc, obj: &Value, policy: Policy) -> Vec<String> {
     let mut fins = meta::finalizers(obj);
     let mut add = |f: &str| {
         if !fins.iter().any(|x| x == f) {
@@ -165,7 +164,7 @@ fn finalizers_for(loc: &Loc, obj: &Value, policy: Policy) -> Vec<String> {
 }
 
 /// The marked state of an object being deleted with `finalizers`.
-fn marked(loc: &Loc, obj: &Value, finalizers: &[String]) -> Value {
+pub(crate) fn marked(loc: &Loc, obj: &Value, finalizers: &[String]) -> Value {
     let mut new = obj.clone();
     meta::set_finalizers(&mut new, finalizers);
     if !meta::is_deleting(obj) {
@@ -196,7 +195,7 @@ fn marked(loc: &Loc, obj: &Value, finalizers: &[String]) -> Value {
 }
 
 /// Deletes (marks or removes) one object, queueing the follow-ups.
-fn delete_one(
+pub(crate) fn delete_one(
     st: &mut State,
     loc: &Loc,
     policy: Policy,
@@ -407,165 +406,4 @@ fn check_owners(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
     } else if !meta::is_deleting(&dep) {
         queue.push_back(Task::Delete(loc, Policy::Background));
     }
-}
-
-/// Whether the real server answers a deletion of this resource with the deleted object
-/// (`ReturnDeletedObject`) rather than a `Status`.
-fn returns_deleted_object(res: &ResourceInfo) -> bool {
-    res.custom
-        || matches!(
-            (res.group.as_str(), res.plural.as_str()),
-            ("", "pods") | ("", "services") | ("", "namespaces") | ("", "persistentvolumeclaims")
-        )
-}
-
-/// The `Status` answered for a completed deletion.
-fn success_status(res: &ResourceInfo, obj: &Value) -> Value {
-    json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "details": {"name": meta::name(obj), "group": res.group, "kind": res.plural, "uid": meta::uid(obj)},
-    })
-}
-
-/// DELETE.
-pub(crate) fn delete(
-    st: &mut State,
-    res: &ResourceInfo,
-    namespace: Option<&str>,
-    name: &str,
-    opts: &DeleteOptions,
-) -> Result<Value, ApiError> {
-    let key = obj_key(res, namespace, name);
-    let loc = Loc {
-        res: res_key(res),
-        key,
-    };
-    let obj = st
-        .get(&loc.res, &loc.key)
-        .cloned()
-        .ok_or_else(|| ApiError::not_found(&res.group_resource(), name))?;
-    let gr = res.group_resource();
-    if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty())
-        && uid != meta::uid(&obj)
-    {
-        let why = format!(
-            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-            meta::uid(&obj)
-        );
-        return Err(ApiError::conflict(&gr, name, &why));
-    }
-    if let Some(rv) = opts
-        .precondition_resource_version
-        .as_deref()
-        .filter(|r| !r.is_empty())
-        && rv != meta::resource_version(&obj)
-    {
-        let why = format!(
-            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-            meta::resource_version(&obj)
-        );
-        return Err(ApiError::conflict(&gr, name, &why));
-    }
-    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
-    if res.group.is_empty() && res.plural == "namespaces" && SYSTEM_NAMESPACES[..3].contains(&name)
-    {
-        return Err(ApiError::new(
-            403,
-            "Forbidden",
-            format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
-        )
-        .with_details(json!({"name": name, "kind": "namespaces"})));
-    }
-    if opts.dry_run {
-        let fins = finalizers_for(&loc, &obj, policy);
-        if fins.is_empty() && !held_by_spec(&obj) {
-            return Ok(deleted_answer(res, &obj));
-        }
-        return Ok(as_version(&marked(&loc, &obj, &fins), &res.api_version()));
-    }
-    let mut queue = VecDeque::new();
-    let outcome = delete_one(st, &loc, policy, &mut queue);
-    run_queue(st, queue);
-    match outcome {
-        Some(Outcome::Marked(obj)) => Ok(as_version(&obj, &res.api_version())),
-        Some(Outcome::Removed(obj)) => Ok(deleted_answer(res, &obj)),
-        None => Err(ApiError::not_found(&gr, name)),
-    }
-}
-
-fn deleted_answer(res: &ResourceInfo, obj: &Value) -> Value {
-    if returns_deleted_object(res) {
-        as_version(obj, &res.api_version())
-    } else {
-        success_status(res, obj)
-    }
-}
-
-/// DELETE on a collection: deletes every selected object; answers the list of what was
-/// deleted (or marked).
-pub(crate) fn delete_collection(
-    st: &mut State,
-    res: &ResourceInfo,
-    namespace: Option<&str>,
-    list: &ListOptions,
-    opts: &DeleteOptions,
-) -> Result<Value, ApiError> {
-    let sel = Selection::parse(
-        res,
-        namespace,
-        list.label_selector.as_deref(),
-        list.field_selector.as_deref(),
-    )?;
-    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
-    let rk = res_key(res);
-    let selected: Vec<(super::store::ObjKey, Arc<Value>)> = st
-        .data
-        .get(&rk)
-        .map(|objs| {
-            objs.iter()
-                .filter(|(_, o)| sel.matches(o))
-                .map(|(k, o)| (k.clone(), o.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let mut items = Vec::new();
-    for (key, obj) in selected {
-        let loc = Loc {
-            res: rk.clone(),
-            key,
-        };
-        if res.group.is_empty()
-            && res.plural == "namespaces"
-            && SYSTEM_NAMESPACES[..3].contains(&loc.key.1.as_str())
-        {
-            continue;
-        }
-        if opts.dry_run {
-            let fins = finalizers_for(&loc, &obj, policy);
-            let shown = if fins.is_empty() && !held_by_spec(&obj) {
-                (*obj).clone()
-            } else {
-                marked(&loc, &obj, &fins)
-            };
-            items.push(as_version(&shown, &res.api_version()));
-            continue;
-        }
-        let mut queue = VecDeque::new();
-        match delete_one(st, &loc, policy, &mut queue) {
-            Some(Outcome::Marked(o)) | Some(Outcome::Removed(o)) => {
-                items.push(as_version(&o, &res.api_version()))
-            }
-            None => {}
-        }
-        run_queue(st, queue);
-    }
-    Ok(json!({
-        "apiVersion": res.api_version(),
-        "kind": res.list_kind,
-        "metadata": {"resourceVersion": st.rv.to_string()},
-        "items": items,
-    }))
 }

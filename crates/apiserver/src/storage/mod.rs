@@ -50,21 +50,28 @@
 //!   and removal of the fields an applier stopped applying.
 //!
 //! ## Files
-//! `store.rs` data, resourceVersion, indexes, snapshots · `write.rs` create/update/patch ·
-//! `apply.rs` server-side apply requests ·
-//! `rules.rs` per-kind defaults and immutable fields · `objectmeta.rs` metadata checks ·
-//! `invalid.rs` 422 wording and name formats · `gc.rs` deletion, GC, namespaces, CRD cleanup ·
-//! `read.rs` get/list/pagination · `select.rs` selectors and field labels · `watch.rs` window,
-//! fan-out, bookmarks · `crd.rs` CRD validation and serving · `scale.rs` Scale · `convert.rs`
-//! versions · `meta.rs` JSON metadata helpers.
+//! The verbs: `write.rs` create/update/patch · `apply.rs` server-side apply requests ·
+//! `scale.rs` the Scale subresource · `read.rs` get/list/pagination · `delete.rs` delete and
+//! delete collection · `watch.rs` starting a watch, bookmarks. The verbs write through
+//! `commit.rs` (checks and commits shared by every create and update) and `gc.rs` (deletion,
+//! GC, namespace termination, CRD cleanup: the synchronous controllers), which store through
+//! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
+//! window, fan-out to watchers). Rules and helpers: `rules.rs` per-kind defaults and immutable
+//! fields · `objectmeta.rs` metadata checks · `invalid.rs` 422 wording and name formats ·
+//! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
+//! versions · `meta.rs` JSON metadata helpers. No two of these modules import each other,
+//! directly or through others (`crates/crt/tests/module_cycles.rs` checks it).
 
 // `ApiError` (the contract's error, ~128 bytes) is returned by value everywhere, as the HTTP
 // layer consumes it; boxing it would change the shared contract for no measurable gain.
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod commit;
 mod convert;
 mod crd;
+mod delete;
+mod events;
 mod gc;
 mod invalid;
 mod meta;
@@ -89,6 +96,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::error::ApiError;
+use crate::patch::{MergeKeys, PatchKind};
 use crate::resource::ResourceInfo;
 pub(crate) use shared::Frame;
 pub use shared::{SharedEvent, SharedWatch};
@@ -131,6 +139,25 @@ pub enum PatchType {
     Strategic,
     /// `application/apply-patch+yaml` (server-side apply).
     Apply,
+}
+
+/// Applies a patch document to `base` (`crate::patch`); strategic merge patches use the merge
+/// keys of the built-in kind.
+pub(crate) fn apply_patch(
+    res: &ResourceInfo,
+    base: &Value,
+    patch_type: PatchType,
+    body: &[u8],
+) -> Result<Value, ApiError> {
+    let keys = (!res.custom).then(|| MergeKeys::builtin(&res.group, &res.kind));
+    let kind = match patch_type {
+        PatchType::Merge => PatchKind::Merge,
+        // Server-side apply is not a patch document: `apply` handles it.
+        PatchType::Apply => return Err(ApiError::internal("apply is not a patch document")),
+        PatchType::Json => PatchKind::Json,
+        PatchType::Strategic => PatchKind::StrategicMerge,
+    };
+    Ok(crate::patch::apply_patch(kind, base, body, keys.as_ref())?)
 }
 
 /// Options of create, update and patch.
@@ -408,10 +435,12 @@ impl Storage {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Arc<Value>, ApiError> {
-        if write::prepares_without_state(res) {
+        if commit::prepares_without_state(res) {
             // Checked and completed before taking the lock, which is held for the commit only.
-            let prepared = write::prepare_create(None, res, namespace, body, opts, None)?;
-            return self.with(res, |st, res| write::commit_create(st, res, prepared, opts));
+            let prepared = commit::prepare_create(None, res, namespace, body, opts, None)?;
+            return self.with(res, |st, res| {
+                commit::commit_create(st, res, prepared, opts)
+            });
         }
         self.with(res, |st, res| {
             write::create_shared(st, res, namespace, body, opts)
@@ -466,8 +495,9 @@ impl Storage {
         body: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        self.with(res, |st, res| {
-            write::update(st, res, namespace, name, subresource, body, opts)
+        self.with(res, |st, res| match subresource {
+            Some("scale") => scale::update(st, res, namespace, name, body, opts, None),
+            _ => write::update(st, res, namespace, name, subresource, body, opts),
         })
     }
 
@@ -483,8 +513,17 @@ impl Storage {
         body: &[u8],
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        self.with(res, |st, res| {
-            write::patch(
+        if res.custom && patch_type == PatchType::Strategic {
+            return Err(ApiError::unsupported_media_type(
+                "application/strategic-merge-patch+json",
+            ));
+        }
+        self.with(res, |st, res| match (patch_type, subresource) {
+            (PatchType::Apply, _) => {
+                apply::apply(st, res, namespace, name, subresource, body, opts)
+            }
+            (_, Some("scale")) => scale::patch(st, res, namespace, name, patch_type, body, opts),
+            _ => write::patch(
                 st,
                 res,
                 namespace,
@@ -493,7 +532,7 @@ impl Storage {
                 patch_type,
                 body,
                 opts,
-            )
+            ),
         })
     }
 
@@ -507,7 +546,9 @@ impl Storage {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
-        self.with(res, |st, res| gc::delete(st, res, namespace, name, opts))
+        self.with(res, |st, res| {
+            delete::delete(st, res, namespace, name, opts)
+        })
     }
 
     /// Deletes every selected object of a collection (DELETE on the collection).
@@ -519,7 +560,7 @@ impl Storage {
         opts: &DeleteOptions,
     ) -> Result<Value, ApiError> {
         self.with(res, |st, res| {
-            gc::delete_collection(st, res, namespace, list, opts)
+            delete::delete_collection(st, res, namespace, list, opts)
         })
     }
 

@@ -8,11 +8,12 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use serde_json::{Value, json};
 
+use super::commit::current;
+use super::convert::to_version;
 use super::invalid::{FieldError, invalid_kind};
 use super::select::Selection;
+use super::store::obj_key;
 use super::store::{Data, ObjKey, State, res_key};
-use super::watch::as_version;
-use super::write::{current, obj_key};
 use super::{ListOptions, scale};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -261,7 +262,7 @@ pub(crate) fn list(
                 more = true;
                 break;
             }
-            items.push(as_version(obj, &api_version));
+            items.push(to_version(obj, &api_version));
             last = Some(key.clone());
         }
         // The first page of an unselected list counts the whole list once (the map's length

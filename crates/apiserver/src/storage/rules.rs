@@ -13,6 +13,10 @@ use super::meta;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
+/// The namespaces every cluster starts with.
+pub(crate) const SYSTEM_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
+
 /// `(group, plural)` of a resource, for matching.
 fn gp(res: &ResourceInfo) -> (&str, &str) {
     (res.group.as_str(), res.plural.as_str())

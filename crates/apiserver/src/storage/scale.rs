@@ -2,10 +2,11 @@
 
 use serde_json::{Value, json};
 
+use super::commit::{check_precondition, commit_update, current, set_managed};
 use super::invalid::{FieldError, invalid_kind};
 use super::store::State;
-use super::write::{check_precondition, commit_update, current, obj_key, set_managed};
-use super::{WriteOptions, meta};
+use super::store::obj_key;
+use super::{PatchType, WriteOptions, apply_patch, meta};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
@@ -144,6 +145,24 @@ pub(crate) fn update(
     );
     let stored = commit_update(st, res, key, old, new, opts)?;
     Ok(to_scale(res, &stored))
+}
+
+/// PATCH on `scale` with a patch document: the patch applies to the object's `Scale`, which
+/// is then written as by [`update`].
+pub(crate) fn patch(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    patch_type: PatchType,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let key = obj_key(res, namespace, name);
+    let old = current(st, res, &key, Some("scale"))?;
+    let base = to_scale(res, &old);
+    let patched = apply_patch(res, &base, patch_type, body)?;
+    update(st, res, namespace, name, patched, opts, None)
 }
 
 #[cfg(test)]

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::StorageConfig;
+use super::events::{Event, EventKind, Watchers, Window};
 use super::meta;
-use super::watch::{Event, EventKind, Watchers, Window};
 use crate::resource::{ResourceInfo, builtin_resources};
 use crate::schema::StructuralSchema;
 
@@ -28,6 +28,16 @@ pub(crate) type Data = imbl::HashMap<String, Objects>;
 /// The storage key of a resource: objects of every version of one resource share it.
 pub(crate) fn res_key(res: &ResourceInfo) -> String {
     super::convert::storage_key(&res.group, &res.plural)
+}
+
+/// The object key of a request: `(namespace, name)`, namespace `""` when cluster-scoped.
+pub(crate) fn obj_key(res: &ResourceInfo, namespace: Option<&str>, name: &str) -> ObjKey {
+    let ns = if res.namespaced {
+        namespace.unwrap_or("")
+    } else {
+        ""
+    };
+    (ns.to_string(), name.to_string())
 }
 
 /// Where an object lives.

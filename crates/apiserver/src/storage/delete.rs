@@ -1,0 +1,177 @@
+//! DELETE on an object or a collection: the propagation policy, the answer the real server
+//! gives (the deleted object or a `Status`), and the deletion itself, which the synchronous
+//! controllers (`gc.rs`) carry out with its follow-ups.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::convert::to_version;
+use super::gc::{Outcome, Policy, delete_one, finalizers_for, held_by_spec, marked, run_queue};
+use super::rules::SYSTEM_NAMESPACES;
+use super::store::{Loc, State, obj_key, res_key};
+use super::{DeleteOptions, ListOptions, meta, select::Selection};
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// Whether the real server answers a deletion of this resource with the deleted object
+/// (`ReturnDeletedObject`) rather than a `Status`.
+fn returns_deleted_object(res: &ResourceInfo) -> bool {
+    res.custom
+        || matches!(
+            (res.group.as_str(), res.plural.as_str()),
+            ("", "pods") | ("", "services") | ("", "namespaces") | ("", "persistentvolumeclaims")
+        )
+}
+
+/// The `Status` answered for a completed deletion.
+fn success_status(res: &ResourceInfo, obj: &Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": meta::name(obj), "group": res.group, "kind": res.plural, "uid": meta::uid(obj)},
+    })
+}
+
+/// DELETE.
+pub(crate) fn delete(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    opts: &DeleteOptions,
+) -> Result<Value, ApiError> {
+    let key = obj_key(res, namespace, name);
+    let loc = Loc {
+        res: res_key(res),
+        key,
+    };
+    let obj = st
+        .get(&loc.res, &loc.key)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&res.group_resource(), name))?;
+    let gr = res.group_resource();
+    if let Some(uid) = opts.precondition_uid.as_deref().filter(|u| !u.is_empty())
+        && uid != meta::uid(&obj)
+    {
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            meta::uid(&obj)
+        );
+        return Err(ApiError::conflict(&gr, name, &why));
+    }
+    if let Some(rv) = opts
+        .precondition_resource_version
+        .as_deref()
+        .filter(|r| !r.is_empty())
+        && rv != meta::resource_version(&obj)
+    {
+        let why = format!(
+            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+            meta::resource_version(&obj)
+        );
+        return Err(ApiError::conflict(&gr, name, &why));
+    }
+    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
+    if res.group.is_empty() && res.plural == "namespaces" && SYSTEM_NAMESPACES[..3].contains(&name)
+    {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
+        )
+        .with_details(json!({"name": name, "kind": "namespaces"})));
+    }
+    if opts.dry_run {
+        let fins = finalizers_for(&loc, &obj, policy);
+        if fins.is_empty() && !held_by_spec(&obj) {
+            return Ok(deleted_answer(res, &obj));
+        }
+        return Ok(to_version(&marked(&loc, &obj, &fins), &res.api_version()));
+    }
+    let mut queue = VecDeque::new();
+    let outcome = delete_one(st, &loc, policy, &mut queue);
+    run_queue(st, queue);
+    match outcome {
+        Some(Outcome::Marked(obj)) => Ok(to_version(&obj, &res.api_version())),
+        Some(Outcome::Removed(obj)) => Ok(deleted_answer(res, &obj)),
+        None => Err(ApiError::not_found(&gr, name)),
+    }
+}
+
+fn deleted_answer(res: &ResourceInfo, obj: &Value) -> Value {
+    if returns_deleted_object(res) {
+        to_version(obj, &res.api_version())
+    } else {
+        success_status(res, obj)
+    }
+}
+
+/// DELETE on a collection: deletes every selected object; answers the list of what was
+/// deleted (or marked).
+pub(crate) fn delete_collection(
+    st: &mut State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    list: &ListOptions,
+    opts: &DeleteOptions,
+) -> Result<Value, ApiError> {
+    let sel = Selection::parse(
+        res,
+        namespace,
+        list.label_selector.as_deref(),
+        list.field_selector.as_deref(),
+    )?;
+    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
+    let rk = res_key(res);
+    let selected: Vec<(super::store::ObjKey, Arc<Value>)> = st
+        .data
+        .get(&rk)
+        .map(|objs| {
+            objs.iter()
+                .filter(|(_, o)| sel.matches(o))
+                .map(|(k, o)| (k.clone(), o.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut items = Vec::new();
+    for (key, obj) in selected {
+        let loc = Loc {
+            res: rk.clone(),
+            key,
+        };
+        if res.group.is_empty()
+            && res.plural == "namespaces"
+            && SYSTEM_NAMESPACES[..3].contains(&loc.key.1.as_str())
+        {
+            continue;
+        }
+        if opts.dry_run {
+            let fins = finalizers_for(&loc, &obj, policy);
+            let shown = if fins.is_empty() && !held_by_spec(&obj) {
+                (*obj).clone()
+            } else {
+                marked(&loc, &obj, &fins)
+            };
+            items.push(to_version(&shown, &res.api_version()));
+            continue;
+        }
+        let mut queue = VecDeque::new();
+        match delete_one(st, &loc, policy, &mut queue) {
+            Some(Outcome::Marked(o)) | Some(Outcome::Removed(o)) => {
+                items.push(to_version(&o, &res.api_version()))
+            }
+            None => {}
+        }
+        run_queue(st, queue);
+    }
+    Ok(json!({
+        "apiVersion": res.api_version(),
+        "kind": res.list_kind,
+        "metadata": {"resourceVersion": st.rv.to_string()},
+        "items": items,
+    }))
+}
