@@ -20,6 +20,8 @@ pub mod builder;
 pub mod cache;
 pub mod client;
 pub mod controller;
+#[cfg(feature = "envtest")]
+pub mod envtest;
 pub mod event;
 pub mod finalizer;
 pub mod handler;
