@@ -29,6 +29,8 @@ pub mod cache;
 pub mod client;
 pub mod controller;
 pub mod controllerutil;
+#[cfg(feature = "envtest")]
+pub mod envtest;
 pub mod event;
 pub mod finalizer;
 pub mod handler;

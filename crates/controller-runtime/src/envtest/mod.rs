@@ -1,0 +1,383 @@
+//! A test environment for operators: one call starts an embedded Kubernetes API server, installs
+//! your CRDs and hands back a ready client (controller-runtime's `envtest`, with nothing to
+//! download: the server is [`crt_apiserver`], in this process).
+//!
+//! Enable the `envtest` feature where your tests are:
+//!
+//! ```toml
+//! [dev-dependencies]
+//! controller-runtime = { version = "0.1", features = ["envtest"] }
+//! ```
+//!
+//! An operator's test, from nothing to a running [`Manager`](crate::manager::Manager) reconciling
+//! a custom resource in ten lines (the type and the reconciler are the operator's own code):
+//!
+//! ```
+//! use std::{sync::Arc, time::Duration};
+//! use controller_runtime::builder::ControllerBuilder;
+//! use controller_runtime::envtest::Environment;
+//! use controller_runtime::manager::{Manager, ManagerOptions};
+//! use controller_runtime::reconcile::{Action, ReconcileError};
+//! use kube_client::{Api, ResourceExt, api::{Patch, PatchParams, PostParams}};
+//! use kube_derive::CustomResource;
+//! use schemars::JsonSchema;
+//! use serde::{Deserialize, Serialize};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! // The operator: a custom resource...
+//! #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+//! #[kube(group = "example.com", version = "v1", kind = "Guestbook")]
+//! #[kube(namespaced, status = "GuestbookStatus")]
+//! # #[kube(crates(kube_core = "::kube_core"))]
+//! pub struct GuestbookSpec {
+//!     pub greeting: String,
+//! }
+//! #[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]
+//! pub struct GuestbookStatus {
+//!     pub seen: bool,
+//! }
+//!
+//! // ...and its reconciler, which marks every Guestbook seen.
+//! async fn reconcile(
+//!     gb: Arc<Guestbook>,
+//!     client: Arc<kube_client::Client>,
+//! ) -> Result<Action, ReconcileError> {
+//!     let api = Api::<Guestbook>::namespaced((*client).clone(), &gb.namespace().unwrap());
+//!     let status = Patch::Merge(serde_json::json!({ "status": { "seen": true } }));
+//!     api.patch_status(&gb.name_any(), &PatchParams::default(), &status)
+//!         .await
+//!         .map_err(ReconcileError::new)?;
+//!     Ok(Action::done())
+//! }
+//!
+//! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // The test: ten lines from nothing to a running manager, then what the test checks.
+//! let env = Environment::new().crd::<Guestbook>().start().await?;
+//! let mut options = ManagerOptions::default();
+//! options.metrics_bind_address = None; // tests run side by side: no fixed port
+//! let mgr = Manager::new(env.client(), options)?;
+//! ControllerBuilder::new(&mgr)
+//!     .for_::<Guestbook>()
+//!     .complete_typed(Arc::new(env.client()), reconcile)
+//!     .await?;
+//! let stop = CancellationToken::new();
+//! let (run, test) = tokio::join!(mgr.start(stop.clone()), async {
+//!     let _stop_manager = stop.clone().drop_guard(); // when the steps below end, however
+//!     let api: Api<Guestbook> = Api::default_namespaced(env.client());
+//!     let hello = Guestbook::new("hello", GuestbookSpec::default());
+//!     api.create(&PostParams::default(), &hello).await?;
+//!     tokio::time::timeout(Duration::from_secs(30), async {
+//!         while api.get_status("hello").await?.status.is_none() {
+//!             tokio::time::sleep(Duration::from_millis(10)).await;
+//!         }
+//!         Ok::<_, kube_client::Error>(())
+//!     })
+//!     .await??;
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! });
+//! run?;
+//! test?;
+//! env.stop().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## What [`Environment::start`] does
+//!
+//! 1. Reads the CRDs of every [`crd_path`](Environment::crd_path) (before anything starts, so
+//!    a bad file fails fast): a file, or a directory's `.yaml`, `.yml` and `.json` files in
+//!    name order (not its subdirectories). A YAML file may hold several documents; each must
+//!    be an `apiextensions.k8s.io/v1` `CustomResourceDefinition`, or the start fails naming the
+//!    file and the document ([`Error::NotACrd`]). A path that does not exist is an error too
+//!    (envtest skips it unless told otherwise; here a typo does not silently test nothing).
+//! 2. Starts an embedded API server on a free port of `127.0.0.1` with a fresh CA and token, or,
+//!    for an [existing cluster](#an-existing-cluster), reads the kubeconfig `$KUBECONFIG` names
+//!    (or `~/.kube/config`).
+//! 3. Installs every CRD, those of [`crd`](Environment::crd) and
+//!    [`crd_object`](Environment::crd_object) and those read from files: creates it, or updates
+//!    its spec when it exists (a second run against one cluster), then waits until its
+//!    `Established` condition is `True` and discovery lists its resource in every served
+//!    version: a client, a cache or a [`Manager`](crate::manager::Manager) can use it as soon
+//!    as `start` returns. A CRD not ready within
+//!    [`crd_install_timeout`](Environment::crd_install_timeout) (10 s by default, as envtest)
+//!    fails the start with [`Error::CrdNotReady`], saying what it last saw.
+//!
+//! ## An existing cluster
+//!
+//! Set `USE_EXISTING_CLUSTER=true` (or `1`) and the same tests run against the cluster
+//! `$KUBECONFIG` names instead of an embedded server, as with envtest;
+//! [`use_existing_cluster`](Environment::use_existing_cluster) decides in code and wins over the
+//! variable. CRDs are installed there the same way; they stay after the test unless
+//! [`clean_up_after_use`](Environment::clean_up_after_use) asks [`Running::stop`] to delete
+//! them (envtest's `CRDInstallOptions.CleanUpAfterUse`).
+//!
+//! ## Stopping
+//!
+//! [`Running::stop`] deletes the CRDs it was asked to clean up, then stops the embedded server:
+//! its port is closed and every connection ended when `stop` returns. Dropping a [`Running`]
+//! stops the embedded server too (its port closes shortly after, on the runtime), but cannot
+//! delete CRDs from an existing cluster: that needs the `async` [`Running::stop`].
+
+mod crds;
+mod error;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_client::Api;
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+use kube_core::CustomResourceExt;
+
+pub use error::Error;
+
+/// The environment variable that points tests at an existing cluster (`true` or `1`), as
+/// envtest's.
+pub const USE_EXISTING_CLUSTER: &str = "USE_EXISTING_CLUSTER";
+
+/// What a test environment starts with: CRDs, and where to run (an embedded API server, or an
+/// existing cluster). Build one with the methods below, then [`start`](Self::start) it. See the
+/// [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Environment {
+    crds: Vec<CustomResourceDefinition>,
+    crd_paths: Vec<PathBuf>,
+    use_existing_cluster: Option<bool>,
+    crd_install_timeout: Duration,
+    clean_up_after_use: bool,
+}
+
+impl Default for Environment {
+    fn default() -> Self {
+        Environment {
+            crds: Vec::new(),
+            crd_paths: Vec::new(),
+            use_existing_cluster: None,
+            crd_install_timeout: Duration::from_secs(10),
+            clean_up_after_use: false,
+        }
+    }
+}
+
+impl Environment {
+    /// An environment with no CRDs, on an embedded API server unless `USE_EXISTING_CLUSTER`
+    /// says otherwise.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Installs the CRD of `K`, a `#[derive(CustomResource)]` type (`K::crd()`).
+    pub fn crd<K: CustomResourceExt>(self) -> Self {
+        self.crd_object(K::crd())
+    }
+
+    /// Installs `crd` (envtest's `CRDs`).
+    pub fn crd_object(mut self, crd: CustomResourceDefinition) -> Self {
+        self.crds.push(crd);
+        self
+    }
+
+    /// Installs the CRDs of `path`, a YAML or JSON file or a directory of them (envtest's
+    /// `CRDDirectoryPaths`); see the [module docs](self) for what is read.
+    pub fn crd_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.crd_paths.push(path.into());
+        self
+    }
+
+    /// `true`: run against the cluster `$KUBECONFIG` names; `false`: on an embedded API server,
+    /// whatever `USE_EXISTING_CLUSTER` says. Unset, the variable decides.
+    pub fn use_existing_cluster(mut self, existing: bool) -> Self {
+        self.use_existing_cluster = Some(existing);
+        self
+    }
+
+    /// How long to wait for each CRD to be established and served, and, on
+    /// [`Running::stop`], to be gone (default 10 s).
+    pub fn crd_install_timeout(mut self, timeout: Duration) -> Self {
+        self.crd_install_timeout = timeout;
+        self
+    }
+
+    /// `true`: [`Running::stop`] deletes the CRDs this environment installed (envtest's
+    /// `CleanUpAfterUse`), and with them every object of their kinds. Only matters for an
+    /// existing cluster (an embedded server goes away with its data). Default `false`.
+    pub fn clean_up_after_use(mut self, clean_up: bool) -> Self {
+        self.clean_up_after_use = clean_up;
+        self
+    }
+
+    /// Starts the environment: reads the CRD files, starts the embedded API server (or
+    /// connects to the existing cluster), installs every CRD and waits until each is served.
+    /// See the [module docs](self) for each step.
+    pub async fn start(self) -> Result<Running, Error> {
+        let existing = match self.use_existing_cluster {
+            Some(existing) => existing,
+            None => use_existing_from_env(std::env::var(USE_EXISTING_CLUSTER).ok().as_deref())?,
+        };
+        let mut all = self.crds;
+        for path in &self.crd_paths {
+            all.extend(crds::read_path(path)?);
+        }
+
+        let (server, kubeconfig) = if existing {
+            let kubeconfig = Kubeconfig::read().map_err(|source| Error::Kubeconfig {
+                what: "the existing cluster's, from $KUBECONFIG",
+                source,
+            })?;
+            (None, kubeconfig)
+        } else {
+            let server = crt_apiserver::Server::start(crt_apiserver::Config::default())
+                .await
+                .map_err(Error::StartServer)?;
+            let kubeconfig = Kubeconfig::from_yaml(&server.kubeconfig()).map_err(|source| {
+                Error::Kubeconfig {
+                    what: "the embedded server's",
+                    source,
+                }
+            })?;
+            (Some(server), kubeconfig)
+        };
+        let config = kube_client::Config::from_custom_kubeconfig(
+            kubeconfig.clone(),
+            &KubeConfigOptions::default(),
+        )
+        .await
+        .map_err(|source| Error::Kubeconfig {
+            what: if existing {
+                "the existing cluster's, from $KUBECONFIG"
+            } else {
+                "the embedded server's"
+            },
+            source,
+        })?;
+        let client = kube_client::Client::try_from(config.clone()).map_err(Error::Client)?;
+
+        let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+        let mut installed = Vec::with_capacity(all.len());
+        for crd in all {
+            let name = crds::install(&api, crd).await?;
+            if !installed.contains(&name) {
+                installed.push(name);
+            }
+        }
+        for name in &installed {
+            crds::wait_ready(&client, name, self.crd_install_timeout).await?;
+        }
+        Ok(Running {
+            server,
+            kubeconfig,
+            config,
+            client,
+            installed,
+            clean_up_after_use: self.clean_up_after_use,
+            timeout: self.crd_install_timeout,
+        })
+    }
+}
+
+/// Reads `USE_EXISTING_CLUSTER`'s value: `true`/`1` (any case) yes, `false`/`0`/empty/unset no,
+/// anything else an error (a typo must not silently test the wrong cluster).
+fn use_existing_from_env(value: Option<&str>) -> Result<bool, Error> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(false),
+        Some(v) if v == "1" || v.eq_ignore_ascii_case("true") => Ok(true),
+        Some(v) if v == "0" || v.eq_ignore_ascii_case("false") => Ok(false),
+        Some(v) => Err(Error::InvalidUseExistingCluster {
+            value: v.to_string(),
+        }),
+    }
+}
+
+/// A started test environment: a client for its API server and the CRDs it installed. See the
+/// [module docs](self).
+pub struct Running {
+    server: Option<crt_apiserver::Server>,
+    kubeconfig: Kubeconfig,
+    config: kube_client::Config,
+    client: kube_client::Client,
+    installed: Vec<String>,
+    clean_up_after_use: bool,
+    timeout: Duration,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("cluster_url", &self.config.cluster_url)
+            .field("embedded", &self.server.is_some())
+            .field("installed", &self.installed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Running {
+    /// A client for the environment's API server (a cheap clone: clients share connections),
+    /// ready for a [`Manager`](crate::manager::Manager) or an [`Api`].
+    pub fn client(&self) -> kube_client::Client {
+        self.client.clone()
+    }
+
+    /// The client's configuration (envtest's `*rest.Config`).
+    pub fn config(&self) -> &kube_client::Config {
+        &self.config
+    }
+
+    /// The kubeconfig the client was built from: the embedded server's (its URL, CA and token;
+    /// serialise it for `kubectl`, or use [`server`](Self::server)'s `write_kubeconfig`), or the
+    /// existing cluster's.
+    pub fn kubeconfig(&self) -> &Kubeconfig {
+        &self.kubeconfig
+    }
+
+    /// The embedded API server (for its kubeconfig file, its storage, fault injection), or
+    /// `None` on an existing cluster.
+    pub fn server(&self) -> Option<&crt_apiserver::Server> {
+        self.server.as_ref()
+    }
+
+    /// `true` when running against an existing cluster rather than an embedded server.
+    pub fn is_existing_cluster(&self) -> bool {
+        self.server.is_none()
+    }
+
+    /// The names of the CRDs [`Environment::start`] installed, in install order.
+    pub fn installed_crds(&self) -> &[String] {
+        &self.installed
+    }
+
+    /// Stops the environment: deletes the CRDs it installed if
+    /// [`clean_up_after_use`](Environment::clean_up_after_use) asked for it (and waits until
+    /// they are gone), then stops the embedded server; its port is closed when this returns.
+    /// The server stops even when the clean-up fails.
+    pub async fn stop(self) -> Result<(), Error> {
+        let cleaned = if self.clean_up_after_use {
+            crds::uninstall(&self.client, &self.installed, self.timeout).await
+        } else {
+            Ok(())
+        };
+        if let Some(server) = self.server {
+            server.stop().await;
+        }
+        cleaned
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn use_existing_cluster_reads_true_and_false_and_refuses_the_rest() {
+        for yes in ["true", "TRUE", "True", "1", " true "] {
+            assert!(use_existing_from_env(Some(yes)).unwrap(), "{yes:?}");
+        }
+        for no in [None, Some(""), Some("false"), Some("FALSE"), Some("0")] {
+            assert!(!use_existing_from_env(no).unwrap(), "{no:?}");
+        }
+        let err = use_existing_from_env(Some("yes")).unwrap_err();
+        assert!(
+            matches!(&err, Error::InvalidUseExistingCluster { value } if value == "yes"),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("\"yes\""));
+    }
+}

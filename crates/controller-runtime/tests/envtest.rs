@@ -1,0 +1,460 @@
+//! The test environment (`envtest` feature): CRDs installed from a type and from files, each
+//! usable as soon as `start` returns; the existing-cluster switch; stop.
+
+mod support;
+
+use std::time::Duration;
+
+use controller_runtime::envtest::{Environment, Error};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube_client::Api;
+use kube_client::api::{ApiResource, DynamicObject, ListParams, PostParams};
+use kube_client::core::GroupVersionKind;
+use kube_derive::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A namespaced custom resource, as an operator declares one.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "envtest.crt.dev",
+    version = "v1",
+    kind = "Widget",
+    namespaced,
+    crates(kube_core = "::kube_core")
+)]
+pub struct WidgetSpec {
+    size: i32,
+}
+
+/// A cluster-scoped one.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "envtest.crt.dev",
+    version = "v1",
+    kind = "Gadget",
+    crates(kube_core = "::kube_core")
+)]
+pub struct GadgetSpec {
+    color: String,
+}
+
+const WIDGETS: &str = "widgets.envtest.crt.dev";
+const GADGETS: &str = "gadgets.envtest.crt.dev";
+
+/// A CRD as YAML, `scope` `Namespaced` or `Cluster`.
+fn crd_yaml(plural: &str, kind: &str, scope: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.files.crt.dev
+spec:
+  group: files.crt.dev
+  scope: {scope}
+  names: {{plural: {plural}, kind: {kind}}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+"
+    )
+}
+
+/// Creates an object of `kind` (group `files.crt.dev`) named `name`, then lists its kind and
+/// answers the names listed.
+async fn create_and_list(
+    client: &kube_client::Client,
+    plural: &str,
+    kind: &str,
+    namespace: Option<&str>,
+) -> Vec<String> {
+    let gvk = GroupVersionKind::gvk("files.crt.dev", "v1", kind);
+    let resource = ApiResource::from_gvk_with_plural(&gvk, plural);
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    let mut object = DynamicObject::new("one", &resource);
+    object.data = serde_json::json!({"spec": {"anything": 1}});
+    api.create(&PostParams::default(), &object)
+        .await
+        .unwrap_or_else(|e| panic!("creating a {kind}: {e}"));
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|o| o.metadata.name.unwrap())
+        .collect()
+}
+
+fn established(crd: &CustomResourceDefinition) -> bool {
+    crd.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        })
+}
+
+#[tokio::test]
+async fn a_crd_from_a_type_is_usable_as_soon_as_start_returns() {
+    let env = Environment::new()
+        .use_existing_cluster(false)
+        .crd::<Widget>()
+        .start()
+        .await
+        .unwrap();
+    assert!(!env.is_existing_cluster());
+    assert_eq!(env.installed_crds(), [WIDGETS]);
+
+    let crd = Api::<CustomResourceDefinition>::all(env.client())
+        .get(WIDGETS)
+        .await
+        .unwrap();
+    assert!(established(&crd), "{:?}", crd.status);
+    let discovered = env
+        .client()
+        .list_api_group_resources("envtest.crt.dev/v1")
+        .await
+        .unwrap();
+    assert!(discovered.resources.iter().any(|r| r.name == "widgets"));
+
+    // No retry: usable at once.
+    let widgets: Api<Widget> = Api::default_namespaced(env.client());
+    let widget = Widget::new("w", WidgetSpec { size: 3 });
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    assert_eq!(widgets.get("w").await.unwrap().spec.size, 3);
+    env.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn crds_from_a_directory_of_multi_document_yaml_and_json_are_all_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let two = format!(
+        "# two CRDs in one file\n---\n{}---\n{}",
+        crd_yaml("apples", "Apple", "Namespaced"),
+        crd_yaml("pears", "Pear", "Cluster")
+    );
+    std::fs::write(dir.path().join("fruit.yaml"), two).unwrap();
+    // JSON is YAML too, but read as JSON from a `.json` file.
+    let plum: serde_json::Value =
+        serde_yaml_ng::from_str(&crd_yaml("plums", "Plum", "Namespaced")).unwrap();
+    std::fs::write(dir.path().join("plum.json"), plum.to_string()).unwrap();
+    // Not a CRD file by its name: skipped, as envtest skips it.
+    std::fs::write(dir.path().join("README.md"), "# not YAML: {[").unwrap();
+
+    let env = Environment::new()
+        .use_existing_cluster(false)
+        .crd_path(dir.path())
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(
+        env.installed_crds(),
+        [
+            "apples.files.crt.dev",
+            "pears.files.crt.dev",
+            "plums.files.crt.dev"
+        ]
+    );
+    let client = env.client();
+    assert_eq!(
+        create_and_list(&client, "apples", "Apple", Some("default")).await,
+        ["one"]
+    );
+    assert_eq!(
+        create_and_list(&client, "pears", "Pear", None).await,
+        ["one"]
+    );
+    assert_eq!(
+        create_and_list(&client, "plums", "Plum", Some("default")).await,
+        ["one"]
+    );
+    env.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_crd_file_given_by_its_path_is_installed_along_with_typed_crds() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("kiwi.anything");
+    std::fs::write(&file, crd_yaml("kiwis", "Kiwi", "Namespaced")).unwrap();
+    let env = Environment::new()
+        .use_existing_cluster(false)
+        .crd::<Gadget>()
+        .crd_path(&file)
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(env.installed_crds(), [GADGETS, "kiwis.files.crt.dev"]);
+    assert_eq!(
+        create_and_list(&env.client(), "kiwis", "Kiwi", Some("default")).await,
+        ["one"]
+    );
+    let gadgets: Api<Gadget> = Api::all(env.client());
+    let gadget = Gadget::new(
+        "g",
+        GadgetSpec {
+            color: "red".into(),
+        },
+    );
+    gadgets
+        .create(&PostParams::default(), &gadget)
+        .await
+        .unwrap();
+    env.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_document_that_is_not_a_crd_fails_the_start_naming_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("a.yaml"),
+        crd_yaml("apples", "Apple", "Namespaced"),
+    )
+    .unwrap();
+    let mixed = format!(
+        "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n",
+        crd_yaml("pears", "Pear", "Cluster")
+    );
+    std::fs::write(dir.path().join("b.yml"), mixed).unwrap();
+
+    let err = Environment::new()
+        .use_existing_cluster(false)
+        .crd_path(dir.path())
+        .start()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::NotACrd {
+            path,
+            document,
+            api_version,
+            kind,
+            ..
+        } => {
+            assert_eq!(path, &dir.path().join("b.yml"));
+            assert_eq!(*document, 2);
+            assert_eq!((api_version.as_str(), kind.as_str()), ("v1", "ConfigMap"));
+        }
+        other => panic!("expected NotACrd, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains("b.yml: document 2"), "{message}");
+
+    let missing = dir.path().join("missing");
+    let err = Environment::new()
+        .use_existing_cluster(false)
+        .crd_path(&missing)
+        .start()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::ReadCrds { path, .. } if path == &missing),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_crd_the_server_refuses_fails_the_start_with_the_servers_reason() {
+    let mut crd: CustomResourceDefinition =
+        serde_yaml_ng::from_str(&crd_yaml("apples", "Apple", "Namespaced")).unwrap();
+    crd.metadata.name = Some("wrong-name.files.crt.dev".into());
+    let err = Environment::new()
+        .use_existing_cluster(false)
+        .crd_object(crd)
+        .start()
+        .await
+        .unwrap_err();
+    match &err {
+        Error::InstallCrd { name, source } => {
+            assert_eq!(name, "wrong-name.files.crt.dev");
+            assert!(
+                matches!(source, kube_client::Error::Api(s) if s.code == 422),
+                "{source:?}"
+            );
+        }
+        other => panic!("expected InstallCrd, got {other:?}"),
+    }
+}
+
+/// Whether something accepts connections on `port` of 127.0.0.1.
+async fn listening(port: u16) -> bool {
+    tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_ok()
+}
+
+#[tokio::test]
+async fn stop_closes_the_embedded_servers_port() {
+    let env = Environment::new()
+        .use_existing_cluster(false)
+        .start()
+        .await
+        .unwrap();
+    let port = env.server().unwrap().port();
+    assert!(listening(port).await);
+    env.stop().await.unwrap();
+    assert!(!listening(port).await, "port {port} still open after stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_environment_stops_the_embedded_server() {
+    let env = Environment::new()
+        .use_existing_cluster(false)
+        .start()
+        .await
+        .unwrap();
+    let port = env.server().unwrap().port();
+    let client = env.client();
+    client.apiserver_version().await.unwrap();
+    drop(env);
+    // The drop aborts the server's task; the runtime drops its listener right after.
+    let closed = tokio::time::timeout(Duration::from_secs(30), async {
+        while listening(port).await {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "port {port} still open after the drop");
+    assert!(client.apiserver_version().await.is_err());
+}
+
+/// The variables the parent test hands its child process.
+const EXPECTED_URL: &str = "ENVTEST_TEST_EXPECTED_URL";
+
+/// `USE_EXISTING_CLUSTER=true` with `KUBECONFIG` naming a second embedded server: environments
+/// started without `use_existing_cluster` run against that server and start none of their own.
+/// Environment variables are process-wide, and setting them needs `unsafe` in Rust 2024 (which
+/// the workspace forbids), so the environments run in a child process of this test binary
+/// ([`existing_cluster_child`]) that inherits the variables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn use_existing_cluster_runs_against_the_cluster_kubeconfig_names() {
+    let (second, second_client) = support::server().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    second.write_kubeconfig(&kubeconfig).unwrap();
+
+    // The second server runs on this runtime, so the child is awaited, not waited for.
+    let output = tokio::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "existing_cluster_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("USE_EXISTING_CLUSTER", "true")
+        .env(EXPECTED_URL, second.url())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran no test:\n{stdout}"
+    );
+
+    // What the child's environments did is on the second server.
+    let crds: Api<CustomResourceDefinition> = Api::all(second_client.clone());
+    assert!(established(&crds.get(WIDGETS).await.unwrap()));
+    let widgets: Api<Widget> = Api::default_namespaced(second_client.clone());
+    assert_eq!(widgets.get("from-child").await.unwrap().spec.size, 7);
+    // Cleaned up after use: the Gadget CRD is gone, and its objects with it.
+    assert!(crds.get_opt(GADGETS).await.unwrap().is_none());
+    // The child left a ConfigMap through an environment of its own (use_existing_cluster(false)
+    // wins over the variable): not here.
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(second_client);
+    assert!(configmaps.get_opt("own-server").await.unwrap().is_none());
+    second.stop().await;
+}
+
+/// Run by [`use_existing_cluster_runs_against_the_cluster_kubeconfig_names`] in a child
+/// process, with `KUBECONFIG` and `USE_EXISTING_CLUSTER` set.
+#[tokio::test]
+#[ignore = "run by use_existing_cluster_runs_against_the_cluster_kubeconfig_names in a child process"]
+async fn existing_cluster_child() {
+    let url = std::env::var(EXPECTED_URL).expect(
+        "run by use_existing_cluster_runs_against_the_cluster_kubeconfig_names, which sets it",
+    );
+    let same_server = |config: &kube_client::Config| {
+        assert_eq!(config.cluster_url.to_string().trim_end_matches('/'), url);
+    };
+
+    // Installed on the existing cluster (the variable says so); kept after stop.
+    let env = Environment::new().crd::<Widget>().start().await.unwrap();
+    assert!(env.is_existing_cluster());
+    assert!(env.server().is_none());
+    same_server(env.config());
+    let widgets: Api<Widget> = Api::default_namespaced(env.client());
+    let widget = Widget::new("from-child", WidgetSpec { size: 7 });
+    widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    env.stop().await.unwrap();
+
+    // Installed again: the CRD exists, so it is updated, and its objects stay.
+    let env = Environment::new().crd::<Widget>().start().await.unwrap();
+    same_server(env.config());
+    let widgets: Api<Widget> = Api::default_namespaced(env.client());
+    assert_eq!(widgets.get("from-child").await.unwrap().spec.size, 7);
+    env.stop().await.unwrap();
+
+    // Cleaned up after use: stop deletes the CRD it installed.
+    let env = Environment::new()
+        .crd::<Gadget>()
+        .clean_up_after_use(true)
+        .start()
+        .await
+        .unwrap();
+    same_server(env.config());
+    let gadgets: Api<Gadget> = Api::all(env.client());
+    let gadget = Gadget::new(
+        "g",
+        GadgetSpec {
+            color: "blue".into(),
+        },
+    );
+    gadgets
+        .create(&PostParams::default(), &gadget)
+        .await
+        .unwrap();
+    let client = env.client();
+    env.stop().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(client);
+    assert!(crds.get_opt(GADGETS).await.unwrap().is_none());
+
+    // The builder's choice wins over the variable: an embedded server of its own.
+    let env = Environment::new()
+        .use_existing_cluster(false)
+        .start()
+        .await
+        .unwrap();
+    assert!(!env.is_existing_cluster());
+    assert_ne!(env.server().unwrap().url(), url);
+    let configmaps: Api<ConfigMap> = Api::default_namespaced(env.client());
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some("own-server".into());
+    configmaps
+        .create(&PostParams::default(), &cm)
+        .await
+        .unwrap();
+    env.stop().await.unwrap();
+}
