@@ -38,6 +38,7 @@ pub mod leaderelection;
 pub mod manager;
 pub mod metrics;
 pub mod predicate;
+pub mod prelude;
 pub mod reconcile;
 pub mod recorder;
 pub mod source;

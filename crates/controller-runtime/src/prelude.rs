@@ -1,0 +1,28 @@
+//! What a reconciler and its `main` need, in one import: `use controller_runtime::prelude::*;`.
+//!
+//! The Builder and the Manager that run a controller, the client a reconciler reads and writes
+//! with, the key and result types of a reconcile, controllerutil's helpers module, and kube's
+//! `Resource`/`ResourceExt` traits for the objects' metadata (`obj.name_any()`,
+//! `obj.namespace()`).
+//!
+//! ```
+//! use controller_runtime::prelude::*;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//!
+//! async fn reconcile(cm: Arc<ConfigMap>, _client: Arc<Client>) -> Result<Action, ReconcileError> {
+//!     println!("reconcile {}", cm.name_any());
+//!     Ok(Action::done())
+//! }
+//! # drop(reconcile);
+//! ```
+
+pub use std::sync::Arc;
+
+pub use kube_core::{Resource, ResourceExt};
+
+pub use crate::CancellationToken;
+pub use crate::builder::{ControllerBuilder, Input};
+pub use crate::client::Client;
+pub use crate::controllerutil;
+pub use crate::manager::{Manager, ManagerOptions, signal_handler};
+pub use crate::reconcile::{Action, ReconcileError, Request, TerminalError};
