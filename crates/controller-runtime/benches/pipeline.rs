@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use controller_runtime::Request;
 use controller_runtime::controller::{Controller, ControllerOptions};
-use controller_runtime::event::{GenericEvent, UpdateEvent};
+use controller_runtime::event::{Event, GenericEvent, UpdateEvent};
 use controller_runtime::handler::EnqueueRequestForObject;
 use controller_runtime::predicate;
 use controller_runtime::reconcile::{self, Action};
@@ -55,14 +55,14 @@ fn dispatch(c: &mut Criterion) {
             predicate::label_selector::<Deployment>("app=web,tier notin (db)").unwrap(),
         ],
     );
-    let changed = UpdateEvent {
+    let changed = Event::Update(UpdateEvent {
         old: deployment(1, "10"),
         new: deployment(2, "11"),
-    };
-    let resync = UpdateEvent {
+    });
+    let resync = Event::Update(UpdateEvent {
         old: deployment(2, "11"),
         new: deployment(2, "11"),
-    };
+    });
 
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("update-enqueued", |b| {
@@ -70,7 +70,7 @@ fn dispatch(c: &mut Criterion) {
             rt.block_on(async {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    assert!(dispatcher.update(black_box(&changed)));
+                    assert!(dispatcher.dispatch(black_box(&changed)));
                     let item = queue.get().await.unwrap();
                     queue.done(&item);
                 }
@@ -79,7 +79,7 @@ fn dispatch(c: &mut Criterion) {
         })
     });
     group.bench_function("update-filtered", |b| {
-        b.iter(|| assert!(!dispatcher.update(black_box(&resync))))
+        b.iter(|| assert!(!dispatcher.dispatch(black_box(&resync))))
     });
     group.finish();
 }

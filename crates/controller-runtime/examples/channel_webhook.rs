@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use controller_runtime::Request;
-use controller_runtime::builder::ControllerBuilder;
+use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::cache::ObjectKey;
 use controller_runtime::client::{self, Client};
 use controller_runtime::event::GenericEvent;
@@ -172,8 +172,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, seen) = (mgr.client().clone(), versions.clone());
     ControllerBuilder::new(&mgr)
         .named("webhook-sync")
-        .watches(channel, EnqueueRequestForObject)
-        .complete(reconcile::from_fn(move |req: Request| {
+        .watches(Input::new().with_source(channel), EnqueueRequestForObject)
+        .complete_with(reconcile::from_fn(move |req: Request| {
             reconcile(req, client.clone(), seen.clone())
         }))
         .await?;

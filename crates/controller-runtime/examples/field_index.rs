@@ -105,14 +105,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (client, report) = (mgr.client().clone(), counts.clone());
     ControllerBuilder::new(&mgr)
         .named("node-report")
-        .watches_object(
+        .watches(
             Input::<Pod>::new(),
             EnqueueRequestsFromMapFunc::new(|pod: &Pod| {
                 let node = pod.spec.as_ref()?.node_name.clone()?;
                 Some(Request::cluster_scoped(node))
             }),
         )
-        .complete(reconcile::from_fn(move |node: Request| {
+        .complete_with(reconcile::from_fn(move |node: Request| {
             reconcile(node, client.clone(), report.clone())
         }))
         .await?;

@@ -126,12 +126,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     //    ConfigMaps), `owns` the ConfigMaps it generates. The typed reconciler gets the
     //    generator itself, read from the cache.
     ControllerBuilder::new(&mgr)
-        .for_input(
+        .for_(
             Input::<ConfigMap>::new().with_predicate(label_selector(&format!("{GENERATOR}=true"))?),
         )
-        .owns::<ConfigMap>()
+        .owns(Input::<ConfigMap>::new())
         .named("generator")
-        .complete_typed(Arc::new(mgr.client().clone()), reconcile)
+        .complete(Arc::new(mgr.client().clone()), reconcile)
         .await?;
     let stop = CancellationToken::new();
     let running = tokio::spawn({

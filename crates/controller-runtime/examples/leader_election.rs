@@ -19,7 +19,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use controller_runtime::Request;
-use controller_runtime::builder::ControllerBuilder;
+use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::leaderelection::LeaderElectionConfig;
 use controller_runtime::manager::{Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action, ReconcileError};
@@ -62,8 +62,8 @@ async fn replica(
     // only. Its reconciles say which replica ran them.
     let who = name.to_string();
     ControllerBuilder::new(&mgr)
-        .for_::<ConfigMap>()
-        .complete(reconcile::from_fn(move |req: Request| {
+        .for_(Input::<ConfigMap>::new())
+        .complete_with(reconcile::from_fn(move |req: Request| {
             let who = who.clone();
             async move {
                 if req.name.starts_with("job-") {

@@ -65,11 +65,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. `for_` Secrets, metadata only; the typed reconciler gets `PartialObjectMeta<Secret>`.
     let flagged = Flagged::default();
     ControllerBuilder::new(&mgr)
-        .for_input(Input::<Secret>::metadata())
-        .complete_typed(
-            Arc::new(flagged.clone()),
-            |secret, flagged: Arc<Flagged>| reconcile(secret, (*flagged).clone()),
-        )
+        .for_(Input::<Secret>::metadata())
+        .complete(Arc::new(flagged.clone()), |secret, flagged| {
+            reconcile(secret, (*flagged).clone())
+        })
         .await?;
     let stop = CancellationToken::new();
     let running = tokio::spawn({

@@ -4,13 +4,45 @@
 //! handler and controller reads that same allocation. Nothing is deep-copied per handler.
 //!
 //! `K` is any Kubernetes object: a k8s-openapi type, a `#[derive(CustomResource)]` type, a
-//! [`kube_core::DynamicObject`] or a [`kube_core::PartialObjectMeta`].
+//! [`kube_core::DynamicObject`] or a [`kube_core::PartialObjectMeta`]. It may also be
+//! `dyn` [`Object`]: any object seen through its metadata, what the builder's event filters read
+//! ([`Event::erased`] turns an event of a concrete type into one).
 
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_core::Resource;
+
+/// Any Kubernetes object, seen through its metadata (Go's `client.Object`, as far as
+/// predicates go). Every [`Resource`] is one. `Event<dyn Object>` is the event of a predicate
+/// that fits every object type, such as the builder's
+/// [event filters](crate::builder::ControllerBuilder::with_event_filter).
+///
+/// ```
+/// use std::sync::Arc;
+/// use controller_runtime::event::{Event, GenericEvent, Object};
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let mut pod = Pod::default();
+/// pod.metadata.name = Some("web".into());
+/// let event = Event::Generic(GenericEvent { object: Arc::new(pod) });
+/// let any: Event<dyn Object> = event.erased();
+/// assert_eq!(any.object().metadata().name.as_deref(), Some("web"));
+/// ```
+pub trait Object {
+    /// The object's metadata.
+    fn metadata(&self) -> &ObjectMeta;
+}
+
+impl<K: Resource> Object for K {
+    fn metadata(&self) -> &ObjectMeta {
+        self.meta()
+    }
+}
+
 /// An object was created (or, with `is_in_initial_list`, found by the informer's initial list).
 #[derive(Debug)]
-pub struct CreateEvent<K> {
+pub struct CreateEvent<K: ?Sized> {
     /// The object.
     pub object: Arc<K>,
     /// True when the event comes from the informer's initial list (or the replay a handler gets
@@ -20,7 +52,7 @@ pub struct CreateEvent<K> {
 
 /// An object changed (or, on resync, is replayed with `old` and `new` the same object).
 #[derive(Debug)]
-pub struct UpdateEvent<K> {
+pub struct UpdateEvent<K: ?Sized> {
     /// The object before the change.
     pub old: Arc<K>,
     /// The object after the change.
@@ -29,7 +61,7 @@ pub struct UpdateEvent<K> {
 
 /// An object was deleted.
 #[derive(Debug)]
-pub struct DeleteEvent<K> {
+pub struct DeleteEvent<K: ?Sized> {
     /// The last state of the object known to the informer.
     pub object: Arc<K>,
     /// True when the deletion was missed (e.g. during a watch gap) and found on relist: `object`
@@ -40,13 +72,13 @@ pub struct DeleteEvent<K> {
 
 /// An event from outside the cluster (a [`Channel`](crate::source::Channel) or a custom source).
 #[derive(Debug)]
-pub struct GenericEvent<K> {
+pub struct GenericEvent<K: ?Sized> {
     /// The object the event is about.
     pub object: Arc<K>,
 }
 
 // Manual impls: deriving Clone would needlessly require `K: Clone`; cloning an event clones Arcs.
-impl<K> Clone for CreateEvent<K> {
+impl<K: ?Sized> Clone for CreateEvent<K> {
     fn clone(&self) -> Self {
         CreateEvent {
             object: self.object.clone(),
@@ -54,7 +86,7 @@ impl<K> Clone for CreateEvent<K> {
         }
     }
 }
-impl<K> Clone for UpdateEvent<K> {
+impl<K: ?Sized> Clone for UpdateEvent<K> {
     fn clone(&self) -> Self {
         UpdateEvent {
             old: self.old.clone(),
@@ -62,7 +94,7 @@ impl<K> Clone for UpdateEvent<K> {
         }
     }
 }
-impl<K> Clone for DeleteEvent<K> {
+impl<K: ?Sized> Clone for DeleteEvent<K> {
     fn clone(&self) -> Self {
         DeleteEvent {
             object: self.object.clone(),
@@ -70,7 +102,7 @@ impl<K> Clone for DeleteEvent<K> {
         }
     }
 }
-impl<K> Clone for GenericEvent<K> {
+impl<K: ?Sized> Clone for GenericEvent<K> {
     fn clone(&self) -> Self {
         GenericEvent {
             object: self.object.clone(),
@@ -80,7 +112,7 @@ impl<K> Clone for GenericEvent<K> {
 
 /// Any of the four events, for code that handles them uniformly (logging, channels).
 #[derive(Debug)]
-pub enum Event<K> {
+pub enum Event<K: ?Sized> {
     /// See [`CreateEvent`].
     Create(CreateEvent<K>),
     /// See [`UpdateEvent`].
@@ -91,7 +123,7 @@ pub enum Event<K> {
     Generic(GenericEvent<K>),
 }
 
-impl<K> Clone for Event<K> {
+impl<K: ?Sized> Clone for Event<K> {
     fn clone(&self) -> Self {
         match self {
             Event::Create(e) => Event::Create(e.clone()),
@@ -102,7 +134,7 @@ impl<K> Clone for Event<K> {
     }
 }
 
-impl<K> Event<K> {
+impl<K: ?Sized> Event<K> {
     /// The object the event is about (the new state for updates).
     pub fn object(&self) -> &Arc<K> {
         match self {
@@ -120,6 +152,31 @@ impl<K> Event<K> {
             Event::Update(_) => "update",
             Event::Delete(_) => "delete",
             Event::Generic(_) => "generic",
+        }
+    }
+}
+
+impl<K: Object + 'static> Event<K> {
+    /// The same event about the same objects (shared, not copied), seen through their
+    /// metadata: what a predicate of `dyn Object` reads.
+    pub fn erased(&self) -> Event<dyn Object> {
+        let any = |o: &Arc<K>| o.clone() as Arc<dyn Object>;
+        match self {
+            Event::Create(e) => Event::Create(CreateEvent {
+                object: any(&e.object),
+                is_in_initial_list: e.is_in_initial_list,
+            }),
+            Event::Update(e) => Event::Update(UpdateEvent {
+                old: any(&e.old),
+                new: any(&e.new),
+            }),
+            Event::Delete(e) => Event::Delete(DeleteEvent {
+                object: any(&e.object),
+                delete_state_unknown: e.delete_state_unknown,
+            }),
+            Event::Generic(e) => Event::Generic(GenericEvent {
+                object: any(&e.object),
+            }),
         }
     }
 }

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::server;
 
-use controller_runtime::builder::{self, ControllerBuilder, Input, filter_fn};
+use controller_runtime::builder::{self, ControllerBuilder, Input};
 use controller_runtime::cache::ObjectKey;
 use controller_runtime::client::{self, Client};
-use controller_runtime::event::GenericEvent;
+use controller_runtime::event::{self as events, GenericEvent, Object};
 use controller_runtime::finalizer::{self, Event};
 use controller_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
 use controller_runtime::manager::{Manager, ManagerOptions};
@@ -176,6 +176,12 @@ fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     }
 }
 
+/// The event filter of the filter tests: objects labelled `pass`, whatever their type.
+fn labelled_pass(e: &events::Event<dyn Object>) -> bool {
+    let labels = e.object().metadata().labels.as_ref();
+    labels.is_some_and(|l| l.contains_key("pass"))
+}
+
 /// Runs the manager until the returned token is cancelled.
 fn run(mgr: &Manager) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let ctx = CancellationToken::new();
@@ -201,10 +207,11 @@ async fn every_builder_error_and_the_default_name() {
     let log = Log::default();
     let r = || recorder(&log, "r");
 
-    // No watches at all.
+    // No watches at all. (A second for, owns without a for, and a typed reconciler for another
+    // type than the for type do not compile: see the builder module's compile_fail doctests.)
     let err = ControllerBuilder::new(&mgr)
         .named("empty")
-        .build(r())
+        .build_with(r())
         .await
         .unwrap_err();
     assert!(
@@ -212,35 +219,11 @@ async fn every_builder_error_and_the_default_name() {
         "{err}"
     );
 
-    // owns without for.
-    let err = ControllerBuilder::new(&mgr)
-        .named("orphans")
-        .owns::<Pod>()
-        .build(r())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, builder::Error::OwnsWithoutFor { ref owned } if owned == "Pod"),
-        "{err}"
-    );
-
-    // A second for.
-    let err = ControllerBuilder::new(&mgr)
-        .for_::<ConfigMap>()
-        .for_::<Secret>()
-        .build(r())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, builder::Error::MultipleFor { ref first, ref second } if first == "ConfigMap" && second == "Secret"),
-        "{err}"
-    );
-
     // No for and no name.
     let (_tx, channel) = source::channel::<ConfigMap>(1);
     let err = ControllerBuilder::new(&mgr)
-        .watches(channel, EnqueueRequestForObject)
-        .build(r())
+        .watches(Input::new().with_source(channel), EnqueueRequestForObject)
+        .build_with(r())
         .await
         .unwrap_err();
     assert!(matches!(err, builder::Error::MissingName), "{err}");
@@ -249,16 +232,16 @@ async fn every_builder_error_and_the_default_name() {
     let (_tx, channel) = source::channel::<ConfigMap>(1);
     let c = ControllerBuilder::new(&mgr)
         .named("empty")
-        .watches(channel, EnqueueRequestForObject)
-        .build(r())
+        .watches(Input::new().with_source(channel), EnqueueRequestForObject)
+        .build_with(r())
         .await
         .unwrap();
     assert_eq!(c.name(), "empty");
 
     // Default name: the for kind, lowercased; a second controller of that name is refused.
     let c = ControllerBuilder::new(&mgr)
-        .for_::<ConfigMap>()
-        .build(r())
+        .for_(Input::<ConfigMap>::new())
+        .build_with(r())
         .await
         .unwrap();
     assert_eq!(c.name(), "configmap");
@@ -267,8 +250,8 @@ async fn every_builder_error_and_the_default_name() {
         "the builder hands the manager's metrics"
     );
     let err = ControllerBuilder::new(&mgr)
-        .for_::<ConfigMap>()
-        .build(r())
+        .for_(Input::<ConfigMap>::new())
+        .build_with(r())
         .await
         .unwrap_err();
     assert!(
@@ -277,42 +260,29 @@ async fn every_builder_error_and_the_default_name() {
     );
     let err = ControllerBuilder::new(&mgr)
         .named("configmap")
-        .for_::<Secret>()
-        .build(r())
+        .for_(Input::<Secret>::new())
+        .build_with(r())
         .await
         .unwrap_err();
     assert!(matches!(err, builder::Error::DuplicateName(_)), "{err}");
 
     // Metadata-only for: still named after the kind.
     let c = ControllerBuilder::new(&mgr)
-        .for_input(Input::<Secret>::metadata())
-        .build(r())
+        .for_(Input::<Secret>::metadata())
+        .build_with(r())
         .await
         .unwrap();
     assert_eq!(c.name(), "secret");
 
-    // A typed reconciler must read the for type.
-    let err = ControllerBuilder::new(&mgr)
-        .for_::<Pod>()
-        .build_typed(Arc::new(()), |_: Arc<ConfigMap>, _: Arc<()>| async {
-            Ok(Action::done())
-        })
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, builder::Error::ForTypeMismatch { .. }),
-        "{err}"
-    );
-
     // Invalid options: the controller's error is the source.
     let err = ControllerBuilder::new(&mgr)
         .named("zero-workers")
-        .for_::<Pod>()
+        .for_(Input::<Pod>::new())
         .with_options(controller_runtime::controller::ControllerOptions {
             max_concurrent_reconciles: 0,
             ..Default::default()
         })
-        .build(r())
+        .build_with(r())
         .await
         .unwrap_err();
     assert!(matches!(err, builder::Error::Controller { .. }), "{err}");
@@ -331,24 +301,26 @@ async fn foo_owns_pod_enqueues_the_controller_owner() {
     let mgr = manager(&client);
     let log = Log::default();
     ControllerBuilder::new(&mgr)
-        .for_::<Foo>()
-        .owns::<Pod>()
-        .complete(recorder(&log, "foo"))
+        .for_(Input::<Foo>::new())
+        .owns(Input::<Pod>::new())
+        .complete_with(recorder(&log, "foo"))
         .await
         .unwrap();
     ControllerBuilder::new(&mgr)
         .named("foo-every-owner")
-        .for_::<Foo>()
-        .owns_input(Input::<Pod>::new().every_owner())
-        .complete(recorder(&log, "every"))
+        .for_(Input::<Foo>::new())
+        .owns(Input::<Pod>::new().every_owner())
+        .complete_with(recorder(&log, "every"))
         .await
         .unwrap();
     // The same with Foo as a dynamic type: owners are matched by group and kind.
     ControllerBuilder::new(&mgr)
         .named("foo-dynamic")
-        .for_with::<DynamicObject>(ApiResource::erase::<Foo>(&()))
-        .owns::<Pod>()
-        .complete(recorder(&log, "dyn"))
+        .for_(Input::<DynamicObject>::with_dynamic_type(
+            ApiResource::erase::<Foo>(&()),
+        ))
+        .owns(Input::<Pod>::new())
+        .complete_with(recorder(&log, "dyn"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -470,13 +442,11 @@ async fn event_filter_applies_to_every_watch() {
     let log = Log::default();
     let (tx, channel) = source::channel::<Pod>(16);
     ControllerBuilder::new(&mgr)
-        .for_::<ConfigMap>()
-        .owns::<Secret>()
-        .watches(channel, EnqueueRequestForObject)
-        .with_event_filter(filter_fn(|meta: &ObjectMeta| {
-            meta.labels.as_ref().is_some_and(|l| l.contains_key("pass"))
-        }))
-        .complete(recorder(&log, "r"))
+        .for_(Input::<ConfigMap>::new())
+        .owns(Input::<Secret>::new())
+        .watches(Input::new().with_source(channel), EnqueueRequestForObject)
+        .with_event_filter(labelled_pass)
+        .complete_with(recorder(&log, "r"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -539,10 +509,10 @@ async fn event_filter_applies_to_every_watch() {
     stop(ctx, handle).await;
 }
 
-/// `watches_object` watches a type through the cache with any handler (here a map function)
-/// and the event filter applies; a raw watch is already bound, so the filter does not.
+/// `watches` watches a type through the cache with any handler (here a map function) and the
+/// event filter applies; a raw watch is already bound, so the filter does not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn watches_object_and_raw_watch() {
+async fn watches_through_the_cache_and_raw_watch() {
     let (_server, client) = server().await;
     let mgr = manager(&client);
     let log = Log::default();
@@ -553,12 +523,10 @@ async fn watches_object_and_raw_watch() {
     });
     ControllerBuilder::new(&mgr)
         .named("mapper")
-        .watches_object(Input::<ConfigMap>::new(), to_target)
+        .watches(Input::<ConfigMap>::new(), to_target)
         .watches_raw(source::watch(channel, EnqueueRequestForObject, vec![]))
-        .with_event_filter(filter_fn(|meta: &ObjectMeta| {
-            meta.labels.as_ref().is_some_and(|l| l.contains_key("pass"))
-        }))
-        .complete(recorder(&log, "r"))
+        .with_event_filter(labelled_pass)
+        .complete_with(recorder(&log, "r"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -604,18 +572,17 @@ async fn event_filter_and_watch_predicates_both_hold() {
     let (_server, client) = server().await;
     let mgr = manager(&client);
     let log = Log::default();
-    let only_b = controller_runtime::predicate::from_fn(|cm: &ConfigMap| {
-        cm.metadata
+    let only_b = |e: &events::Event<ConfigMap>| {
+        e.object()
+            .metadata
             .name
             .as_deref()
             .is_some_and(|n| n.starts_with('b'))
-    });
+    };
     ControllerBuilder::new(&mgr)
-        .for_input(Input::<ConfigMap>::new().with_predicate(only_b))
-        .with_event_filter(filter_fn(|meta: &ObjectMeta| {
-            meta.labels.as_ref().is_some_and(|l| l.contains_key("pass"))
-        }))
-        .complete(recorder(&log, "r"))
+        .for_(Input::<ConfigMap>::new().with_predicate(only_b))
+        .with_event_filter(labelled_pass)
+        .complete_with(recorder(&log, "r"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -647,15 +614,12 @@ async fn metadata_only_for_and_typed_reconcile() {
     let mgr = manager(&client);
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     ControllerBuilder::new(&mgr)
-        .for_input(Input::<ConfigMap>::metadata())
-        .complete_typed(
-            seen.clone(),
-            |cm: Arc<PartialObjectMeta<ConfigMap>>, seen: Arc<Mutex<Vec<String>>>| async move {
-                seen.lock()
-                    .push(cm.metadata.name.clone().unwrap_or_default());
-                Ok(Action::done())
-            },
-        )
+        .for_(Input::<ConfigMap>::metadata())
+        .complete(seen.clone(), |cm, seen| async move {
+            seen.lock()
+                .push(cm.metadata.name.clone().unwrap_or_default());
+            Ok(Action::done())
+        })
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -790,8 +754,8 @@ async fn finalizer_added_cleanup_run_then_removed() {
         log: log.clone(),
     });
     ControllerBuilder::new(&mgr)
-        .for_::<Foo>()
-        .complete_typed(shared, |foo: Arc<Foo>, ctx: Arc<Ctx>| async move {
+        .for_(Input::<Foo>::new())
+        .complete(shared, |foo, ctx| async move {
             let foos = ctx.client.objects::<Foo>();
             finalizer::finalizer(&foos, FINALIZER, foo, |event| async {
                 match event {

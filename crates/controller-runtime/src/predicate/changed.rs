@@ -1,9 +1,15 @@
-//! Predicates that let an update through only when a part of the object changed.
+//! Predicates that let an update through only when a part of the object's metadata changed.
+//!
+//! Each rule is written once, over [`ObjectMeta`], and holds for every [`Object`]: a typed
+//! object as well as `dyn Object` (the builder's event filters).
 
-use kube_core::Resource;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::{BoxPredicate, Predicate};
-use crate::event::UpdateEvent;
+use crate::event::{Event, Object};
 
 /// Passes updates whose `metadata.generation` changed, i.e. changes to the spec (the API server
 /// bumps the generation on changes outside metadata and status). Status-only updates, metadata
@@ -14,17 +20,20 @@ use crate::event::UpdateEvent;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use controller_runtime::{event::UpdateEvent, predicate::{GenerationChanged, Predicate}};
+/// use controller_runtime::event::{Event, UpdateEvent};
+/// use controller_runtime::predicate::{GenerationChanged, Predicate};
 /// use k8s_openapi::api::apps::v1::Deployment;
 ///
 /// let mut old = Deployment::default();
 /// old.metadata.generation = Some(1);
 /// let mut new = old.clone();
 /// new.metadata.generation = Some(2);
-/// let ev = UpdateEvent { old: Arc::new(old.clone()), new: Arc::new(new) };
-/// assert!(GenerationChanged.update(&ev));
-/// let same = UpdateEvent { old: Arc::new(old.clone()), new: Arc::new(old) };
-/// assert!(!GenerationChanged.update(&same));
+/// let ev = Event::Update(UpdateEvent { old: Arc::new(old.clone()), new: Arc::new(new) });
+/// assert!(GenerationChanged.filter(&ev));
+/// // The same rule, seen by an event filter of any type.
+/// assert!(GenerationChanged.filter(&ev.erased()));
+/// let same = Event::Update(UpdateEvent { old: Arc::new(old.clone()), new: Arc::new(old) });
+/// assert!(!GenerationChanged.filter(&same));
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GenerationChanged;
@@ -44,21 +53,35 @@ pub struct LabelChanged;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AnnotationChanged;
 
-impl<K: Resource> Predicate<K> for GenerationChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        e.old.meta().generation != e.new.meta().generation
+/// Applies `changed(old, new)` to updates; every other event passes.
+fn on_update<K: ?Sized + Object>(
+    event: &Event<K>,
+    changed: impl FnOnce(&ObjectMeta, &ObjectMeta) -> bool,
+) -> bool {
+    match event {
+        Event::Update(e) => changed(e.old.metadata(), e.new.metadata()),
+        _ => true,
     }
 }
 
-impl<K: Resource> Predicate<K> for ResourceVersionChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        e.old.meta().resource_version != e.new.meta().resource_version
+impl<K: ?Sized + Object> Predicate<K> for GenerationChanged {
+    fn filter(&self, event: &Event<K>) -> bool {
+        on_update(event, |old, new| old.generation != new.generation)
     }
 }
 
+impl<K: ?Sized + Object> Predicate<K> for ResourceVersionChanged {
+    fn filter(&self, event: &Event<K>) -> bool {
+        on_update(event, |old, new| {
+            old.resource_version != new.resource_version
+        })
+    }
+}
+
+/// Whether two optional maps are the same, a missing map being an empty one.
 fn same_map<V: PartialEq>(
-    a: &Option<std::collections::BTreeMap<String, V>>,
-    b: &Option<std::collections::BTreeMap<String, V>>,
+    a: &Option<BTreeMap<String, V>>,
+    b: &Option<BTreeMap<String, V>>,
 ) -> bool {
     match (a, b) {
         (Some(a), Some(b)) => a == b,
@@ -67,34 +90,75 @@ fn same_map<V: PartialEq>(
     }
 }
 
-impl<K: Resource> Predicate<K> for LabelChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        !same_map(&e.old.meta().labels, &e.new.meta().labels)
+impl<K: ?Sized + Object> Predicate<K> for LabelChanged {
+    fn filter(&self, event: &Event<K>) -> bool {
+        on_update(event, |old, new| !same_map(&old.labels, &new.labels))
     }
 }
 
-impl<K: Resource> Predicate<K> for AnnotationChanged {
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        !same_map(&e.old.meta().annotations, &e.new.meta().annotations)
+impl<K: ?Sized + Object> Predicate<K> for AnnotationChanged {
+    fn filter(&self, event: &Event<K>) -> bool {
+        on_update(event, |old, new| {
+            !same_map(&old.annotations, &new.annotations)
+        })
     }
 }
 
 /// [`GenerationChanged`], shared and type-erased, ready for a watch's predicate list.
-pub fn generation_changed<K: Resource>() -> BoxPredicate<K> {
-    std::sync::Arc::new(GenerationChanged)
+pub fn generation_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
+    Arc::new(GenerationChanged)
 }
 
 /// [`ResourceVersionChanged`], shared and type-erased.
-pub fn resource_version_changed<K: Resource>() -> BoxPredicate<K> {
-    std::sync::Arc::new(ResourceVersionChanged)
+pub fn resource_version_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
+    Arc::new(ResourceVersionChanged)
 }
 
 /// [`LabelChanged`], shared and type-erased.
-pub fn label_changed<K: Resource>() -> BoxPredicate<K> {
-    std::sync::Arc::new(LabelChanged)
+pub fn label_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
+    Arc::new(LabelChanged)
 }
 
 /// [`AnnotationChanged`], shared and type-erased.
-pub fn annotation_changed<K: Resource>() -> BoxPredicate<K> {
-    std::sync::Arc::new(AnnotationChanged)
+pub fn annotation_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
+    Arc::new(AnnotationChanged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::UpdateEvent;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn labelled(labels: Option<&[(&str, &str)]>) -> Arc<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.labels = labels.map(|l| {
+            l.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        });
+        Arc::new(cm)
+    }
+
+    /// One rule for both views: a typed event and the same event seen as `dyn Object` agree.
+    #[test]
+    fn a_rule_holds_for_the_typed_and_the_erased_event() {
+        let cases = [
+            (None, Some(&[][..]), false), // a missing label map equals an empty one
+            (None, Some(&[("a", "")][..]), true),
+            (Some(&[("a", "1")][..]), Some(&[("a", "1")][..]), false),
+        ];
+        for (old, new, want) in cases {
+            let ev = Event::Update(UpdateEvent {
+                old: labelled(old),
+                new: labelled(new),
+            });
+            assert_eq!(LabelChanged.filter(&ev), want, "{old:?} -> {new:?}");
+            assert_eq!(
+                LabelChanged.filter(&ev.erased()),
+                want,
+                "erased {old:?} -> {new:?}"
+            );
+        }
+    }
 }

@@ -2,7 +2,9 @@
 //!
 //! A source asks every predicate of a watch before calling the handler; the event reaches the
 //! handler only if all of them return `true` (see
-//! [`EventDispatcher`](crate::source::EventDispatcher)).
+//! [`EventDispatcher`](crate::source::EventDispatcher)). A predicate has one method,
+//! [`filter`](Predicate::filter), over the [`Event`] (create, update, delete or generic), and a
+//! closure `Fn(&Event<K>) -> bool` is a predicate.
 //!
 //! | predicate | lets through |
 //! | --- | --- |
@@ -10,14 +12,20 @@
 //! | [`ResourceVersionChanged`] | updates whose `metadata.resourceVersion` changed (drops resyncs) |
 //! | [`LabelChanged`] / [`AnnotationChanged`] | updates whose labels / annotations changed |
 //! | [`LabelSelectorPredicate`] | events about objects whose labels match a selector |
-//! | [`Funcs`], [`from_fn`] | whatever your closures say |
+//! | a closure `Fn(&Event<K>) -> bool` | whatever it says |
 //! | [`and`], [`or`], [`not`] | combinations of the above |
 //!
 //! The `*Changed` predicates only filter updates: creates, deletes and generic events pass.
 //!
+//! The metadata predicates above are written once, over metadata, and are predicates of every
+//! `K` that is an [`Object`]: of each typed, dynamic or metadata-only object type, and of
+//! `dyn Object`, the type of the builder's
+//! [event filters](crate::builder::ControllerBuilder::with_event_filter), asked by every watch
+//! of a controller whatever its type.
+//!
 //! ```
 //! use std::sync::Arc;
-//! use controller_runtime::event::UpdateEvent;
+//! use controller_runtime::event::{Event, UpdateEvent};
 //! use controller_runtime::predicate::{self, Predicate};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
@@ -27,76 +35,62 @@
 //! let old = Arc::new(ConfigMap::default());
 //! let mut changed = ConfigMap::default();
 //! changed.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
-//! assert!(p.update(&UpdateEvent { old: old.clone(), new: Arc::new(changed) }));
-//! assert!(!p.update(&UpdateEvent { old: old.clone(), new: old }));
+//! assert!(p.filter(&Event::Update(UpdateEvent { old: old.clone(), new: Arc::new(changed) })));
+//! assert!(!p.filter(&Event::Update(UpdateEvent { old: old.clone(), new: old })));
 //! ```
 
 use std::sync::Arc;
 
-use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
+use crate::event::Event;
+#[cfg(doc)]
+use crate::event::Object;
 
 mod changed;
 mod combine;
-mod funcs;
 mod selector;
 
 pub use changed::{
     AnnotationChanged, GenerationChanged, LabelChanged, ResourceVersionChanged, annotation_changed,
     generation_changed, label_changed, resource_version_changed,
 };
-pub use combine::{And, Not, Or, and, not, or};
-pub use funcs::{FilterFn, Funcs, from_fn};
+pub use combine::{and, not, or};
 pub use selector::{Error, LabelSelectorPredicate, label_selector};
 
-/// A filter on events. Every method defaults to `true` (let the event through).
-pub trait Predicate<K>: Send + Sync {
-    /// Whether a create event passes.
-    fn create(&self, _event: &CreateEvent<K>) -> bool {
-        true
-    }
-    /// Whether an update event passes.
-    fn update(&self, _event: &UpdateEvent<K>) -> bool {
-        true
-    }
-    /// Whether a delete event passes.
-    fn delete(&self, _event: &DeleteEvent<K>) -> bool {
-        true
-    }
-    /// Whether a generic event passes.
-    fn generic(&self, _event: &GenericEvent<K>) -> bool {
-        true
-    }
+/// A filter on events: whether an event about objects of `K` reaches the handler.
+///
+/// A closure over the event is a predicate (Go's `predicate.Funcs` is a `match` on the event):
+///
+/// ```
+/// use std::sync::Arc;
+/// use controller_runtime::event::{CreateEvent, DeleteEvent, Event};
+/// use controller_runtime::predicate::Predicate;
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// // Ignore deletes we only learned about on relist.
+/// let p = |e: &Event<Pod>| !matches!(e, Event::Delete(d) if d.delete_state_unknown);
+/// let pod = Arc::new(Pod::default());
+/// assert!(!p.filter(&Event::Delete(DeleteEvent { object: pod.clone(), delete_state_unknown: true })));
+/// assert!(p.filter(&Event::Create(CreateEvent { object: pod, is_in_initial_list: false })));
+/// ```
+pub trait Predicate<K: ?Sized>: Send + Sync {
+    /// Whether `event` passes.
+    fn filter(&self, event: &Event<K>) -> bool;
 }
 
 /// A shared, type-erased predicate, as watches hold them.
 pub type BoxPredicate<K> = Arc<dyn Predicate<K>>;
 
-impl<K, P: Predicate<K> + ?Sized> Predicate<K> for Arc<P> {
-    fn create(&self, e: &CreateEvent<K>) -> bool {
-        (**self).create(e)
-    }
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        (**self).update(e)
-    }
-    fn delete(&self, e: &DeleteEvent<K>) -> bool {
-        (**self).delete(e)
-    }
-    fn generic(&self, e: &GenericEvent<K>) -> bool {
-        (**self).generic(e)
+impl<K: ?Sized, P: Predicate<K> + ?Sized> Predicate<K> for Arc<P> {
+    fn filter(&self, event: &Event<K>) -> bool {
+        (**self).filter(event)
     }
 }
 
-impl<K, P: Predicate<K> + ?Sized> Predicate<K> for Box<P> {
-    fn create(&self, e: &CreateEvent<K>) -> bool {
-        (**self).create(e)
-    }
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        (**self).update(e)
-    }
-    fn delete(&self, e: &DeleteEvent<K>) -> bool {
-        (**self).delete(e)
-    }
-    fn generic(&self, e: &GenericEvent<K>) -> bool {
-        (**self).generic(e)
+impl<K: ?Sized, F> Predicate<K> for F
+where
+    F: Fn(&Event<K>) -> bool + Send + Sync,
+{
+    fn filter(&self, event: &Event<K>) -> bool {
+        self(event)
     }
 }

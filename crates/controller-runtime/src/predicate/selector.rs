@@ -2,12 +2,10 @@
 
 use std::sync::Arc;
 
+use super::{BoxPredicate, Predicate};
+use crate::event::{Event, Object};
 use crt_labels::LabelSelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
-use kube_core::Resource;
-
-use super::{BoxPredicate, Predicate};
-use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
 
 /// Why a label selector predicate could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -28,7 +26,9 @@ pub enum Error {
 }
 
 /// Passes events about objects whose labels match a selector (for updates: the new object's
-/// labels), as controller-runtime's `LabelSelectorPredicate`.
+/// labels), as controller-runtime's `LabelSelectorPredicate`. A missing label map is an empty
+/// one. It reads metadata only, so it is a predicate of every [`Object`] type, and an event
+/// filter of the builder.
 ///
 /// Build it from the string syntax (`app=web,tier in (a,b),!canary`) with [`label_selector`] or
 /// [`LabelSelectorPredicate::parse`], or from a structured `metav1.LabelSelector` with
@@ -37,13 +37,13 @@ pub enum Error {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use controller_runtime::{event::GenericEvent, predicate::{self, Predicate}};
+/// use controller_runtime::{event::{Event, GenericEvent}, predicate::{self, Predicate}};
 /// use k8s_openapi::api::core::v1::Pod;
 ///
 /// let p = predicate::label_selector::<Pod>("app=web, tier notin (db)").unwrap();
 /// let mut pod = Pod::default();
 /// pod.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
-/// assert!(p.generic(&GenericEvent { object: Arc::new(pod) }));
+/// assert!(p.filter(&Event::Generic(GenericEvent { object: Arc::new(pod) })));
 ///
 /// assert!(predicate::label_selector::<Pod>("app in (web").is_err());
 /// ```
@@ -93,8 +93,9 @@ impl LabelSelectorPredicate {
         &self.selector
     }
 
-    fn matches<K: Resource>(&self, obj: &K) -> bool {
-        match &obj.meta().labels {
+    /// Whether `obj`'s labels match.
+    fn matches<K: ?Sized + Object>(&self, obj: &K) -> bool {
+        match &obj.metadata().labels {
             Some(labels) => self.selector.matches(labels),
             None => self.selector.matches_fn(|_| None),
         }
@@ -102,21 +103,13 @@ impl LabelSelectorPredicate {
 }
 
 /// Parses `selector` into a shared [`LabelSelectorPredicate`], ready for a watch's predicate list.
-pub fn label_selector<K: Resource>(selector: &str) -> Result<BoxPredicate<K>, Error> {
+pub fn label_selector<K: ?Sized + Object>(selector: &str) -> Result<BoxPredicate<K>, Error> {
     Ok(Arc::new(LabelSelectorPredicate::parse(selector)?))
 }
 
-impl<K: Resource> Predicate<K> for LabelSelectorPredicate {
-    fn create(&self, e: &CreateEvent<K>) -> bool {
-        self.matches(&*e.object)
-    }
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        self.matches(&*e.new)
-    }
-    fn delete(&self, e: &DeleteEvent<K>) -> bool {
-        self.matches(&*e.object)
-    }
-    fn generic(&self, e: &GenericEvent<K>) -> bool {
-        self.matches(&*e.object)
+impl<K: ?Sized + Object> Predicate<K> for LabelSelectorPredicate {
+    fn filter(&self, event: &Event<K>) -> bool {
+        // Updates look at the new object.
+        self.matches(&**event.object())
     }
 }

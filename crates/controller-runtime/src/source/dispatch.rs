@@ -5,21 +5,20 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::Request;
-use crate::event::{CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent};
+use crate::event::Event;
 use crate::handler::{BoxEventHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::workqueue::{Queue, QueueItem};
 
 /// One watch's destination: its handler, its predicates and the controller's queue.
 ///
-/// A source calls [`create`](Self::create), [`update`](Self::update), [`delete`](Self::delete)
-/// or [`generic`](Self::generic) for each event; the event reaches the handler only if every
-/// predicate passes it. Cloning is cheap (three `Arc`s), so a source can hand a clone to each
+/// A source calls [`dispatch`](Self::dispatch) for each event; the event reaches the handler
+/// only if every predicate passes it. Cloning is cheap (three `Arc`s), so a source can hand a clone to each
 /// task it spawns.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use controller_runtime::event::GenericEvent;
+/// use controller_runtime::event::{Event, GenericEvent};
 /// use controller_runtime::handler::Funcs;
 /// use controller_runtime::predicate;
 /// use controller_runtime::source::EventDispatcher;
@@ -30,7 +29,7 @@ use crate::workqueue::{Queue, QueueItem};
 /// let only_labelled = predicate::label_selector::<ConfigMap>("app").unwrap();
 /// let dispatcher = EventDispatcher::new(Arc::new(handler), queue, vec![only_labelled]);
 /// // Filtered out: the ConfigMap has no "app" label.
-/// dispatcher.generic(&GenericEvent { object: Arc::new(ConfigMap::default()) });
+/// dispatcher.dispatch(&Event::Generic(GenericEvent { object: Arc::new(ConfigMap::default()) }));
 /// # }
 /// ```
 pub struct EventDispatcher<K, T: QueueItem = Request> {
@@ -81,57 +80,21 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
         &*self.handler
     }
 
-    /// Delivers a create event; returns whether it passed the predicates.
-    pub fn create(&self, event: &CreateEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.create(event));
-        if pass {
-            self.handler.create(event, &*self.queue);
-        } else {
-            tracing::trace!("create event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers an update event; returns whether it passed the predicates.
-    pub fn update(&self, event: &UpdateEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.update(event));
-        if pass {
-            self.handler.update(event, &*self.queue);
-        } else {
-            tracing::trace!("update event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers a delete event; returns whether it passed the predicates.
-    pub fn delete(&self, event: &DeleteEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.delete(event));
-        if pass {
-            self.handler.delete(event, &*self.queue);
-        } else {
-            tracing::trace!("delete event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers a generic event; returns whether it passed the predicates.
-    pub fn generic(&self, event: &GenericEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.generic(event));
-        if pass {
-            self.handler.generic(event, &*self.queue);
-        } else {
-            tracing::trace!("generic event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers any event; returns whether it passed the predicates.
+    /// Delivers `event`: to the handler if every predicate passes it. Returns whether it
+    /// passed.
     pub fn dispatch(&self, event: &Event<K>) -> bool {
-        match event {
-            Event::Create(e) => self.create(e),
-            Event::Update(e) => self.update(e),
-            Event::Delete(e) => self.delete(e),
-            Event::Generic(e) => self.generic(e),
+        let pass = self.predicates.iter().all(|p| p.filter(event));
+        if !pass {
+            tracing::trace!(kind = event.kind(), "event filtered out by a predicate");
+            return false;
         }
+        let queue = &*self.queue;
+        match event {
+            Event::Create(e) => self.handler.create(e, queue),
+            Event::Update(e) => self.handler.update(e, queue),
+            Event::Delete(e) => self.handler.delete(e, queue),
+            Event::Generic(e) => self.handler.generic(e, queue),
+        }
+        true
     }
 }

@@ -10,7 +10,7 @@ pub(crate) use std::time::Duration;
 
 pub(crate) use controller_runtime::Request;
 pub(crate) use controller_runtime::controller::{Controller, ControllerOptions, Error};
-pub(crate) use controller_runtime::event::GenericEvent;
+pub(crate) use controller_runtime::event::{CreateEvent, Event, GenericEvent};
 pub(crate) use controller_runtime::handler::EnqueueRequestForObject;
 pub(crate) use controller_runtime::metrics::Metrics;
 pub(crate) use controller_runtime::predicate;
@@ -77,13 +77,15 @@ impl Running {
         let controller = Controller::new("test", reconciler, options).unwrap();
         let (events, channel) = source::channel::<ConfigMap>(16);
         // Only ConfigMaps whose name does not start with "skip" get through.
-        let not_skipped = Arc::new(predicate::from_fn(|c: &ConfigMap| {
-            !c.metadata
-                .name
-                .as_deref()
-                .unwrap_or_default()
-                .starts_with("skip")
-        }));
+        let not_skipped: predicate::BoxPredicate<ConfigMap> =
+            Arc::new(|e: &controller_runtime::event::Event<ConfigMap>| {
+                !e.object()
+                    .metadata
+                    .name
+                    .as_deref()
+                    .unwrap_or_default()
+                    .starts_with("skip")
+            });
         controller
             .watch(channel, EnqueueRequestForObject, vec![not_skipped])
             .await
@@ -178,10 +180,10 @@ impl Source<ConfigMap> for SlowSync {
         dispatcher: EventDispatcher<ConfigMap>,
     ) -> BoxFuture<'_, Result<(), source::Error>> {
         // The initial list, delivered at once.
-        dispatcher.create(&controller_runtime::event::CreateEvent {
+        dispatcher.dispatch(&Event::Create(CreateEvent {
             object: cm("ns", "listed"),
             is_in_initial_list: true,
-        });
+        }));
         Box::pin(async { Ok(()) })
     }
 
@@ -213,10 +215,10 @@ impl Source<ConfigMap> for InitialList {
         dispatcher: EventDispatcher<ConfigMap>,
     ) -> BoxFuture<'_, Result<(), source::Error>> {
         for name in &self.names {
-            dispatcher.create(&controller_runtime::event::CreateEvent {
+            dispatcher.dispatch(&Event::Create(CreateEvent {
                 object: cm("ns", name),
                 is_in_initial_list: true,
-            });
+            }));
         }
         Box::pin(async { Ok(()) })
     }

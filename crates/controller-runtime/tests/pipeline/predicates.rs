@@ -17,7 +17,7 @@ fn change_predicates_filter_updates_only() {
         ("generation appears", gen_of(None), gen_of(Some(1)), true),
     ];
     for (name, old, new, want) in generation_cases {
-        let got = predicate::GenerationChanged.update(&update(old, new));
+        let got = predicate::GenerationChanged.filter(&Event::Update(update(old, new)));
         assert_eq!(got, want, "generation_changed: {name}");
     }
 
@@ -37,7 +37,7 @@ fn change_predicates_filter_updates_only() {
         ("no rv on either", cm("a", "b"), cm("a", "b"), false),
     ];
     for (name, old, new, want) in rv_cases {
-        let got = predicate::ResourceVersionChanged.update(&update(old, new));
+        let got = predicate::ResourceVersionChanged.filter(&Event::Update(update(old, new)));
         assert_eq!(got, want, "resource_version_changed: {name}");
     }
 
@@ -67,14 +67,14 @@ fn change_predicates_filter_updates_only() {
         ("all removed", labels(&[("a", "1")]), None, true),
     ];
     for (name, old, new, want) in map_cases {
-        let ev = update(labelled(old), labelled(new));
+        let ev = Event::Update(update(labelled(old), labelled(new)));
         assert_eq!(
-            predicate::LabelChanged.update(&ev),
+            predicate::LabelChanged.filter(&ev),
             want,
             "label_changed: {name}"
         );
         assert_eq!(
-            predicate::AnnotationChanged.update(&ev),
+            predicate::AnnotationChanged.filter(&ev),
             want,
             "annotation_changed: {name}"
         );
@@ -88,9 +88,9 @@ fn change_predicates_filter_updates_only() {
         predicate::annotation_changed(),
     ];
     for p in &preds {
-        assert!(p.create(&create(cm("a", "b"), false)));
-        assert!(p.delete(&delete(cm("a", "b"))));
-        assert!(p.generic(&generic(cm("a", "b"))));
+        assert!(p.filter(&Event::Create(create(cm("a", "b"), false))));
+        assert!(p.filter(&Event::Delete(delete(cm("a", "b")))));
+        assert!(p.filter(&Event::Generic(generic(cm("a", "b")))));
     }
 }
 
@@ -119,15 +119,23 @@ fn label_selector_predicate() {
         let p = predicate::label_selector::<ConfigMap>(sel).unwrap();
         let obj = with_labels(pairs);
         assert_eq!(
-            p.create(&create(obj.clone(), false)),
+            p.filter(&Event::Create(create(obj.clone(), false))),
             *want,
             "{sel:?} create on {pairs:?}"
         );
-        assert_eq!(p.delete(&delete(obj.clone())), *want, "{sel:?} delete");
-        assert_eq!(p.generic(&generic(obj.clone())), *want, "{sel:?} generic");
+        assert_eq!(
+            p.filter(&Event::Delete(delete(obj.clone()))),
+            *want,
+            "{sel:?} delete"
+        );
+        assert_eq!(
+            p.filter(&Event::Generic(generic(obj.clone()))),
+            *want,
+            "{sel:?} generic"
+        );
         // Updates look at the new object.
         assert_eq!(
-            p.update(&update(cm("a", "b"), obj)),
+            p.filter(&Event::Update(update(cm("a", "b"), obj))),
             *want,
             "{sel:?} update"
         );
@@ -159,8 +167,14 @@ fn label_selector_predicate() {
         }]),
     };
     let p = predicate::LabelSelectorPredicate::from_label_selector(&structured).unwrap();
-    assert!(p.generic(&generic(with_labels(&[("app", "web"), ("tier", "front")]))));
-    assert!(!p.generic(&generic(with_labels(&[("app", "web"), ("tier", "db")]))));
+    assert!(p.filter(&Event::Generic(generic(with_labels(&[
+        ("app", "web"),
+        ("tier", "front")
+    ])))));
+    assert!(!p.filter(&Event::Generic(generic(with_labels(&[
+        ("app", "web"),
+        ("tier", "db")
+    ])))));
     let bad_op = metav1::LabelSelector {
         match_labels: None,
         match_expressions: Some(vec![metav1::LabelSelectorRequirement {
@@ -174,20 +188,13 @@ fn label_selector_predicate() {
 
 #[test]
 fn closure_predicates_and_combinators() {
-    let yes = || predicate::Funcs::<ConfigMap>::new().boxed();
-    let no = || {
-        predicate::Funcs::<ConfigMap>::new()
-            .on_create(|_| false)
-            .on_update(|_| false)
-            .on_delete(|_| false)
-            .on_generic(|_| false)
-            .boxed()
-    };
-    let ev = generic(cm("a", "b"));
+    let yes = || -> predicate::BoxPredicate<ConfigMap> { Arc::new(|_: &Event<ConfigMap>| true) };
+    let no = || -> predicate::BoxPredicate<ConfigMap> { Arc::new(|_: &Event<ConfigMap>| false) };
+    let ev = Event::Generic(generic(cm("a", "b")));
     // (name, predicate, passes)
     let cases: Vec<(&str, predicate::BoxPredicate<ConfigMap>, bool)> = vec![
-        ("funcs default", yes(), true),
-        ("funcs all false", no(), false),
+        ("closure true", yes(), true),
+        ("closure false", no(), false),
         ("and(yes, yes)", predicate::and([yes(), yes()]), true),
         ("and(yes, no)", predicate::and([yes(), no()]), false),
         ("and()", predicate::and([]), true),
@@ -203,40 +210,45 @@ fn closure_predicates_and_combinators() {
         ),
     ];
     for (name, p, want) in cases {
-        assert_eq!(p.generic(&ev), want, "{name}: generic");
+        assert_eq!(p.filter(&ev), want, "{name}: generic");
         assert_eq!(
-            p.create(&create(cm("a", "b"), false)),
+            p.filter(&Event::Create(create(cm("a", "b"), false))),
             want,
             "{name}: create"
         );
         assert_eq!(
-            p.update(&update(cm("a", "b"), cm("a", "b"))),
+            p.filter(&Event::Update(update(cm("a", "b"), cm("a", "b")))),
             want,
             "{name}: update"
         );
-        assert_eq!(p.delete(&delete(cm("a", "b"))), want, "{name}: delete");
+        assert_eq!(
+            p.filter(&Event::Delete(delete(cm("a", "b")))),
+            want,
+            "{name}: delete"
+        );
     }
 
-    // Funcs decides per kind.
-    let only_creates = predicate::Funcs::<ConfigMap>::new()
-        .on_update(|_| false)
-        .on_delete(|e| e.delete_state_unknown)
-        .on_generic(|_| false);
-    assert!(only_creates.create(&create(cm("a", "b"), true)));
-    assert!(!only_creates.update(&update(cm("a", "b"), cm("a", "b"))));
-    assert!(!only_creates.delete(&delete(cm("a", "b"))));
+    // A closure decides per kind (Go's predicate.Funcs).
+    let only_creates = |e: &Event<ConfigMap>| match e {
+        Event::Create(_) => true,
+        Event::Delete(d) => d.delete_state_unknown,
+        Event::Update(_) | Event::Generic(_) => false,
+    };
+    assert!(only_creates.filter(&Event::Create(create(cm("a", "b"), true))));
+    assert!(!only_creates.filter(&Event::Update(update(cm("a", "b"), cm("a", "b")))));
+    assert!(!only_creates.filter(&Event::Delete(delete(cm("a", "b")))));
     let unknown = DeleteEvent {
         object: Arc::new(cm("a", "b")),
         delete_state_unknown: true,
     };
-    assert!(only_creates.delete(&unknown));
+    assert!(only_creates.filter(&Event::Delete(unknown)));
 
-    // from_fn filters the object (the new one for updates).
-    let named_x = predicate::from_fn(|c: &ConfigMap| c.metadata.name.as_deref() == Some("x"));
-    assert!(named_x.create(&create(cm("a", "x"), false)));
-    assert!(!named_x.create(&create(cm("a", "y"), false)));
-    assert!(named_x.update(&update(cm("a", "y"), cm("a", "x"))));
-    assert!(!named_x.update(&update(cm("a", "x"), cm("a", "y"))));
-    assert!(named_x.delete(&delete(cm("a", "x"))));
-    assert!(!named_x.generic(&generic(cm("a", "y"))));
+    // A filter on the event's object sees the new one for updates (Go's NewPredicateFuncs).
+    let named_x = |e: &Event<ConfigMap>| e.object().metadata.name.as_deref() == Some("x");
+    assert!(named_x.filter(&Event::Create(create(cm("a", "x"), false))));
+    assert!(!named_x.filter(&Event::Create(create(cm("a", "y"), false))));
+    assert!(named_x.filter(&Event::Update(update(cm("a", "y"), cm("a", "x")))));
+    assert!(!named_x.filter(&Event::Update(update(cm("a", "x"), cm("a", "y")))));
+    assert!(named_x.filter(&Event::Delete(delete(cm("a", "x")))));
+    assert!(!named_x.filter(&Event::Generic(generic(cm("a", "y")))));
 }

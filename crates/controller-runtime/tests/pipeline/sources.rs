@@ -18,14 +18,14 @@ fn dispatcher_asks_every_predicate_before_the_handler() {
     let mut labelled2 = labelled.clone();
     labelled2.metadata.resource_version = Some("2".into());
 
-    assert!(!d.create(&create(cm("ns", "unlabelled"), false)));
-    assert!(d.create(&create(labelled.clone(), false)));
+    assert!(!d.dispatch(&Event::Create(create(cm("ns", "unlabelled"), false))));
+    assert!(d.dispatch(&Event::Create(create(labelled.clone(), false))));
     assert!(
-        !d.update(&update(labelled.clone(), labelled.clone())),
+        !d.dispatch(&Event::Update(update(labelled.clone(), labelled.clone()))),
         "resync filtered"
     );
-    assert!(d.update(&update(labelled.clone(), labelled2)));
-    assert!(d.dispatch(&controller_runtime::event::Event::Delete(delete(labelled))));
+    assert!(d.dispatch(&Event::Update(update(labelled.clone(), labelled2))));
+    assert!(d.dispatch(&Event::Delete(delete(labelled))));
     assert_eq!(
         q.take(),
         vec![plain("ns", "a"), plain("ns", "a"), plain("ns", "a")]
@@ -58,12 +58,13 @@ async fn channel_source_fans_out_to_every_watch() {
     let only_b = source::watch(
         channel.clone().buffer_size(1),
         EnqueueRequestForObject,
-        vec![Arc::new(predicate::from_fn(|c: &ConfigMap| {
-            c.metadata
+        vec![Arc::new(|e: &Event<ConfigMap>| {
+            e.object()
+                .metadata
                 .name
                 .as_deref()
                 .is_some_and(|n| n.starts_with('b'))
-        })) as predicate::BoxPredicate<ConfigMap>],
+        }) as predicate::BoxPredicate<ConfigMap>],
     );
     all.start(ctx.clone(), q1.clone()).await.unwrap();
     only_b.start(ctx.clone(), q2.clone()).await.unwrap();

@@ -8,7 +8,9 @@ pub(crate) use std::sync::Arc;
 pub(crate) use std::time::Duration;
 
 pub(crate) use controller_runtime::Request;
-pub(crate) use controller_runtime::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
+pub(crate) use controller_runtime::event::{
+    CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent,
+};
 pub(crate) use controller_runtime::handler::{
     EnqueueRequestForObject, EnqueueRequestForOwner, EnqueueRequestsFromMapFunc, EventHandler,
     Funcs, OwnerScope, with_low_priority_when_unchanged,

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use controller_runtime::Request;
-use controller_runtime::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
+use controller_runtime::event::Event;
 use controller_runtime::predicate::Predicate;
 use controller_runtime::reconcile::{ReconcileResult, Reconciler};
 use controller_runtime::workqueue::{AddOpts, Queue};
@@ -123,37 +123,38 @@ impl FlowPredicate {
 }
 
 impl<K: Resource<DynamicType = ()>> Predicate<K> for FlowPredicate {
-    fn create(&self, e: &CreateEvent<K>) -> bool {
-        let what = if e.is_in_initial_list {
-            "Create (initial list)"
-        } else {
-            "Create"
-        };
-        let line = self.describe(what, &*e.object);
-        self.verdict(line, true, "new object")
-    }
-
-    fn update(&self, e: &UpdateEvent<K>) -> bool {
-        let line = self.describe("Update", &*e.new);
-        let (old, new) = (e.old.meta(), e.new.meta());
-        if new.deletion_timestamp.is_some() && old.deletion_timestamp.is_none() {
-            return self.verdict(line, true, "deletion started");
+    fn filter(&self, event: &Event<K>) -> bool {
+        match event {
+            Event::Create(e) => {
+                let what = if e.is_in_initial_list {
+                    "Create (initial list)"
+                } else {
+                    "Create"
+                };
+                let line = self.describe(what, &*e.object);
+                self.verdict(line, true, "new object")
+            }
+            Event::Update(e) => {
+                let line = self.describe("Update", &*e.new);
+                let (old, new) = (e.old.meta(), e.new.meta());
+                if new.deletion_timestamp.is_some() && old.deletion_timestamp.is_none() {
+                    return self.verdict(line, true, "deletion started");
+                }
+                match (old.generation, new.generation) {
+                    (_, None) => self.verdict(line, true, "kind has no generation"),
+                    (Some(a), Some(b)) if a != b => self.verdict(line, true, "generation changed"),
+                    _ => self.verdict(line, false, "generation unchanged: status or metadata only"),
+                }
+            }
+            Event::Delete(e) => {
+                let line = self.describe("Delete", &*e.object);
+                self.verdict(line, true, "gone")
+            }
+            Event::Generic(e) => {
+                let line = self.describe("Generic", &*e.object);
+                self.verdict(line, true, "generic")
+            }
         }
-        match (old.generation, new.generation) {
-            (_, None) => self.verdict(line, true, "kind has no generation"),
-            (Some(a), Some(b)) if a != b => self.verdict(line, true, "generation changed"),
-            _ => self.verdict(line, false, "generation unchanged: status or metadata only"),
-        }
-    }
-
-    fn delete(&self, e: &DeleteEvent<K>) -> bool {
-        let line = self.describe("Delete", &*e.object);
-        self.verdict(line, true, "gone")
-    }
-
-    fn generic(&self, e: &GenericEvent<K>) -> bool {
-        let line = self.describe("Generic", &*e.object);
-        self.verdict(line, true, "generic")
     }
 }
 

@@ -97,10 +97,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         stats.clone(),
     );
     ControllerBuilder::new(&mgr)
-        .for_input(Input::<Greeting>::new().with_predicate(FlowPredicate::new(stats.clone())))
-        .owns_input(Input::<ConfigMap>::new().with_predicate(FlowPredicate::new(stats.clone())))
+        .for_(Input::<Greeting>::new().with_predicate(FlowPredicate::new(stats.clone())))
+        .owns(Input::<ConfigMap>::new().with_predicate(FlowPredicate::new(stats.clone())))
         .with_options(controller_options(&mgr))
-        .complete(reconciler)
+        .complete_with(reconciler)
         .await
         .context("building the greeting controller")?;
     let ctx = CancellationToken::new();
