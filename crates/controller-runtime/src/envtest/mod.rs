@@ -13,16 +13,13 @@
 //! a custom resource in ten lines (the type and the reconciler are the operator's own code):
 //!
 //! ```
-//! use std::{sync::Arc, time::Duration};
-//! use controller_runtime::builder::ControllerBuilder;
+//! use std::time::Duration;
 //! use controller_runtime::envtest::Environment;
-//! use controller_runtime::manager::{Manager, ManagerOptions};
-//! use controller_runtime::reconcile::{Action, ReconcileError};
-//! use kube_client::{Api, ResourceExt, api::{Patch, PatchParams, PostParams}};
+//! use controller_runtime::prelude::*;
+//! use kube_client::{Api, api::{Patch, PatchParams, PostParams}};
 //! use kube_derive::CustomResource;
 //! use schemars::JsonSchema;
 //! use serde::{Deserialize, Serialize};
-//! use tokio_util::sync::CancellationToken;
 //!
 //! // The operator: a custom resource...
 //! #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
@@ -57,8 +54,8 @@
 //! options.metrics_bind_address = None; // tests run side by side: no fixed port
 //! let mgr = Manager::new(env.client(), options)?;
 //! ControllerBuilder::new(&mgr)
-//!     .for_::<Guestbook>()
-//!     .complete_typed(Arc::new(env.client()), reconcile)
+//!     .for_(Input::<Guestbook>::new())
+//!     .complete(Arc::new(env.client()), reconcile)
 //!     .await?;
 //! let stop = CancellationToken::new();
 //! let (run, test) = tokio::join!(mgr.start(stop.clone()), async {
