@@ -30,7 +30,7 @@ pub type NewQueueFn<T> =
 pub struct ControllerOptions<T = crate::Request> {
     /// How many reconciles run at once (workers). Default 1; 0 is an error.
     pub max_concurrent_reconciles: usize,
-    /// The delay of a key's retries (errors and `Action::requeue`). Default: the max of a per-key
+    /// The delay of a key's retries after an error. Default: the max of a per-key
     /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
     pub rate_limiter: Arc<dyn RateLimiter<T>>,
     /// Catch a panicking reconcile, count it and retry the key with backoff (default `true`).

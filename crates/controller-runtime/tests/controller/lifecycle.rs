@@ -391,7 +391,7 @@ async fn reconciles_see_their_context_and_the_stop_signal() {
             let _ = tx.send((ctx.controller.to_string(), ctx.reconcile_id));
             // A long reconcile that honours the stop signal.
             tokio::select! {
-                _ = ctx.stopping.cancelled() => Ok(Action::requeue()),
+                _ = ctx.stopping.cancelled() => Ok(Action::requeue_after(Duration::from_secs(1))),
                 _ = tokio::time::sleep(Duration::from_secs(3600)) => Ok(Action::done()),
             }
         }
