@@ -30,10 +30,8 @@
 //!
 //! let mut registry = Registry::default();
 //! let metrics = Metrics::register(&mut registry);
-//! let options = ControllerOptions::<controller_runtime::Request> {
-//!     metrics: Some(metrics.clone()),
-//!     ..Default::default()
-//! };
+//! let options = ControllerOptions::<controller_runtime::Request>::default()
+//!     .with_metrics(metrics.clone());
 //! // ... build controllers, then serve:
 //! let mut text = String::new();
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();

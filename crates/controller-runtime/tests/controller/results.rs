@@ -190,10 +190,7 @@ async fn panic_is_recovered_counted_and_retried_with_backoff() {
 #[tokio::test(start_paused = true)]
 async fn panic_without_recovery_ends_start_with_the_panic() {
     let mut r = Running::start(
-        ControllerOptions {
-            recover_panic: false,
-            ..Default::default()
-        },
+        ControllerOptions::default().with_recover_panic(false),
         |_, _| Box::pin(async { panic!("unrecovered") }),
     )
     .await;
@@ -209,10 +206,7 @@ async fn panic_without_recovery_ends_start_with_the_panic() {
 
 #[tokio::test(start_paused = true)]
 async fn reconciliation_timeout_counts_as_an_error() {
-    let options = ControllerOptions {
-        reconciliation_timeout: Some(Duration::from_secs(1)),
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_reconciliation_timeout(Duration::from_secs(1));
     let mut r = Running::start(options, |_, n| {
         Box::pin(async move {
             if n == 0 {
