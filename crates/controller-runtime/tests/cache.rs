@@ -931,12 +931,10 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
         .await;
     }
     // Paginated raw lists (two objects a page, so continue tokens are followed), then a watch.
-    let config = InformerConfig::<ConfigMap> {
-        streaming_list: false,
-        page_size: 2,
-        storage: Storage::compact(),
-        ..Default::default()
-    };
+    let config = InformerConfig::<ConfigMap>::default()
+        .with_streaming_list(false)
+        .with_page_size(2)
+        .with_storage(Storage::compact());
     let informer = Informer::new(
         ApiListWatch::<ConfigMap>::new(client.clone(), &(), Some("default")),
         config,
@@ -962,10 +960,8 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
     run.await.unwrap();
 
     // Metadata-only objects, compact, streaming.
-    let config = InformerConfig::<PartialObjectMeta<ConfigMap>> {
-        storage: Storage::compact(),
-        ..Default::default()
-    };
+    let config =
+        InformerConfig::<PartialObjectMeta<ConfigMap>>::default().with_storage(Storage::compact());
     let informer = Informer::new(
         ApiListWatch::<PartialObjectMeta<ConfigMap>>::new(client.clone(), &(), Some("default")),
         config,
