@@ -289,16 +289,14 @@ async fn measure(
                     cm
                 }) as controller_runtime::cache::TransformFn<ConfigMap>
             });
-            let config = InformerConfig {
-                streaming_list: streaming,
-                transform,
-                storage: if compact {
+            let mut config = InformerConfig::default()
+                .with_streaming_list(streaming)
+                .with_storage(if compact {
                     Storage::compact()
                 } else {
                     Storage::Shared
-                },
-                ..Default::default()
-            };
+                });
+            config.transform = transform;
             let informer: Informer<ConfigMap> = Informer::new(
                 ApiListWatch::new(client.clone(), &(), Some("bench")),
                 config,

@@ -121,10 +121,7 @@ async fn run_controller(workers: usize, n: u64) -> Duration {
             async { Ok(Action::done()) }
         })
     };
-    let options = ControllerOptions {
-        max_concurrent_reconciles: workers,
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_max_concurrent_reconciles(workers);
     let controller = Controller::new("bench", reconciler, options).unwrap();
     let (tx, channel) = source::channel::<ConfigMap>(1024);
     controller

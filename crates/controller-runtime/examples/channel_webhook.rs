@@ -28,7 +28,7 @@ use controller_runtime::cache::ObjectKey;
 use controller_runtime::client::{self, Client};
 use controller_runtime::event::GenericEvent;
 use controller_runtime::handler::EnqueueRequestForObject;
-use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action, ReconcileError};
 use controller_runtime::source;
 use http_body_util::{BodyExt, Full};
@@ -156,10 +156,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (kube, server) = common::cluster().await?;
     let mgr = Manager::new(
         kube.clone(),
-        ManagerOptions {
-            metrics_bind_address: None,
-            ..Default::default()
-        },
+        ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled),
     )?;
 
     // 1. The channel, its sending half for the webhook, and the webhook server.

@@ -25,7 +25,7 @@ use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::cache::ListOptions;
 use controller_runtime::client::Client;
 use controller_runtime::handler::EnqueueRequestsFromMapFunc;
-use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action, ReconcileError};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
 use kube_client::api::{Api, DeleteParams, PostParams};
@@ -82,10 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (kube, server) = common::cluster().await?;
     let mgr = Manager::new(
         kube.clone(),
-        ManagerOptions {
-            metrics_bind_address: None,
-            ..Default::default()
-        },
+        ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled),
     )?;
 
     // 1. The index: each Pod's value for `spec.nodeName` (none while unscheduled). Register it

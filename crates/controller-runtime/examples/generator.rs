@@ -21,7 +21,7 @@ use std::time::Duration;
 use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::cache::{ListOptions, ObjectKey};
 use controller_runtime::client::{self, Client};
-use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
 use controller_runtime::predicate::label_selector;
 use controller_runtime::reconcile::{Action, ReconcileError};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -116,10 +116,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 1. A manager (no metrics server, no leader election: one process, a short run).
     let mgr = Manager::new(
         kube.clone(),
-        ManagerOptions {
-            metrics_bind_address: None,
-            ..Default::default()
-        },
+        ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled),
     )?;
 
     // 2. The controller: `for_` generators (a label predicate picks them out of all

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use controller_runtime::Request;
 use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::leaderelection::LeaderElectionConfig;
-use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action, ReconcileError};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::api::{Api, PostParams};
@@ -40,23 +40,20 @@ async fn replica(
     kube: &kube_client::Client,
     name: &str,
 ) -> Result<Replica, Box<dyn std::error::Error>> {
-    let election = LeaderElectionConfig {
-        lease_name: "example-operator".into(),
-        lease_namespace: "default".into(),
-        identity: name.into(),
+    let election = LeaderElectionConfig::default()
+        .with_lease_name("example-operator")
+        .with_lease_namespace("default")
+        .with_identity(name)
         // Shorter than the defaults (15 s / 10 s / 2 s) so the example is quick.
-        lease_duration: Duration::from_secs(4),
-        renew_deadline: Duration::from_secs(3),
-        retry_period: Duration::from_millis(500),
-        release_on_cancel: true,
-    };
+        .with_lease_duration(Duration::from_secs(4))
+        .with_renew_deadline(Duration::from_secs(3))
+        .with_retry_period(Duration::from_millis(500))
+        .with_release_on_cancel(true);
     let mgr = Manager::new(
         kube.clone(),
-        ManagerOptions {
-            metrics_bind_address: None,
-            leader_election: Some(election),
-            ..Default::default()
-        },
+        ManagerOptions::default()
+            .with_metrics_bind_address(BindAddress::Disabled)
+            .with_leader_election(election),
     )?;
     // A controller as any: it needs leader election (the default), so it runs on the leader
     // only. Its reconciles say which replica ran them.

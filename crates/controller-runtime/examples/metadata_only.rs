@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::cache::ListOptions;
-use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
 use controller_runtime::reconcile::{Action, ReconcileError};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -56,10 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (kube, server) = common::cluster().await?;
     let mgr = Manager::new(
         kube.clone(),
-        ManagerOptions {
-            metrics_bind_address: None,
-            ..Default::default()
-        },
+        ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled),
     )?;
 
     // 1. `for_` Secrets, metadata only; the typed reconciler gets `PartialObjectMeta<Secret>`.

@@ -6,7 +6,7 @@
 //!
 //! | metric | type | labels |
 //! | --- | --- | --- |
-//! | `controller_runtime_reconcile_total` | counter | `controller`, `result` = `success`, `error`, `requeue`, `requeue_after` |
+//! | `controller_runtime_reconcile_total` | counter | `controller`, `result` = `success`, `error`, `requeue`, `requeue_after` (`requeue` stays 0: see below) |
 //! | `controller_runtime_reconcile_errors_total` | counter | `controller` |
 //! | `controller_runtime_terminal_reconcile_errors_total` | counter | `controller` |
 //! | `controller_runtime_reconcile_panics_total` | counter | `controller` |
@@ -14,6 +14,10 @@
 //! | `controller_runtime_reconcile_time_seconds` | histogram | `controller` |
 //! | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
 //! | `controller_runtime_active_workers` | gauge | `controller` |
+//!
+//! `result="requeue"` counted Go's deprecated `Result{Requeue: true}`, which has no equivalent
+//! here (a retry with backoff is an error); the series is still created at zero so dashboards
+//! that sum the four results keep working.
 //!
 //! Register the families once per registry ([`Metrics::register`] registers these and the
 //! workqueue's) and hand the result to every controller through its options; the `controller`
@@ -26,10 +30,8 @@
 //!
 //! let mut registry = Registry::default();
 //! let metrics = Metrics::register(&mut registry);
-//! let options = ControllerOptions::<controller_runtime::Request> {
-//!     metrics: Some(metrics.clone()),
-//!     ..Default::default()
-//! };
+//! let options = ControllerOptions::<controller_runtime::Request>::default()
+//!     .with_metrics(metrics.clone());
 //! // ... build controllers, then serve:
 //! let mut text = String::new();
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
@@ -174,10 +176,11 @@ impl ControllerMetrics {
                 })
                 .clone()
         };
+        // Created at zero for dashboards; nothing counts it (see the module docs).
+        total(ReconcileResultLabel::requeue);
         ControllerSeries {
             success: total(ReconcileResultLabel::success),
             error: total(ReconcileResultLabel::error),
-            requeue: total(ReconcileResultLabel::requeue),
             requeue_after: total(ReconcileResultLabel::requeue_after),
             errors: self.errors.get_or_create(&labels).clone(),
             terminal_errors: self.terminal_errors.get_or_create(&labels).clone(),
@@ -195,7 +198,6 @@ impl ControllerMetrics {
 pub(crate) struct ControllerSeries {
     pub(crate) success: Counter,
     pub(crate) error: Counter,
-    pub(crate) requeue: Counter,
     pub(crate) requeue_after: Counter,
     pub(crate) errors: Counter,
     pub(crate) terminal_errors: Counter,

@@ -24,5 +24,5 @@ pub use crate::CancellationToken;
 pub use crate::builder::{ControllerBuilder, Input};
 pub use crate::client::Client;
 pub use crate::controllerutil;
-pub use crate::manager::{Manager, ManagerOptions, signal_handler};
+pub use crate::manager::{BindAddress, Manager, ManagerOptions, signal_handler};
 pub use crate::reconcile::{Action, ReconcileError, Request, TerminalError};

@@ -14,7 +14,7 @@ use controller_runtime::client::{self, Client};
 use controller_runtime::event::{self as events, GenericEvent, Object};
 use controller_runtime::finalizer::{self, Event};
 use controller_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
-use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action, ReconcileError, Reconciler};
 use controller_runtime::{Request, source};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
@@ -77,10 +77,7 @@ fn dynamic_foos(client: &kube_client::Client) -> Api<DynamicObject> {
 
 /// A manager that serves no HTTP (never :8080 in tests).
 fn manager(client: &kube_client::Client) -> Manager {
-    let options = ManagerOptions {
-        metrics_bind_address: None,
-        ..Default::default()
-    };
+    let options = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
     Manager::new(client.clone(), options).unwrap()
 }
 
@@ -278,10 +275,10 @@ async fn every_builder_error_and_the_default_name() {
     let err = ControllerBuilder::new(&mgr)
         .named("zero-workers")
         .for_(Input::<Pod>::new())
-        .with_options(controller_runtime::controller::ControllerOptions {
-            max_concurrent_reconciles: 0,
-            ..Default::default()
-        })
+        .with_options(
+            controller_runtime::controller::ControllerOptions::default()
+                .with_max_concurrent_reconciles(0),
+        )
         .build_with(r())
         .await
         .unwrap_err();

@@ -300,10 +300,7 @@ async fn kind_source_waits_for_a_crd_installed_later() {
 async fn kind_source_for_a_type_never_served_fails_after_cache_sync_timeout() {
     let (_server, client) = server().await;
     let cache = Cache::new(client, CacheOptions::default());
-    let options = ControllerOptions {
-        cache_sync_timeout: Duration::from_millis(500),
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_cache_sync_timeout(Duration::from_millis(500));
     let controller = noop_controller("widgets", options);
     let source = Kind::<DynamicObject>::new_with(cache.clone(), widget_resource())
         .with_retry_period(Duration::from_millis(100));
@@ -400,11 +397,9 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         });
     let options = CacheOptions::default().by_object::<ConfigMap>(
         &(),
-        ByObject {
-            namespaces: Some(namespaces(["default"])),
-            transform: Some(transform),
-            ..Default::default()
-        },
+        ByObject::default()
+            .with_namespaces(namespaces(["default"]))
+            .with_transform(transform),
     );
     let cache = Cache::new(client.clone(), options);
     cache
@@ -583,10 +578,7 @@ async fn label_scoped_cache_holds_only_the_selection_and_follows_relabels() {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     create_cm(&client, "default", "in", &[("team", "a")]).await;
     create_cm(&client, "default", "out", &[("team", "b")]).await;
-    let options = CacheOptions {
-        default_label_selector: Some("team=a".into()),
-        ..Default::default()
-    };
+    let options = CacheOptions::default().with_default_label_selector("team=a");
     let cache = Cache::new(client.clone(), options);
     let ctx = CancellationToken::new();
     cache.start(ctx.clone());
@@ -650,10 +642,7 @@ async fn multi_namespace_cache_watches_each_namespace_and_merges_reads() {
     create_cm(&client, "b", "two", &[]).await;
     create_cm(&client, "c", "three", &[]).await;
 
-    let options = CacheOptions {
-        default_namespaces: namespaces(["a", "b"]),
-        ..Default::default()
-    };
+    let options = CacheOptions::default().with_default_namespaces(namespaces(["a", "b"]));
     let cache = Cache::new(client.clone(), options);
     // Two controllers on ConfigMaps: still one informer, one watch per namespace.
     let (log1, log2): (Log, Log) = Default::default();
@@ -786,18 +775,10 @@ async fn per_namespace_settings_and_the_all_namespaces_entry() {
     let mut set = namespaces([ALL_NAMESPACES, "a"]);
     set.insert(
         "a".into(),
-        NamespaceConfig {
-            label_selector: Some("app=web".into()),
-            ..Default::default()
-        },
+        NamespaceConfig::default().with_label_selector("app=web"),
     );
-    let options = CacheOptions::default().by_object::<ConfigMap>(
-        &(),
-        ByObject {
-            namespaces: Some(set),
-            ..Default::default()
-        },
-    );
+    let options = CacheOptions::default()
+        .by_object::<ConfigMap>(&(), ByObject::default().with_namespaces(set));
     let cache = Cache::new(client.clone(), options);
     let ctx = CancellationToken::new();
     cache.start(ctx.clone());
@@ -829,17 +810,9 @@ async fn compact_types_read_and_index_like_shared_ones() {
     create_cm(&client, "default", "a", &[("team", "x")]).await;
     create_cm(&client, "default", "b", &[("team", "y")]).await;
     // Every type compact by default; Pods shared on their own setting.
-    let options = CacheOptions {
-        default_compact: true,
-        ..Default::default()
-    }
-    .by_object::<Pod>(
-        &(),
-        ByObject {
-            compact: Some(false),
-            ..Default::default()
-        },
-    );
+    let options = CacheOptions::default()
+        .with_default_compact(true)
+        .by_object::<Pod>(&(), ByObject::default().with_compact(false));
     let cache = Cache::new(client.clone(), options);
     cache
         .index_field::<ConfigMap>(&(), "team", |c: &ConfigMap| {
@@ -958,12 +931,10 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
         .await;
     }
     // Paginated raw lists (two objects a page, so continue tokens are followed), then a watch.
-    let config = InformerConfig::<ConfigMap> {
-        streaming_list: false,
-        page_size: 2,
-        storage: Storage::compact(),
-        ..Default::default()
-    };
+    let config = InformerConfig::<ConfigMap>::default()
+        .with_streaming_list(false)
+        .with_page_size(2)
+        .with_storage(Storage::compact());
     let informer = Informer::new(
         ApiListWatch::<ConfigMap>::new(client.clone(), &(), Some("default")),
         config,
@@ -989,10 +960,8 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
     run.await.unwrap();
 
     // Metadata-only objects, compact, streaming.
-    let config = InformerConfig::<PartialObjectMeta<ConfigMap>> {
-        storage: Storage::compact(),
-        ..Default::default()
-    };
+    let config =
+        InformerConfig::<PartialObjectMeta<ConfigMap>>::default().with_storage(Storage::compact());
     let informer = Informer::new(
         ApiListWatch::<PartialObjectMeta<ConfigMap>>::new(client.clone(), &(), Some("default")),
         config,

@@ -14,7 +14,7 @@ use controller_runtime::event::GenericEvent;
 use controller_runtime::handler::EnqueueRequestForObject;
 use controller_runtime::leaderelection::LeaderElectionConfig;
 use controller_runtime::manager::{
-    BoxError, Error, Manager, ManagerOptions, Runnable, RunnableGroup, from_fn,
+    BindAddress, BoxError, Error, Manager, ManagerOptions, Runnable, RunnableGroup, from_fn,
 };
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::{self, Kind};
@@ -29,10 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 /// Options without HTTP servers (tests that want them set port 0; never 8080).
 fn quiet() -> ManagerOptions {
-    ManagerOptions {
-        metrics_bind_address: None,
-        ..Default::default()
-    }
+    ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled)
 }
 
 fn cm(name: &str) -> ConfigMap {
@@ -239,10 +236,8 @@ async fn controller_names_are_unique() {
 #[tokio::test]
 async fn metrics_are_served_with_controller_runtime_names() {
     let (_server, client) = server().await;
-    let options = ManagerOptions {
-        metrics_bind_address: Some("127.0.0.1:0".into()),
-        ..Default::default()
-    };
+    let options =
+        ManagerOptions::default().with_metrics_bind_address("127.0.0.1:0".parse().unwrap());
     let mgr = Manager::new(client.clone(), options).unwrap();
     let reconciled = Arc::new(AtomicUsize::new(0));
     let reconciler = reconcile::from_fn({
@@ -258,10 +253,7 @@ async fn metrics_are_served_with_controller_runtime_names() {
     let controller = Controller::new(
         "configmaps",
         reconciler,
-        ControllerOptions {
-            metrics: Some(mgr.metrics().clone()),
-            ..Default::default()
-        },
+        ControllerOptions::default().with_metrics(mgr.metrics().clone()),
     )
     .unwrap();
     controller
@@ -332,11 +324,9 @@ async fn metrics_are_served_with_controller_runtime_names() {
 #[tokio::test]
 async fn readyz_fails_until_the_caches_sync() {
     let (server, client) = server().await;
-    let options = ManagerOptions {
-        metrics_bind_address: None,
-        health_probe_bind_address: Some("127.0.0.1:0".into()),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default()
+        .with_metrics_bind_address(BindAddress::Disabled)
+        .with_health_probe_bind_address("127.0.0.1:0".parse().unwrap());
     let mgr = Manager::new(client, options).unwrap();
     mgr.add_healthz_check("always", Arc::new(|| Ok(())));
     // An informer whose lists fail until the faults are cleared: the cache cannot sync.
@@ -442,10 +432,7 @@ async fn a_running_reconcile_finishes_before_start_returns() {
 #[tokio::test]
 async fn a_reconcile_ignoring_cancellation_is_abandoned_after_the_timeout() {
     let (_server, client) = server().await;
-    let options = ManagerOptions {
-        graceful_shutdown_timeout: Duration::from_millis(200),
-        ..quiet()
-    };
+    let options = quiet().with_graceful_shutdown_timeout(Duration::from_millis(200));
     let mgr = Manager::new(client, options).unwrap();
     let started = Arc::new(Notify::new());
     let tx = channel_controller(&mgr, {
@@ -519,15 +506,13 @@ async fn bind_errors_fail_start() {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let free_addr = free.local_addr().unwrap();
     drop(free);
-    let options = ManagerOptions {
-        metrics_bind_address: Some(free_addr.to_string()),
-        health_probe_bind_address: Some(taken.local_addr().unwrap().to_string()),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default()
+        .with_metrics_bind_address(free_addr.into())
+        .with_health_probe_bind_address(taken.local_addr().unwrap().into());
     let mgr = Manager::new(client, options).unwrap();
     let result = mgr.start(CancellationToken::new()).await;
     match result {
-        Err(Error::Bind { addr, .. }) => assert_eq!(addr, taken.local_addr().unwrap().to_string()),
+        Err(Error::Bind { addr, .. }) => assert_eq!(addr, taken.local_addr().unwrap()),
         other => panic!("expected a bind error, got {other:?}"),
     }
     // The metrics server bound first was let go.
@@ -550,17 +535,14 @@ async fn three_managers_elect_one_leader_at_a_time() {
     let reconciles: Arc<Mutex<Vec<(usize, bool)>>> = Arc::default();
     let mut candidates = Vec::new();
     for i in 0..3 {
-        let options = ManagerOptions {
-            leader_election: Some(LeaderElectionConfig {
-                lease_name: "three-managers".into(),
-                identity: format!("manager-{i}"),
-                lease_duration: Duration::from_secs(2),
-                renew_deadline: Duration::from_millis(1500),
-                retry_period: Duration::from_millis(200),
-                ..Default::default()
-            }),
-            ..quiet()
-        };
+        let options = quiet().with_leader_election(
+            LeaderElectionConfig::default()
+                .with_lease_name("three-managers")
+                .with_identity(format!("manager-{i}"))
+                .with_lease_duration(Duration::from_secs(2))
+                .with_renew_deadline(Duration::from_millis(1500))
+                .with_retry_period(Duration::from_millis(200)),
+        );
         let mgr = Manager::new(client_for(&server).await, options).unwrap();
         let reconciler = reconcile::from_fn({
             let (mgr, reconciles) = (mgr.clone(), reconciles.clone());
@@ -572,11 +554,9 @@ async fn three_managers_elect_one_leader_at_a_time() {
         let controller = Controller::new(
             "configmaps",
             reconciler,
-            ControllerOptions {
+            ControllerOptions::default()
                 // Non-leaders fill their queues too: only workers wait for leadership.
-                enable_warm_up: true,
-                ..Default::default()
-            },
+                .with_enable_warm_up(true),
         )
         .unwrap();
         controller
@@ -689,18 +669,16 @@ async fn three_managers_elect_one_leader_at_a_time() {
 #[tokio::test]
 async fn the_leader_gauge_follows_leadership() {
     let (_server, client) = server().await;
-    let options = ManagerOptions {
-        metrics_bind_address: Some("127.0.0.1:0".into()),
-        leader_election: Some(LeaderElectionConfig {
-            lease_name: "gauge".into(),
-            lease_duration: Duration::from_secs(2),
-            renew_deadline: Duration::from_millis(1500),
-            retry_period: Duration::from_millis(200),
-            release_on_cancel: true,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    let options = ManagerOptions::default()
+        .with_metrics_bind_address("127.0.0.1:0".parse().unwrap())
+        .with_leader_election(
+            LeaderElectionConfig::default()
+                .with_lease_name("gauge")
+                .with_lease_duration(Duration::from_secs(2))
+                .with_renew_deadline(Duration::from_millis(1500))
+                .with_retry_period(Duration::from_millis(200))
+                .with_release_on_cancel(true),
+        );
     let mgr = Manager::new(client, options).unwrap();
     let ctx = CancellationToken::new();
     let running = spawn_start(&mgr, &ctx);
@@ -745,16 +723,13 @@ async fn from_a_kubeconfig_file() {
 #[tokio::test]
 async fn losing_the_lease_stops_the_manager_with_an_error() {
     let (server, client) = server().await;
-    let options = ManagerOptions {
-        leader_election: Some(LeaderElectionConfig {
-            lease_name: "lost".into(),
-            lease_duration: Duration::from_secs(2),
-            renew_deadline: Duration::from_millis(1500),
-            retry_period: Duration::from_millis(200),
-            ..Default::default()
-        }),
-        ..quiet()
-    };
+    let options = quiet().with_leader_election(
+        LeaderElectionConfig::default()
+            .with_lease_name("lost")
+            .with_lease_duration(Duration::from_secs(2))
+            .with_renew_deadline(Duration::from_millis(1500))
+            .with_retry_period(Duration::from_millis(200)),
+    );
     let mgr = Manager::new(client, options).unwrap();
     let log: Log = Arc::default();
     mgr.add(recording(&log, "leader", RunnableGroup::LeaderElection))

@@ -41,7 +41,9 @@ use super::store::{Entry, IndexError, IndexFn, ObjectKey, Slot, Store};
 /// A function applied to every object before it is stored (e.g. to drop managedFields).
 pub type TransformFn<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
-/// Settings of one informer.
+/// Settings of one informer. Every field has a default; set the others with the `with_*`
+/// setters (one per field).
+#[non_exhaustive]
 pub struct InformerConfig<K> {
     /// Only objects matching this label selector are cached (scopes may set their own).
     pub label_selector: Option<String>,
@@ -95,6 +97,62 @@ impl<K> Clone for InformerConfig<K> {
             streaming_list: self.streaming_list,
             storage: self.storage.clone(),
         }
+    }
+}
+
+impl<K> InformerConfig<K> {
+    /// Sets [`label_selector`](Self::label_selector).
+    pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`field_selector`](Self::field_selector).
+    pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`page_size`](Self::page_size).
+    pub fn with_page_size(mut self, page_size: u32) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// Sets [`resync_period`](Self::resync_period).
+    pub fn with_resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period);
+        self
+    }
+
+    /// Sets [`transform`](Self::transform).
+    pub fn with_transform(mut self, transform: TransformFn<K>) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Sets [`backoff`](Self::backoff).
+    pub fn with_backoff(mut self, backoff: BackoffConfig) -> Self {
+        self.backoff = backoff;
+        self
+    }
+
+    /// Sets [`min_watch_timeout`](Self::min_watch_timeout).
+    pub fn with_min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout;
+        self
+    }
+
+    /// Sets [`streaming_list`](Self::streaming_list).
+    pub fn with_streaming_list(mut self, streaming: bool) -> Self {
+        self.streaming_list = streaming;
+        self
+    }
+
+    /// Sets [`storage`](Self::storage).
+    pub fn with_storage(mut self, storage: Storage<K>) -> Self {
+        self.storage = storage;
+        self
     }
 }
 

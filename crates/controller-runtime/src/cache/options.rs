@@ -15,15 +15,10 @@
 //! // Every type in namespaces "a" and "b"; Secrets only in "a", and only those labelled
 //! // app=web.
 //! let mut secret_namespaces = namespaces(["a"]);
-//! secret_namespaces.insert(
-//!     "a".into(),
-//!     NamespaceConfig { label_selector: Some("app=web".into()), ..Default::default() },
-//! );
-//! let options = CacheOptions {
-//!     default_namespaces: namespaces(["a", "b"]),
-//!     ..Default::default()
-//! }
-//! .by_object::<Secret>(&(), ByObject { namespaces: Some(secret_namespaces), ..Default::default() });
+//! secret_namespaces.insert("a".into(), NamespaceConfig::default().with_label_selector("app=web"));
+//! let options = CacheOptions::default()
+//!     .with_default_namespaces(namespaces(["a", "b"]))
+//!     .by_object::<Secret>(&(), ByObject::default().with_namespaces(secret_namespaces));
 //! ```
 
 use std::collections::{BTreeMap, HashMap};
@@ -50,6 +45,7 @@ pub const ALL_NAMESPACES: &str = "";
 /// Settings for one namespace of a type (controller-runtime's `cache.Config`); unset fields
 /// fall back to the type's [`ByObject`] settings, then to the [`CacheOptions`] defaults.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct NamespaceConfig {
     /// Cache only objects matching this label selector in this namespace.
     pub label_selector: Option<String>,
@@ -77,6 +73,7 @@ pub fn namespaces<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Namesp
 
 /// Settings for one type's informer; unset fields fall back to the [`CacheOptions`] defaults.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct ByObject {
     /// Cache only these namespaces (see [`namespaces`]); `None`: the cache's
     /// [`default_namespaces`](CacheOptions::default_namespaces); an empty set: every namespace.
@@ -96,8 +93,10 @@ pub struct ByObject {
     pub compact: Option<bool>,
 }
 
-/// Options of a [`Cache`](super::Cache).
+/// Options of a [`Cache`](super::Cache). Every field has a default; set the others with the
+/// `with_*` setters (one per field) and [`by_object`](Self::by_object).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct CacheOptions {
     /// Cache only these namespaces, for every namespaced type without its own setting. Empty
     /// (the default): every namespace.
@@ -134,6 +133,108 @@ impl Default for CacheOptions {
             by_object: HashMap::new(),
             reader_fail_on_missing_informer: false,
         }
+    }
+}
+
+impl NamespaceConfig {
+    /// Sets [`label_selector`](Self::label_selector).
+    pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`field_selector`](Self::field_selector).
+    pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`transform`](Self::transform).
+    pub fn with_transform(mut self, transform: MetaTransform) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+}
+
+impl ByObject {
+    /// Sets [`namespaces`](Self::namespaces).
+    pub fn with_namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.namespaces = Some(namespaces);
+        self
+    }
+
+    /// Sets [`label_selector`](Self::label_selector).
+    pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`field_selector`](Self::field_selector).
+    pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`transform`](Self::transform).
+    pub fn with_transform(mut self, transform: MetaTransform) -> Self {
+        self.transform = Some(transform);
+        self
+    }
+
+    /// Sets [`sync_period`](Self::sync_period).
+    pub fn with_sync_period(mut self, period: Duration) -> Self {
+        self.sync_period = Some(period);
+        self
+    }
+
+    /// Sets [`compact`](Self::compact).
+    pub fn with_compact(mut self, compact: bool) -> Self {
+        self.compact = Some(compact);
+        self
+    }
+}
+
+impl CacheOptions {
+    /// Sets [`default_namespaces`](Self::default_namespaces).
+    pub fn with_default_namespaces(mut self, namespaces: Namespaces) -> Self {
+        self.default_namespaces = namespaces;
+        self
+    }
+
+    /// Sets [`default_label_selector`](Self::default_label_selector).
+    pub fn with_default_label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.default_label_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`default_field_selector`](Self::default_field_selector).
+    pub fn with_default_field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.default_field_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`default_transform`](Self::default_transform).
+    pub fn with_default_transform(mut self, transform: MetaTransform) -> Self {
+        self.default_transform = Some(transform);
+        self
+    }
+
+    /// Sets [`sync_period`](Self::sync_period); `None`: no resync.
+    pub fn with_sync_period(mut self, period: Option<Duration>) -> Self {
+        self.sync_period = period;
+        self
+    }
+
+    /// Sets [`default_compact`](Self::default_compact).
+    pub fn with_default_compact(mut self, compact: bool) -> Self {
+        self.default_compact = compact;
+        self
+    }
+
+    /// Sets [`reader_fail_on_missing_informer`](Self::reader_fail_on_missing_informer).
+    pub fn with_reader_fail_on_missing_informer(mut self, fail: bool) -> Self {
+        self.reader_fail_on_missing_informer = fail;
+        self
     }
 }
 

@@ -42,10 +42,7 @@ use serde::de::DeserializeOwned;
 /// use controller_runtime::cache::{InformerConfig, Storage};
 /// use k8s_openapi::api::core::v1::Secret;
 ///
-/// let config = InformerConfig::<Secret> {
-///     storage: Storage::compact(),
-///     ..Default::default()
-/// };
+/// let config = InformerConfig::<Secret>::default().with_storage(Storage::compact());
 /// assert!(config.storage.is_compact());
 /// ```
 pub enum Storage<K> {

@@ -1,6 +1,7 @@
 //! Server-side apply through [`Objects`]: the object is sent as an apply configuration
 //! (`application/apply-patch+yaml`) with a field manager, so the server merges it with what other
-//! managers own and records the fields it sets as this manager's.
+//! managers own and records the fields it sets as this manager's. [`ApplyOptions`] names the
+//! field manager and whether conflicts are forced.
 
 use kube_client::api::{Patch, PatchParams};
 use serde::Serialize;
@@ -9,13 +10,58 @@ use serde_json::Value;
 use super::{Error, Objects};
 use crate::cache::{CacheObject, ObjectKey};
 
+/// How a server-side apply runs: the field manager it applies as, and whether it takes over
+/// fields other managers own ([`force`](Self::force), controller-runtime's `ForceOwnership`).
+/// Shaped like kube's `PatchParams::apply(manager).force()`.
+///
+/// ```
+/// use controller_runtime::client::ApplyOptions;
+///
+/// let options = ApplyOptions::new("my-controller");
+/// assert_eq!(options.field_manager, "my-controller");
+/// assert!(!options.force);
+/// assert!(ApplyOptions::new("my-controller").force().force);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApplyOptions {
+    /// The field manager whose fields the configuration sets (required by the API server).
+    pub field_manager: String,
+    /// Take over fields another manager owns with a different value instead of failing with
+    /// a conflict (default `false`).
+    pub force: bool,
+}
+
+impl ApplyOptions {
+    /// Applies as `field_manager`, failing on conflicts.
+    pub fn new(field_manager: impl Into<String>) -> Self {
+        ApplyOptions {
+            field_manager: field_manager.into(),
+            force: false,
+        }
+    }
+
+    /// The options with conflicts forced: the applied fields become this manager's.
+    pub fn force(self) -> Self {
+        ApplyOptions {
+            force: true,
+            ..self
+        }
+    }
+
+    fn params(&self) -> PatchParams {
+        let params = PatchParams::apply(&self.field_manager);
+        if self.force { params.force() } else { params }
+    }
+}
+
 impl<K: CacheObject> Objects<K> {
     /// Server-side applies `config` (a typed object, a `DynamicObject` or a
-    /// `serde_json::Value`) as `field_manager`: the fields it sets become that manager's, fields
-    /// the manager applied before and no longer sets are removed unless another manager owns
-    /// them. A field another manager owns with a different value is a conflict
-    /// ([`Error::Conflict`], the message naming the managers and fields) unless `force` takes
-    /// it over. Creates the object when it does not exist.
+    /// `serde_json::Value`) as `options.field_manager`: the fields it sets become that manager's,
+    /// fields the manager applied before and no longer sets are removed unless another manager
+    /// owns them. A field another manager owns with a different value is a conflict
+    /// ([`Error::Conflict`], the message naming the managers and fields) unless
+    /// [`ApplyOptions::force`] takes it over. Creates the object when it does not exist.
     ///
     /// `apiVersion` and `kind` are filled in when absent; `metadata.managedFields` is dropped
     /// (the server refuses an apply configuration that carries them, and a copy of a cached
@@ -23,22 +69,24 @@ impl<K: CacheObject> Objects<K> {
     ///
     /// ```no_run
     /// # async fn f(client: controller_runtime::client::Client) -> Result<(), controller_runtime::client::Error> {
+    /// use controller_runtime::client::ApplyOptions;
     /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
     /// let config = serde_json::json!({
     ///     "metadata": {"name": "settings", "namespace": "default"},
     ///     "data": {"mode": "fast"},
     /// });
-    /// let applied: ConfigMap = client.objects::<ConfigMap>().apply(&config, "my-controller", true).await?;
+    /// let options = ApplyOptions::new("my-controller").force();
+    /// let applied: ConfigMap = client.objects::<ConfigMap>().apply(&config, &options).await?;
     /// # Ok(()) }
     /// ```
     pub async fn apply<T: Serialize>(
         &self,
         config: &T,
-        field_manager: &str,
-        force: bool,
+        options: &ApplyOptions,
     ) -> Result<K, Error> {
         let (key, body) = self.apply_configuration(config)?;
-        let params = apply_params(field_manager, force);
+        let params = options.params();
         let request = self.request(key.namespace.as_deref());
         self.send(request.patch(&key.name, &params, &Patch::Apply(body)))
             .await
@@ -50,11 +98,10 @@ impl<K: CacheObject> Objects<K> {
     pub async fn apply_status<T: Serialize>(
         &self,
         config: &T,
-        field_manager: &str,
-        force: bool,
+        options: &ApplyOptions,
     ) -> Result<K, Error> {
         let (key, body) = self.apply_configuration(config)?;
-        let params = apply_params(field_manager, force);
+        let params = options.params();
         let request = self.request(key.namespace.as_deref());
         self.send(request.patch_subresource("status", &key.name, &params, &Patch::Apply(body)))
             .await
@@ -99,11 +146,6 @@ impl<K: CacheObject> Objects<K> {
     }
 }
 
-fn apply_params(field_manager: &str, force: bool) -> PatchParams {
-    let params = PatchParams::apply(field_manager);
-    if force { params.force() } else { params }
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
@@ -111,7 +153,7 @@ mod tests {
     use serde_json::json;
 
     use crate::cache::{Cache, CacheOptions};
-    use crate::client::{Client, Error};
+    use crate::client::{ApplyOptions, Client, Error};
 
     async fn client(server: &crt_apiserver::Server) -> Client {
         let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
@@ -133,26 +175,35 @@ mod tests {
         let client = client(&server).await;
         let cms = client.objects::<ConfigMap>();
         let config = json!({"metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}});
-        let created: ConfigMap = cms.apply(&config, "one", false).await.unwrap();
+        let created: ConfigMap = cms.apply(&config, &ApplyOptions::new("one")).await.unwrap();
         assert_eq!(created.data.as_ref().unwrap()["a"], "1");
 
         // A typed object read back (with managedFields) applies as is.
         let mut mine = created.clone();
         mine.data = Some([("a".to_string(), "2".to_string())].into());
         mine.metadata.resource_version = None;
-        let err = cms.apply(&mine, "two", false).await.unwrap_err();
+        let err = cms
+            .apply(&mine, &ApplyOptions::new("two"))
+            .await
+            .unwrap_err();
         assert!(
             matches!(&err, Error::Conflict(s) if s.message.contains(r#"conflict with "one": .data.a"#)),
             "{err:?}"
         );
-        let forced = cms.apply(&mine, "two", true).await.unwrap();
+        let forced = cms
+            .apply(&mine, &ApplyOptions::new("two").force())
+            .await
+            .unwrap();
         assert_eq!(forced.data.unwrap()["a"], "2");
 
         // Dynamic objects: apiVersion and kind come from the ApiResource.
         let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap"));
         let dynamic = client.objects_with::<DynamicObject>(ar);
         let obj = json!({"metadata": {"name": "c", "namespace": "default"}, "data": {"b": "3"}});
-        let out = dynamic.apply(&obj, "three", false).await.unwrap();
+        let out = dynamic
+            .apply(&obj, &ApplyOptions::new("three"))
+            .await
+            .unwrap();
         assert_eq!(out.data["data"], json!({"a": "2", "b": "3"}));
     }
 }

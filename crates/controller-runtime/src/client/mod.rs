@@ -15,8 +15,8 @@
 //!
 //! Reads return the cache's shared `Arc`s: clone an object (as above) only to change it. For a
 //! read that must see the server's latest state, use the `*_uncached` reads. Server-side apply
-//! (the object as a field manager's apply configuration): [`Objects::apply`],
-//! [`Objects::apply_status`].
+//! (the object as a field manager's apply configuration, with [`ApplyOptions`]):
+//! [`Objects::apply`], [`Objects::apply_status`].
 
 mod apply;
 mod error;
@@ -29,6 +29,7 @@ use kube_core::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+pub use apply::ApplyOptions;
 pub use error::Error;
 
 use crate::cache::{Cache, CacheObject, ListOptions, ObjectKey};

@@ -12,25 +12,26 @@ use crate::workqueue::{Queue, QueueItem, RateLimiter, default_controller_rate_li
 pub type NewQueueFn<T> =
     Arc<dyn Fn(&str, Arc<dyn RateLimiter<T>>) -> Arc<dyn Queue<T>> + Send + Sync>;
 
-/// How a [`Controller`](super::Controller) runs. Every field has controller-runtime's default.
+/// How a [`Controller`](super::Controller) runs. Every field has controller-runtime's default;
+/// set the others with the `with_*` setters (one per field).
 ///
 /// ```
 /// use std::time::Duration;
 /// use controller_runtime::controller::ControllerOptions;
 /// use controller_runtime::Request;
 ///
-/// let options = ControllerOptions::<Request> {
-///     max_concurrent_reconciles: 4,
-///     reconciliation_timeout: Some(Duration::from_secs(30)),
-///     ..Default::default()
-/// };
+/// let options = ControllerOptions::<Request>::default()
+///     .with_max_concurrent_reconciles(4)
+///     .with_reconciliation_timeout(Duration::from_secs(30));
+/// assert_eq!(options.max_concurrent_reconciles, 4);
 /// assert!(options.recover_panic);
 /// assert_eq!(options.cache_sync_timeout, Duration::from_secs(120));
 /// ```
+#[non_exhaustive]
 pub struct ControllerOptions<T = crate::Request> {
     /// How many reconciles run at once (workers). Default 1; 0 is an error.
     pub max_concurrent_reconciles: usize,
-    /// The delay of a key's retries (errors and `Action::requeue`). Default: the max of a per-key
+    /// The delay of a key's retries after an error. Default: the max of a per-key
     /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
     pub rate_limiter: Arc<dyn RateLimiter<T>>,
     /// Catch a panicking reconcile, count it and retry the key with backoff (default `true`).
@@ -109,6 +110,66 @@ impl<T> fmt::Debug for ControllerOptions<T> {
 }
 
 impl<T> ControllerOptions<T> {
+    /// Sets [`max_concurrent_reconciles`](Self::max_concurrent_reconciles).
+    pub fn with_max_concurrent_reconciles(mut self, workers: usize) -> Self {
+        self.max_concurrent_reconciles = workers;
+        self
+    }
+
+    /// Sets [`rate_limiter`](Self::rate_limiter).
+    pub fn with_rate_limiter(mut self, rate_limiter: Arc<dyn RateLimiter<T>>) -> Self {
+        self.rate_limiter = rate_limiter;
+        self
+    }
+
+    /// Sets [`recover_panic`](Self::recover_panic).
+    pub fn with_recover_panic(mut self, recover: bool) -> Self {
+        self.recover_panic = recover;
+        self
+    }
+
+    /// Sets [`reconciliation_timeout`](Self::reconciliation_timeout).
+    pub fn with_reconciliation_timeout(mut self, timeout: Duration) -> Self {
+        self.reconciliation_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets [`cache_sync_timeout`](Self::cache_sync_timeout).
+    pub fn with_cache_sync_timeout(mut self, timeout: Duration) -> Self {
+        self.cache_sync_timeout = timeout;
+        self
+    }
+
+    /// Sets [`use_priority_queue`](Self::use_priority_queue).
+    pub fn with_use_priority_queue(mut self, enabled: bool) -> Self {
+        self.use_priority_queue = enabled;
+        self
+    }
+
+    /// Sets [`need_leader_election`](Self::need_leader_election).
+    pub fn with_need_leader_election(mut self, needed: bool) -> Self {
+        self.need_leader_election = needed;
+        self
+    }
+
+    /// Sets [`enable_warm_up`](Self::enable_warm_up).
+    pub fn with_enable_warm_up(mut self, enabled: bool) -> Self {
+        self.enable_warm_up = enabled;
+        self
+    }
+
+    /// Sets [`new_queue`](Self::new_queue).
+    pub fn with_new_queue(mut self, new_queue: NewQueueFn<T>) -> Self {
+        self.new_queue = Some(new_queue);
+        self
+    }
+
+    /// Sets [`metrics`](Self::metrics).
+    pub fn with_metrics(mut self, metrics: Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
     /// Checks the values a controller cannot run with.
     pub(crate) fn validate(&self) -> Result<(), String> {
         if self.max_concurrent_reconciles == 0 {

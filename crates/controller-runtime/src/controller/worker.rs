@@ -124,10 +124,6 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
                 };
                 queue.add_with_opts(opts, item);
                 m.requeue_after.inc();
-            } else if action.is_requeue() {
-                tracing::debug!("Reconcile done, requeueing");
-                queue.add_with_opts(rate_limited(priority), item);
-                m.requeue.inc();
             } else {
                 tracing::debug!("Reconcile successful");
                 queue.forget(&item);

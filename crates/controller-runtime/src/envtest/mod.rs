@@ -50,8 +50,8 @@
 //! # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The test: ten lines from nothing to a running manager, then what the test checks.
 //! let env = Environment::new().crd::<Guestbook>().start().await?;
-//! let mut options = ManagerOptions::default();
-//! options.metrics_bind_address = None; // tests run side by side: no fixed port
+//! // Tests run side by side: no metrics server on a fixed port.
+//! let options = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
 //! let mgr = Manager::new(env.client(), options)?;
 //! ControllerBuilder::new(&mgr)
 //!     .for_(Input::<Guestbook>::new())

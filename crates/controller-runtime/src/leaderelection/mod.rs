@@ -36,10 +36,7 @@
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # async fn demo(client: kube_client::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! let config = LeaderElectionConfig {
-//!     lease_name: "my-operator".into(),
-//!     ..Default::default()
-//! };
+//! let config = LeaderElectionConfig::default().with_lease_name("my-operator");
 //! let elector = LeaderElector::new(client, config)?;
 //! let mut leading = elector.leader_status();
 //! let ctx = CancellationToken::new();
@@ -87,7 +84,8 @@ pub enum Error {
     InvalidConfig(String),
 }
 
-/// How leader election runs. Defaults: controller-runtime's (15 s / 10 s / 2 s).
+/// How leader election runs. Defaults: controller-runtime's (15 s / 10 s / 2 s); set the
+/// others with the `with_*` setters (one per field).
 ///
 /// ```
 /// use std::time::Duration;
@@ -96,10 +94,11 @@ pub enum Error {
 /// let config = LeaderElectionConfig::default();
 /// assert_eq!(config.lease_duration, Duration::from_secs(15));
 /// assert!(config.validate().is_ok());
-/// let bad = LeaderElectionConfig { renew_deadline: Duration::from_secs(20), ..config };
+/// let bad = config.with_renew_deadline(Duration::from_secs(20));
 /// assert!(bad.validate().is_err());
 /// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct LeaderElectionConfig {
     /// The Lease's name (controller-runtime's `LeaderElectionID`).
     pub lease_name: String,
@@ -134,6 +133,48 @@ impl Default for LeaderElectionConfig {
 }
 
 impl LeaderElectionConfig {
+    /// Sets [`lease_name`](Self::lease_name).
+    pub fn with_lease_name(mut self, name: impl Into<String>) -> Self {
+        self.lease_name = name.into();
+        self
+    }
+
+    /// Sets [`lease_namespace`](Self::lease_namespace).
+    pub fn with_lease_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.lease_namespace = namespace.into();
+        self
+    }
+
+    /// Sets [`identity`](Self::identity).
+    pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = identity.into();
+        self
+    }
+
+    /// Sets [`lease_duration`](Self::lease_duration).
+    pub fn with_lease_duration(mut self, duration: Duration) -> Self {
+        self.lease_duration = duration;
+        self
+    }
+
+    /// Sets [`renew_deadline`](Self::renew_deadline).
+    pub fn with_renew_deadline(mut self, deadline: Duration) -> Self {
+        self.renew_deadline = deadline;
+        self
+    }
+
+    /// Sets [`retry_period`](Self::retry_period).
+    pub fn with_retry_period(mut self, period: Duration) -> Self {
+        self.retry_period = period;
+        self
+    }
+
+    /// Sets [`release_on_cancel`](Self::release_on_cancel).
+    pub fn with_release_on_cancel(mut self, release: bool) -> Self {
+        self.release_on_cancel = release;
+        self
+    }
+
     /// Checks the config as client-go's `NewLeaderElector` does: names and identity set,
     /// `lease_duration > renew_deadline > 1.2 * retry_period`, `lease_duration` at least one
     /// second, no zero durations.

@@ -75,19 +75,11 @@ pub(crate) fn metrics_handler(registry: Arc<Mutex<Registry>>) -> Handler {
     })
 }
 
-/// Binds `addr`. Go's `:8080` form (every interface) is accepted.
-pub(crate) async fn bind(addr: &str) -> Result<TcpListener, Error> {
-    let full = if addr.starts_with(':') {
-        format!("0.0.0.0{addr}")
-    } else {
-        addr.to_string()
-    };
-    TcpListener::bind(&full)
+/// Binds `addr`.
+pub(crate) async fn bind(addr: SocketAddr) -> Result<TcpListener, Error> {
+    TcpListener::bind(addr)
         .await
-        .map_err(|source| Error::Bind {
-            addr: addr.to_string(),
-            source,
-        })
+        .map_err(|source| Error::Bind { addr, source })
 }
 
 /// A bound server waiting to be run.

@@ -26,24 +26,15 @@
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!     // $KUBECONFIG, ~/.kube/config, or the pod's service account.
-//!     let mgr = Manager::infer(ManagerOptions {
-//!         health_probe_bind_address: Some("0.0.0.0:8081".into()),
-//!         ..Default::default()
-//!     })
-//!     .await?;
+//!     let options = ManagerOptions::default().with_health_probe_bind_address(":8081".parse()?);
+//!     let mgr = Manager::infer(options).await?;
 //!
 //!     let reconciler = reconcile::from_fn(|req: Request| async move {
 //!         println!("reconcile {req}");
 //!         Ok(Action::done())
 //!     });
-//!     let controller = Controller::new(
-//!         "configmaps",
-//!         reconciler,
-//!         ControllerOptions {
-//!             metrics: Some(mgr.metrics().clone()),
-//!             ..Default::default()
-//!         },
-//!     )?;
+//!     let options = ControllerOptions::default().with_metrics(mgr.metrics().clone());
+//!     let controller = Controller::new("configmaps", reconciler, options)?;
 //!     let configmaps = Kind::<ConfigMap>::new(mgr.cache().clone());
 //!     controller.watch(configmaps, EnqueueRequestForObject, vec![]).await?;
 //!     mgr.add(controller)?;
@@ -89,6 +80,7 @@
 //! (aggregate, `?verbose`, `?exclude=`, and `/healthz/<check>`), as Kubernetes components do.
 //! The manager adds a `cache-sync` readiness check that fails until the caches have synced.
 
+mod address;
 mod groups;
 mod healthz;
 mod http;
@@ -109,6 +101,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+pub use address::{BindAddress, InvalidBindAddress};
 pub use runnable::{BoxError, Runnable, RunnableGroup, from_fn};
 pub use signal::signal_handler;
 
@@ -163,25 +156,43 @@ pub enum Error {
     #[error("binding {addr}: {source}")]
     Bind {
         /// The address.
-        addr: String,
+        addr: SocketAddr,
         /// The error.
         #[source]
         source: std::io::Error,
     },
 }
 
-/// How a [`Manager`] runs. Every field has controller-runtime's default.
+/// How a [`Manager`] runs. Every field has controller-runtime's default; set the others with
+/// the `with_*` setters (one per field).
+///
+/// ```
+/// use std::time::Duration;
+/// use controller_runtime::leaderelection::LeaderElectionConfig;
+/// use controller_runtime::manager::{BindAddress, ManagerOptions};
+///
+/// let options = ManagerOptions::default()
+///     .with_health_probe_bind_address(":8081".parse()?)
+///     .with_leader_election(LeaderElectionConfig::default().with_lease_name("my-operator"))
+///     .with_graceful_shutdown_timeout(Duration::from_secs(10));
+/// assert_eq!(options.metrics_bind_address.to_string(), "127.0.0.1:8080");
+/// assert_eq!(options.health_probe_bind_address.to_string(), "0.0.0.0:8081");
+///
+/// let quiet = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
+/// assert_eq!(quiet.metrics_bind_address.addr(), None);
+/// # Ok::<(), controller_runtime::manager::InvalidBindAddress>(())
+/// ```
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ManagerOptions {
     /// The cache's options.
     pub cache: CacheOptions,
-    /// Where `/metrics` is served (default `127.0.0.1:8080`, controller-runtime's `:8080`);
-    /// `None` (or `"0"`) disables it. Port 0 picks a free port (see [`Manager::metrics_addr`]);
-    /// Go's `:8080` form listens on every interface.
-    pub metrics_bind_address: Option<String>,
-    /// Where `/healthz` and `/readyz` are served (default `None`: disabled, as
+    /// Where `/metrics` is served (default `127.0.0.1:8080`; controller-runtime's `:8080`
+    /// listens on every interface). Port 0 picks a free port (see [`Manager::metrics_addr`]).
+    pub metrics_bind_address: BindAddress,
+    /// Where `/healthz` and `/readyz` are served (default [`BindAddress::Disabled`], as
     /// controller-runtime). Port 0 picks a free port (see [`Manager::health_probe_addr`]).
-    pub health_probe_bind_address: Option<String>,
+    pub health_probe_bind_address: BindAddress,
     /// Leader election; `None` (default) disables it: every runnable starts at once.
     pub leader_election: Option<crate::leaderelection::LeaderElectionConfig>,
     /// How long [`Manager::start`] waits for runnables to stop after cancellation (default
@@ -193,10 +204,49 @@ impl Default for ManagerOptions {
     fn default() -> Self {
         ManagerOptions {
             cache: CacheOptions::default(),
-            metrics_bind_address: Some("127.0.0.1:8080".into()),
-            health_probe_bind_address: None,
+            metrics_bind_address: BindAddress::Addr(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            health_probe_bind_address: BindAddress::Disabled,
             leader_election: None,
             graceful_shutdown_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+impl ManagerOptions {
+    /// Sets [`cache`](Self::cache).
+    pub fn with_cache(self, cache: CacheOptions) -> Self {
+        ManagerOptions { cache, ..self }
+    }
+
+    /// Sets [`metrics_bind_address`](Self::metrics_bind_address).
+    pub fn with_metrics_bind_address(self, addr: BindAddress) -> Self {
+        ManagerOptions {
+            metrics_bind_address: addr,
+            ..self
+        }
+    }
+
+    /// Sets [`health_probe_bind_address`](Self::health_probe_bind_address).
+    pub fn with_health_probe_bind_address(self, addr: BindAddress) -> Self {
+        ManagerOptions {
+            health_probe_bind_address: addr,
+            ..self
+        }
+    }
+
+    /// Turns on [`leader_election`](Self::leader_election) with `config`.
+    pub fn with_leader_election(self, config: crate::leaderelection::LeaderElectionConfig) -> Self {
+        ManagerOptions {
+            leader_election: Some(config),
+            ..self
+        }
+    }
+
+    /// Sets [`graceful_shutdown_timeout`](Self::graceful_shutdown_timeout).
+    pub fn with_graceful_shutdown_timeout(self, timeout: Duration) -> Self {
+        ManagerOptions {
+            graceful_shutdown_timeout: timeout,
+            ..self
         }
     }
 }

@@ -101,7 +101,7 @@ struct Election {
 /// Binds the metrics and probe servers and adds them to the HTTP servers group.
 async fn add_http_servers(inner: &Arc<Inner>) -> Result<(), Error> {
     let options = &inner.options;
-    if let Some(addr) = enabled(&options.metrics_bind_address) {
+    if let Some(addr) = options.metrics_bind_address.addr() {
         let listener = http::bind(addr).await?;
         *inner.metrics_addr.lock() = listener.local_addr().ok();
         let handler = http::metrics_handler(inner.registry.clone());
@@ -110,7 +110,7 @@ async fn add_http_servers(inner: &Arc<Inner>) -> Result<(), Error> {
             None,
         )?;
     }
-    if let Some(addr) = enabled(&options.health_probe_bind_address) {
+    if let Some(addr) = options.health_probe_bind_address.addr() {
         let listener = http::bind(addr).await?;
         *inner.health_probe_addr.lock() = listener.local_addr().ok();
         let handler = probe_handler(inner.healthz.clone(), inner.readyz.clone());
@@ -120,11 +120,6 @@ async fn add_http_servers(inner: &Arc<Inner>) -> Result<(), Error> {
         )?;
     }
     Ok(())
-}
-
-/// An address, unless absent, empty or `"0"` (controller-runtime's "disabled").
-fn enabled(addr: &Option<String>) -> Option<&str> {
-    addr.as_deref().filter(|a| !a.is_empty() && *a != "0")
 }
 
 /// Starts the groups in order; then leader election and its group.

@@ -9,9 +9,12 @@
 //! | --- | --- |
 //! | `Ok(Action::done())` | forgets the key's backoff; the key comes back only with a new event |
 //! | `Ok(Action::requeue_after(d))`, `d > 0` | forgets the backoff, adds the key again after `d` |
-//! | `Ok(Action::requeue())` | adds the key again after its rate-limited backoff |
 //! | `Err(e)` | adds the key again after its rate-limited backoff (5 ms, 10 ms, 20 ms, ...) |
 //! | `Err(e)` with `e` a [`TerminalError`] | records the error and does **not** retry |
+//!
+//! There is no "requeue with backoff but no error" (Go's deprecated `Result.Requeue`): a
+//! reconcile that must try again soon without a fixed delay returns an error, so the retry is
+//! rate-limited and counted; one that waits for time to pass returns `requeue_after`.
 //!
 //! ```
 //! use std::time::Duration;
@@ -85,14 +88,15 @@ impl fmt::Display for Request {
     }
 }
 
-/// What a successful reconcile asks the controller to do next (controller-runtime's `Result`).
+/// What a successful reconcile asks the controller to do next (controller-runtime's `Result`):
+/// nothing, or another reconcile after a delay. A retry with backoff is an error (see the
+/// [module docs](self)).
 ///
 /// ```
 /// use std::time::Duration;
 /// use controller_runtime::reconcile::Action;
 ///
-/// assert!(!Action::done().is_requeue());
-/// assert!(Action::requeue().is_requeue());
+/// assert_eq!(Action::done().requeue_after_duration(), None);
 /// assert_eq!(Action::requeue_after(Duration::from_secs(5)).requeue_after_duration(),
 ///            Some(Duration::from_secs(5)));
 /// // A zero delay means "no delayed requeue", as in controller-runtime.
@@ -100,7 +104,6 @@ impl fmt::Display for Request {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Action {
-    requeue: bool,
     requeue_after: Duration,
 }
 
@@ -110,27 +113,12 @@ impl Action {
         Action::default()
     }
 
-    /// Reconcile the key again after its rate-limited backoff (the same delay an error gets,
-    /// without counting as an error).
-    pub fn requeue() -> Self {
-        Action {
-            requeue: true,
-            requeue_after: Duration::ZERO,
-        }
-    }
-
     /// Reconcile the key again after `delay` (the backoff is forgotten first). A zero delay is
     /// [`Action::done`].
     pub fn requeue_after(delay: Duration) -> Self {
         Action {
-            requeue: false,
             requeue_after: delay,
         }
-    }
-
-    /// Whether this asks for a rate-limited requeue ([`Action::requeue`]).
-    pub fn is_requeue(&self) -> bool {
-        self.requeue
     }
 
     /// The delay of a delayed requeue, if one was asked for (never zero).
@@ -323,13 +311,14 @@ tokio::task_local! {
 /// a controller runs (`None` elsewhere, e.g. in a unit test calling the reconciler directly).
 ///
 /// ```
+/// use std::time::Duration;
 /// use controller_runtime::reconcile::{self, Action};
 /// use controller_runtime::Request;
 ///
 /// let r = reconcile::from_fn(|req: Request| async move {
 ///     if let Some(ctx) = reconcile::context() {
 ///         tokio::select! {
-///             _ = ctx.stopping.cancelled() => return Ok(Action::requeue()),
+///             _ = ctx.stopping.cancelled() => return Ok(Action::requeue_after(Duration::from_secs(1))),
 ///             _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
 ///         }
 ///     }
@@ -415,6 +404,9 @@ mod tests {
     #[test]
     fn actions() {
         assert_eq!(Action::done().requeue_after_duration(), None);
-        assert!(!Action::requeue_after(Duration::from_millis(1)).is_requeue());
+        assert_eq!(
+            Action::requeue_after(Duration::from_millis(1)).requeue_after_duration(),
+            Some(Duration::from_millis(1))
+        );
     }
 }

@@ -59,10 +59,7 @@ impl Running {
             + 'static,
     {
         let mut registry = Registry::default();
-        let options = ControllerOptions {
-            metrics: Some(Metrics::register(&mut registry)),
-            ..options
-        };
+        let options = options.with_metrics(Metrics::register(&mut registry));
         let (call_tx, calls) = mpsc::unbounded_channel();
         let count = Arc::new(AtomicUsize::new(0));
         let behave = Arc::new(behave);
@@ -157,14 +154,8 @@ pub(crate) fn ok() -> BoxFuture<'static, Result<Action, ReconcileError>> {
 
 pub(crate) fn both_queues() -> [ControllerOptions<Request>; 2] {
     [
-        ControllerOptions {
-            use_priority_queue: false,
-            ..Default::default()
-        },
-        ControllerOptions {
-            use_priority_queue: true,
-            ..Default::default()
-        },
+        ControllerOptions::default().with_use_priority_queue(false),
+        ControllerOptions::default().with_use_priority_queue(true),
     ]
 }
 

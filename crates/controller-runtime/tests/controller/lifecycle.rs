@@ -15,10 +15,7 @@ async fn concurrency_limit_is_never_exceeded_and_keys_never_overlap() {
         per_key.clone(),
         overlap.clone(),
     );
-    let options = ControllerOptions {
-        max_concurrent_reconciles: WORKERS,
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_max_concurrent_reconciles(WORKERS);
     let mut r = Running::start(options, move |req, _| {
         let (flight, max, keys, twice) = (flight.clone(), max.clone(), keys.clone(), twice.clone());
         Box::pin(async move {
@@ -174,10 +171,7 @@ async fn start_waits_for_syncing_sources_before_running_workers() {
 #[tokio::test(start_paused = true)]
 async fn sync_timeout_is_an_error_naming_the_source() {
     let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
-    let options = ControllerOptions {
-        cache_sync_timeout: Duration::from_secs(10),
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_cache_sync_timeout(Duration::from_secs(10));
     let controller = Controller::new("never-synced", reconciler, options).unwrap();
     controller
         .watch(
@@ -233,19 +227,13 @@ fn bad_options_are_errors() {
     let r = || reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
     let err = Controller::new("", r(), ControllerOptions::default()).unwrap_err();
     assert!(matches!(err, Error::MissingName));
-    let zero = ControllerOptions {
-        max_concurrent_reconciles: 0,
-        ..Default::default()
-    };
+    let zero = ControllerOptions::default().with_max_concurrent_reconciles(0);
     let err = Controller::new("c", r(), zero).unwrap_err();
     assert!(
         err.to_string().contains("max_concurrent_reconciles"),
         "{err}"
     );
-    let zero_timeout = ControllerOptions {
-        reconciliation_timeout: Some(Duration::ZERO),
-        ..Default::default()
-    };
+    let zero_timeout = ControllerOptions::default().with_reconciliation_timeout(Duration::ZERO);
     assert!(Controller::new("c", r(), zero_timeout).is_err());
     let c = Controller::new("c", r(), ControllerOptions::default()).unwrap();
     assert!(c.need_leader_election());
@@ -299,10 +287,7 @@ async fn warm_up_starts_sources_before_start_runs_workers() {
         let _ = tx.send((req, Instant::now()));
         async { Ok(Action::done()) }
     });
-    let options = ControllerOptions {
-        enable_warm_up: true,
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_enable_warm_up(true);
     let controller = Controller::new("warm", reconciler, options).unwrap();
     let sync = SlowSync {
         sync_after: Some(Duration::from_secs(3)),
@@ -359,17 +344,15 @@ async fn new_queue_option_builds_the_queue() {
     use controller_runtime::workqueue::{QueueConfig, Workqueue};
     let built = Arc::new(parking_lot::Mutex::new(None::<String>));
     let seen = built.clone();
-    let options = ControllerOptions {
-        new_queue: Some(Arc::new(move |name: &str, rate_limiter| {
+    let options =
+        ControllerOptions::default().with_new_queue(Arc::new(move |name: &str, rate_limiter| {
             *seen.lock() = Some(name.to_string());
             Workqueue::new(QueueConfig {
                 name: name.into(),
                 rate_limiter,
                 metrics: None,
             })
-        })),
-        ..Default::default()
-    };
+        }));
     let mut r = Running::start(options, |_, _| ok()).await;
     assert_eq!(built.lock().as_deref(), Some("test"));
     r.send("ns", "a").await;
@@ -391,7 +374,7 @@ async fn reconciles_see_their_context_and_the_stop_signal() {
             let _ = tx.send((ctx.controller.to_string(), ctx.reconcile_id));
             // A long reconcile that honours the stop signal.
             tokio::select! {
-                _ = ctx.stopping.cancelled() => Ok(Action::requeue()),
+                _ = ctx.stopping.cancelled() => Ok(Action::requeue_after(Duration::from_secs(1))),
                 _ = tokio::time::sleep(Duration::from_secs(3600)) => Ok(Action::done()),
             }
         }

@@ -6,10 +6,7 @@ use super::harness::*;
 async fn real_changes_overtake_the_initial_list_on_the_priority_queue() {
     for (use_priority_queue, want) in [(true, ["l0", "urgent", "l1"]), (false, ["l0", "l1", "l2"])]
     {
-        let options = ControllerOptions {
-            use_priority_queue,
-            ..Default::default()
-        };
+        let options = ControllerOptions::default().with_use_priority_queue(use_priority_queue);
         let mut r = Running::start(options, |_, _| {
             Box::pin(async {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -40,10 +37,7 @@ async fn a_retried_low_priority_key_stays_behind_real_changes() {
     // l0 (initial list, low priority) fails once after 10 ms and is ready again at 15 ms; n1
     // keeps the only worker busy until 30 ms; n2 arrives at 20 ms. At 30 ms the worker must pick
     // n2: the retry of l0 kept its low priority (at priority 0 it would go first, being older).
-    let options = ControllerOptions {
-        use_priority_queue: true,
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_use_priority_queue(true);
     let mut r = Running::start(options, |req, n| {
         Box::pin(async move {
             match (req.name.as_str(), n) {

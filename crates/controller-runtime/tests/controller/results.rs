@@ -1,4 +1,4 @@
-//! What each reconcile result does to its key: done, requeue_after, requeue, errors,
+//! What each reconcile result does to its key: done, requeue_after, errors,
 //! terminal errors, panics and timeouts, with the metrics they count.
 
 use super::harness::*;
@@ -105,14 +105,15 @@ async fn error_backoff_grows_and_success_resets_it() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn requeue_uses_the_rate_limiter() {
+async fn a_retry_with_backoff_is_an_error_and_requeue_stays_zero() {
+    // What Go's deprecated `Result{Requeue: true}` did: an error, retried by the rate limiter.
     let mut r = Running::start(ControllerOptions::default(), |_, n| {
         Box::pin(async move {
-            Ok(if n < 3 {
-                Action::requeue()
+            if n < 3 {
+                Err(ReconcileError::msg("not ready, try again"))
             } else {
-                Action::done()
-            })
+                Ok(Action::done())
+            }
         })
     })
     .await;
@@ -129,8 +130,9 @@ async fn requeue_uses_the_rate_limiter() {
         [t[1] - t[0], t[2] - t[1], t[3] - t[2]],
         [ms(5), ms(10), ms(20)]
     );
-    r.assert_metric(r#"controller_runtime_reconcile_total{controller="test",result="requeue"} 3"#);
-    r.assert_metric(r#"controller_runtime_reconcile_errors_total{controller="test"} 0"#);
+    // The `requeue` series exists (for dashboards) but nothing counts it.
+    r.assert_metric(r#"controller_runtime_reconcile_total{controller="test",result="requeue"} 0"#);
+    r.assert_metric(r#"controller_runtime_reconcile_errors_total{controller="test"} 3"#);
     r.stop().await;
 }
 
@@ -188,10 +190,7 @@ async fn panic_is_recovered_counted_and_retried_with_backoff() {
 #[tokio::test(start_paused = true)]
 async fn panic_without_recovery_ends_start_with_the_panic() {
     let mut r = Running::start(
-        ControllerOptions {
-            recover_panic: false,
-            ..Default::default()
-        },
+        ControllerOptions::default().with_recover_panic(false),
         |_, _| Box::pin(async { panic!("unrecovered") }),
     )
     .await;
@@ -207,10 +206,7 @@ async fn panic_without_recovery_ends_start_with_the_panic() {
 
 #[tokio::test(start_paused = true)]
 async fn reconciliation_timeout_counts_as_an_error() {
-    let options = ControllerOptions {
-        reconciliation_timeout: Some(Duration::from_secs(1)),
-        ..Default::default()
-    };
+    let options = ControllerOptions::default().with_reconciliation_timeout(Duration::from_secs(1));
     let mut r = Running::start(options, |_, n| {
         Box::pin(async move {
             if n == 0 {

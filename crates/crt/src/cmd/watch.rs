@@ -54,11 +54,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let gvk = GroupVersionKind::gvk(&resource.group, &resource.version, &resource.kind);
     let options = CacheOptions::default().by_object::<DynamicObject>(
         &resource,
-        ByObject {
+        ByObject::default()
             // One namespace, or (an empty set) every namespace.
-            namespaces: Some(controller_runtime::cache::namespaces(namespace.clone())),
-            ..Default::default()
-        },
+            .with_namespaces(controller_runtime::cache::namespaces(namespace.clone())),
     );
     let cache = Cache::new(client, options);
     cache.start(ctx.clone());

@@ -303,9 +303,6 @@ impl<R: Reconciler> Reconciler for FlowReconciler<R> {
                     Some(d) => {
                         let _ = write!(line, " | requeue after {d:?} ({took} ms)");
                     }
-                    None if action.is_requeue() => {
-                        let _ = write!(line, " | requeue ({took} ms)");
-                    }
                     None => {
                         let _ = write!(line, " | done ({took} ms)");
                     }

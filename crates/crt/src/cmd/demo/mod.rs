@@ -168,24 +168,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 /// (the label every child carries), so other ConfigMaps never reach the controller. Metrics and
 /// probes listen on free ports (never a fixed one: tests run in parallel).
 fn manager(client: kube_client::Client) -> anyhow::Result<Manager> {
-    let cache = CacheOptions {
-        default_namespaces: namespaces([NAMESPACE]),
-        ..Default::default()
-    }
-    .by_object::<ConfigMap>(
-        &(),
-        ByObject {
-            label_selector: Some(operator::MANAGED_BY.into()),
-            ..Default::default()
-        },
-    );
-    let options = ManagerOptions {
-        cache,
-        metrics_bind_address: Some("127.0.0.1:0".into()),
-        health_probe_bind_address: Some("127.0.0.1:0".into()),
-        graceful_shutdown_timeout: Duration::from_secs(5),
-        ..Default::default()
-    };
+    let cache = CacheOptions::default()
+        .with_default_namespaces(namespaces([NAMESPACE]))
+        .by_object::<ConfigMap>(
+            &(),
+            ByObject::default().with_label_selector(operator::MANAGED_BY),
+        );
+    let options = ManagerOptions::default()
+        .with_cache(cache)
+        .with_metrics_bind_address("127.0.0.1:0".parse()?)
+        .with_health_probe_bind_address("127.0.0.1:0".parse()?)
+        .with_graceful_shutdown_timeout(Duration::from_secs(5));
     Manager::new(client, options).context("creating the manager")
 }
 
@@ -193,17 +186,15 @@ fn manager(client: kube_client::Client) -> anyhow::Result<Manager> {
 /// worker, so the printed reconciles come one at a time.
 fn controller_options(mgr: &Manager) -> ControllerOptions {
     let metrics = mgr.metrics().workqueue.clone();
-    ControllerOptions {
-        max_concurrent_reconciles: 1,
-        new_queue: Some(Arc::new(move |name, rate_limiter| {
+    ControllerOptions::default()
+        .with_max_concurrent_reconciles(1)
+        .with_new_queue(Arc::new(move |name, rate_limiter| {
             FlowQueue::wrap(PriorityQueue::new(QueueConfig {
                 name: name.to_string(),
                 rate_limiter,
                 metrics: Some(metrics.clone()),
             }))
-        })),
-        ..Default::default()
-    }
+        }))
 }
 
 /// Where the manager's HTTP endpoints listen, for the banner.
