@@ -19,12 +19,12 @@ use std::time::{Duration, Instant};
 
 use controller_runtime::Request;
 use controller_runtime::controller::{Controller, ControllerOptions};
-use controller_runtime::event::{GenericEvent, UpdateEvent};
+use controller_runtime::event::{Event, GenericEvent, UpdateEvent};
 use controller_runtime::handler::EnqueueRequestForObject;
 use controller_runtime::predicate;
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::{self, EventDispatcher};
-use controller_runtime::workqueue::{PriorityQueue, Queue, QueueConfig};
+use controller_runtime::workqueue::{Queue, QueueConfig, QueueOrder, Workqueue};
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -46,7 +46,8 @@ fn dispatch(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let queue: Arc<dyn Queue<Request>> = PriorityQueue::new(QueueConfig::default());
+    let queue: Arc<dyn Queue<Request>> =
+        Workqueue::new(QueueConfig::default().order(QueueOrder::Priority));
     let dispatcher = EventDispatcher::new(
         Arc::new(EnqueueRequestForObject),
         queue.clone(),
@@ -55,14 +56,14 @@ fn dispatch(c: &mut Criterion) {
             predicate::label_selector::<Deployment>("app=web,tier notin (db)").unwrap(),
         ],
     );
-    let changed = UpdateEvent {
+    let changed = Event::Update(UpdateEvent {
         old: deployment(1, "10"),
         new: deployment(2, "11"),
-    };
-    let resync = UpdateEvent {
+    });
+    let resync = Event::Update(UpdateEvent {
         old: deployment(2, "11"),
         new: deployment(2, "11"),
-    };
+    });
 
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("update-enqueued", |b| {
@@ -70,7 +71,7 @@ fn dispatch(c: &mut Criterion) {
             rt.block_on(async {
                 let start = Instant::now();
                 for _ in 0..iters {
-                    assert!(dispatcher.update(black_box(&changed)));
+                    assert!(dispatcher.dispatch(black_box(&changed)));
                     let item = queue.get().await.unwrap();
                     queue.done(&item);
                 }
@@ -79,7 +80,7 @@ fn dispatch(c: &mut Criterion) {
         })
     });
     group.bench_function("update-filtered", |b| {
-        b.iter(|| assert!(!dispatcher.update(black_box(&resync))))
+        b.iter(|| assert!(!dispatcher.dispatch(black_box(&resync))))
     });
     group.finish();
 }

@@ -73,7 +73,7 @@ use crate::manager::{self, Manager};
 use crate::predicate::BoxPredicate;
 use crate::reconcile::{self, ReconcileError, Reconciler};
 use crate::source::{self, Kind, Source, Watch};
-use crate::workqueue::Queue;
+use crate::workqueue::Enqueue;
 use filter::FilterPredicate;
 
 /// Why a controller could not be built or added to its manager.
@@ -554,7 +554,7 @@ impl Watch for BoxedWatch {
     fn start(
         &self,
         ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
+        queue: Arc<dyn Enqueue<Request>>,
     ) -> BoxFuture<'_, Result<(), source::Error>> {
         self.0.start(ctx, queue)
     }

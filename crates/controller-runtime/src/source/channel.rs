@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Error, EventDispatcher, Source, short_type_name};
-use crate::event::GenericEvent;
+use crate::event::{Event, GenericEvent};
 use crate::workqueue::QueueItem;
 
 /// The buffer of each destination unless set: controller-runtime's `DestBufferSize` default.
@@ -173,7 +173,7 @@ impl<K: Send + Sync + 'static, T: QueueItem> Source<K, T> for Channel<K> {
                     _ = ctx.cancelled() => break,
                     event = rx.recv() => match event {
                         Some(event) => {
-                            dispatcher.generic(&event);
+                            dispatcher.dispatch(&Event::Generic(event));
                         }
                         None => break,
                     },

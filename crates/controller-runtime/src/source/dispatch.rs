@@ -5,37 +5,38 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::Request;
-use crate::event::{CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent};
+use crate::event::Event;
 use crate::handler::{BoxEventHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
-use crate::workqueue::{Queue, QueueItem};
+use crate::workqueue::{Enqueue, QueueItem};
 
-/// One watch's destination: its handler, its predicates and the controller's queue.
+/// One watch's destination: its handler, its predicates and the controller's queue (its
+/// enqueue-only side).
 ///
-/// A source calls [`create`](Self::create), [`update`](Self::update), [`delete`](Self::delete)
-/// or [`generic`](Self::generic) for each event; the event reaches the handler only if every
-/// predicate passes it. Cloning is cheap (three `Arc`s), so a source can hand a clone to each
-/// task it spawns.
+/// A source calls [`dispatch`](Self::dispatch) for each event; the event reaches the handler
+/// only if every predicate passes it. Cloning is cheap (three `Arc`s), so a source can hand a
+/// clone to each task it spawns.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use controller_runtime::event::GenericEvent;
+/// use controller_runtime::event::{Event, GenericEvent};
 /// use controller_runtime::handler::Funcs;
 /// use controller_runtime::predicate;
 /// use controller_runtime::source::EventDispatcher;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// # fn demo(queue: Arc<dyn controller_runtime::workqueue::Queue<controller_runtime::Request>>) {
+/// # fn demo(queue: Arc<dyn controller_runtime::workqueue::Enqueue<controller_runtime::Request>>) {
 ///
 /// let handler = Funcs::<ConfigMap>::new().on_generic(|_e, _q| println!("generic event"));
 /// let only_labelled = predicate::label_selector::<ConfigMap>("app").unwrap();
 /// let dispatcher = EventDispatcher::new(Arc::new(handler), queue, vec![only_labelled]);
 /// // Filtered out: the ConfigMap has no "app" label.
-/// dispatcher.generic(&GenericEvent { object: Arc::new(ConfigMap::default()) });
+/// let event = Event::Generic(GenericEvent { object: Arc::new(ConfigMap::default()) });
+/// assert!(!dispatcher.dispatch(&event));
 /// # }
 /// ```
 pub struct EventDispatcher<K, T: QueueItem = Request> {
     handler: BoxEventHandler<K, T>,
-    queue: Arc<dyn Queue<T>>,
+    queue: Arc<dyn Enqueue<T>>,
     predicates: Arc<[BoxPredicate<K>]>,
 }
 
@@ -61,7 +62,7 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
     /// Bundles a handler, a queue and predicates.
     pub fn new(
         handler: BoxEventHandler<K, T>,
-        queue: Arc<dyn Queue<T>>,
+        queue: Arc<dyn Enqueue<T>>,
         predicates: Vec<BoxPredicate<K>>,
     ) -> Self {
         EventDispatcher {
@@ -72,7 +73,7 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
     }
 
     /// The queue the handler feeds.
-    pub fn queue(&self) -> &Arc<dyn Queue<T>> {
+    pub fn queue(&self) -> &Arc<dyn Enqueue<T>> {
         &self.queue
     }
 
@@ -81,57 +82,19 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
         &*self.handler
     }
 
-    /// Delivers a create event; returns whether it passed the predicates.
-    pub fn create(&self, event: &CreateEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.create(event));
-        if pass {
-            self.handler.create(event, &*self.queue);
-        } else {
-            tracing::trace!("create event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers an update event; returns whether it passed the predicates.
-    pub fn update(&self, event: &UpdateEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.update(event));
-        if pass {
-            self.handler.update(event, &*self.queue);
-        } else {
-            tracing::trace!("update event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers a delete event; returns whether it passed the predicates.
-    pub fn delete(&self, event: &DeleteEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.delete(event));
-        if pass {
-            self.handler.delete(event, &*self.queue);
-        } else {
-            tracing::trace!("delete event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers a generic event; returns whether it passed the predicates.
-    pub fn generic(&self, event: &GenericEvent<K>) -> bool {
-        let pass = self.predicates.iter().all(|p| p.generic(event));
-        if pass {
-            self.handler.generic(event, &*self.queue);
-        } else {
-            tracing::trace!("generic event filtered out by a predicate");
-        }
-        pass
-    }
-
-    /// Delivers any event; returns whether it passed the predicates.
+    /// Delivers an event; returns whether it passed the predicates.
     pub fn dispatch(&self, event: &Event<K>) -> bool {
-        match event {
-            Event::Create(e) => self.create(e),
-            Event::Update(e) => self.update(e),
-            Event::Delete(e) => self.delete(e),
-            Event::Generic(e) => self.generic(e),
+        let pass = match event {
+            Event::Create(e) => self.predicates.iter().all(|p| p.create(e)),
+            Event::Update(e) => self.predicates.iter().all(|p| p.update(e)),
+            Event::Delete(e) => self.predicates.iter().all(|p| p.delete(e)),
+            Event::Generic(e) => self.predicates.iter().all(|p| p.generic(e)),
+        };
+        if pass {
+            self.handler.handle(event, &*self.queue);
+        } else {
+            tracing::trace!(event = event.kind(), "event filtered out by a predicate");
         }
+        pass
     }
 }

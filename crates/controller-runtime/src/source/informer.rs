@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Error, EventDispatcher, Source, short_type_name};
 use crate::cache::{self, Cache, CacheObject, ResourceEventHandler};
-use crate::event::{CreateEvent, DeleteEvent, UpdateEvent};
+use crate::event::{CreateEvent, DeleteEvent, Event, UpdateEvent};
 use crate::workqueue::QueueItem;
 
 /// Turns an informer's OnAdd/OnUpdate/OnDelete into events for a dispatcher (predicates, then
@@ -19,22 +19,22 @@ struct DispatchToHandler<K, T: QueueItem>(EventDispatcher<K, T>);
 
 impl<K: Send + Sync, T: QueueItem> ResourceEventHandler<K> for DispatchToHandler<K, T> {
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
-        self.0.create(&CreateEvent {
+        self.0.dispatch(&Event::Create(CreateEvent {
             object: obj.clone(),
             is_in_initial_list,
-        });
+        }));
     }
     fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        self.0.update(&UpdateEvent {
+        self.0.dispatch(&Event::Update(UpdateEvent {
             old: old.clone(),
             new: new.clone(),
-        });
+        }));
     }
     fn on_delete(&self, obj: &Arc<K>, delete_state_unknown: bool) {
-        self.0.delete(&DeleteEvent {
+        self.0.dispatch(&Event::Delete(DeleteEvent {
             object: obj.clone(),
             delete_state_unknown,
-        });
+        }));
     }
 }
 

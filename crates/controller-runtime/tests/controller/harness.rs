@@ -10,7 +10,7 @@ pub(crate) use std::time::Duration;
 
 pub(crate) use controller_runtime::Request;
 pub(crate) use controller_runtime::controller::{Controller, ControllerOptions, Error};
-pub(crate) use controller_runtime::event::GenericEvent;
+pub(crate) use controller_runtime::event::{Event, GenericEvent};
 pub(crate) use controller_runtime::handler::EnqueueRequestForObject;
 pub(crate) use controller_runtime::metrics::Metrics;
 pub(crate) use controller_runtime::predicate;
@@ -178,10 +178,10 @@ impl Source<ConfigMap> for SlowSync {
         dispatcher: EventDispatcher<ConfigMap>,
     ) -> BoxFuture<'_, Result<(), source::Error>> {
         // The initial list, delivered at once.
-        dispatcher.create(&controller_runtime::event::CreateEvent {
+        dispatcher.dispatch(&Event::Create(controller_runtime::event::CreateEvent {
             object: cm("ns", "listed"),
             is_in_initial_list: true,
-        });
+        }));
         Box::pin(async { Ok(()) })
     }
 
@@ -213,10 +213,10 @@ impl Source<ConfigMap> for InitialList {
         dispatcher: EventDispatcher<ConfigMap>,
     ) -> BoxFuture<'_, Result<(), source::Error>> {
         for name in &self.names {
-            dispatcher.create(&controller_runtime::event::CreateEvent {
+            dispatcher.dispatch(&Event::Create(controller_runtime::event::CreateEvent {
                 object: cm("ns", name),
                 is_in_initial_list: true,
-            });
+            }));
         }
         Box::pin(async { Ok(()) })
     }

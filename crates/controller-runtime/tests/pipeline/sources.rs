@@ -18,13 +18,13 @@ fn dispatcher_asks_every_predicate_before_the_handler() {
     let mut labelled2 = labelled.clone();
     labelled2.metadata.resource_version = Some("2".into());
 
-    assert!(!d.create(&create(cm("ns", "unlabelled"), false)));
-    assert!(d.create(&create(labelled.clone(), false)));
+    assert!(!d.dispatch(&Event::Create(create(cm("ns", "unlabelled"), false))));
+    assert!(d.dispatch(&Event::Create(create(labelled.clone(), false))));
     assert!(
-        !d.update(&update(labelled.clone(), labelled.clone())),
+        !d.dispatch(&Event::Update(update(labelled.clone(), labelled.clone()))),
         "resync filtered"
     );
-    assert!(d.update(&update(labelled.clone(), labelled2)));
+    assert!(d.dispatch(&Event::Update(update(labelled.clone(), labelled2))));
     assert!(d.dispatch(&controller_runtime::event::Event::Delete(delete(labelled))));
     assert_eq!(
         q.take(),
@@ -132,7 +132,7 @@ async fn channel_source_keeps_events_while_nobody_listens() {
 #[tokio::test]
 async fn func_source_is_given_the_queue() {
     let q = Arc::new(RecordingQueue::default());
-    let f = Func::new(|_ctx, queue: Arc<dyn Queue<Request>>| async move {
+    let f = Func::new(|_ctx, queue: Arc<dyn Enqueue<Request>>| async move {
         queue.add(Request::new("ns", "from-func"));
         Ok(())
     })
