@@ -127,12 +127,6 @@ impl AddOpts {
         self.priority = Some(priority);
         self
     }
-
-    /// Sets [`AddOpts::priority`] from an optional priority.
-    pub fn priority_opt(mut self, priority: Option<i32>) -> Self {
-        self.priority = priority;
-        self
-    }
 }
 
 /// The priority handlers use for creates from an informer's initial list and for resync updates,
