@@ -314,6 +314,7 @@ impl<T: QueueItem> Workqueue<T> {
 
     /// The add rule: queues `item` now at `priority`, or raises the priority of its queued
     /// entry. With [`QueueOrder::Priority`] a delayed add of the item is folded in.
+    #[inline]
     fn add_now_locked(&self, s: &mut State<T>, item: T, mut priority: i32, wake: &mut Wake) {
         let metrics = self.metrics.as_ref();
         let seq = s.seq + 1;
@@ -422,10 +423,17 @@ impl<T: QueueItem> Workqueue<T> {
     /// Every operation calls it first, so the queue behaves as if each delayed add happened at
     /// its time (its place in the order included). It notifies under the lock: `Notify` never
     /// calls back.
+    #[inline]
     fn promote_due_locked(&self, s: &mut State<T>) {
         if s.delayed.is_empty() || s.shutting_down {
             return;
         }
+        self.promote_due_slow(s);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn promote_due_slow(&self, s: &mut State<T>) {
         let now = Instant::now();
         let mut wake = Wake::default();
         while let Some(d) = s.delayed.pop_due(now) {
@@ -442,6 +450,7 @@ impl<T: QueueItem> Workqueue<T> {
     }
 
     /// The get rule, without waiting: the first ready item and its priority.
+    #[inline]
     fn pop_locked(&self, s: &mut State<T>) -> Option<(T, i32)> {
         self.promote_due_locked(s);
         let slots = &s.slots;
