@@ -24,7 +24,7 @@ use controller_runtime::handler::EnqueueRequestForObject;
 use controller_runtime::predicate;
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::{self, EventDispatcher};
-use controller_runtime::workqueue::{PriorityQueue, Queue, QueueConfig};
+use controller_runtime::workqueue::{Queue, QueueConfig, QueueOrder, Workqueue};
 use criterion::{Criterion, criterion_group, criterion_main};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -46,7 +46,8 @@ fn dispatch(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let queue: Arc<dyn Queue<Request>> = PriorityQueue::new(QueueConfig::default());
+    let queue: Arc<dyn Queue<Request>> =
+        Workqueue::new(QueueConfig::default().order(QueueOrder::Priority));
     let dispatcher = EventDispatcher::new(
         Arc::new(EnqueueRequestForObject),
         queue.clone(),

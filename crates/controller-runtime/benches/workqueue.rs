@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use controller_runtime::Request;
 use controller_runtime::workqueue::{
-    PriorityQueue, Queue, QueueConfig, QueueItem, Workqueue, WorkqueueMetrics,
+    Queue, QueueConfig, QueueItem, QueueOrder, Workqueue, WorkqueueMetrics,
 };
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group};
 
@@ -39,18 +39,15 @@ fn plain<T: QueueItem>() -> Arc<dyn Queue<T>> {
 }
 
 fn priority<T: QueueItem>() -> Arc<dyn Queue<T>> {
-    PriorityQueue::new(QueueConfig::default())
+    Workqueue::new(QueueConfig::default().order(QueueOrder::Priority))
 }
 
 /// With metrics: the series are resolved at construction; the hot path adds a counter, a gauge,
 /// two clock reads and two histogram observations per cycle.
 fn with_metrics(cfg: QueueConfig<Request>) -> QueueConfig<Request> {
     let mut registry = prometheus_client::registry::Registry::default();
-    QueueConfig {
-        name: "bench".into(),
-        metrics: Some(WorkqueueMetrics::register(&mut registry)),
-        ..cfg
-    }
+    cfg.name("bench")
+        .metrics(WorkqueueMetrics::register(&mut registry))
 }
 
 fn plain_metrics() -> Arc<dyn Queue<Request>> {
@@ -58,7 +55,9 @@ fn plain_metrics() -> Arc<dyn Queue<Request>> {
 }
 
 fn priority_metrics() -> Arc<dyn Queue<Request>> {
-    PriorityQueue::new(with_metrics(QueueConfig::default()))
+    Workqueue::new(with_metrics(
+        QueueConfig::default().order(QueueOrder::Priority),
+    ))
 }
 
 /// One worker: add, get, done, repeated.

@@ -49,10 +49,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     cache.start(ctx.clone());
 
     // 3. A queue and a handler that logs each event and enqueues the object's key.
-    let queue: Arc<dyn Queue<Request>> = Workqueue::new(QueueConfig {
-        name: "debug".into(),
-        ..Default::default()
-    });
+    let queue: Arc<dyn Queue<Request>> = Workqueue::new(QueueConfig::default().name("debug"));
     let key = |o: &ConfigMap| Request::new(o.namespace().unwrap_or_default(), o.name_any());
     let handler = Funcs::<ConfigMap>::new()
         .on_create(move |e, q| {

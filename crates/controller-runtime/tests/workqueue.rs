@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controller_runtime::workqueue::{
-    AddOpts, ItemExponentialFailureRateLimiter, LOW_PRIORITY, PriorityQueue, Queue, QueueConfig,
-    RateLimiter, Workqueue, WorkqueueMetrics,
+    AddOpts, Enqueue, ItemExponentialFailureRateLimiter, LOW_PRIORITY, Queue, QueueConfig,
+    QueueOrder, RateLimiter, Workqueue, WorkqueueMetrics,
 };
 use parking_lot::Mutex;
 use proptest::prelude::*;
@@ -19,10 +19,14 @@ fn plain<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>() -> Arc<Workq
 }
 
 fn exponential<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>() -> QueueConfig<T> {
-    QueueConfig {
-        rate_limiter: Arc::new(ItemExponentialFailureRateLimiter::default()),
-        ..QueueConfig::default()
-    }
+    QueueConfig::default().rate_limiter(Arc::new(ItemExponentialFailureRateLimiter::default()))
+}
+
+/// The engine in priority order.
+fn priority_queue<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(
+    cfg: QueueConfig<T>,
+) -> Arc<Workqueue<T>> {
+    Workqueue::new(cfg.order(QueueOrder::Priority))
 }
 
 /// Every queue kind, as the controller sees it.
@@ -31,7 +35,7 @@ fn all_queues<T: Clone + Eq + std::hash::Hash + Send + Sync + 'static>(
 ) -> Vec<(&'static str, Arc<dyn Queue<T>>)> {
     vec![
         ("plain", Workqueue::new(cfg()) as Arc<dyn Queue<T>>),
-        ("priority", PriorityQueue::new(cfg()) as Arc<dyn Queue<T>>),
+        ("priority", priority_queue(cfg()) as Arc<dyn Queue<T>>),
     ]
 }
 
@@ -190,11 +194,7 @@ async fn huge_delays_do_not_overflow() {
     for (kind, q) in all_queues(QueueConfig::default) {
         q.add_after("never", Duration::MAX);
         q.add_with_opts(
-            AddOpts {
-                after: Some(Duration::MAX),
-                priority: Some(i32::MAX),
-                rate_limited: false,
-            },
+            AddOpts::default().after(Duration::MAX).priority(i32::MAX),
             "never2",
         );
         tokio::time::advance(Duration::from_secs(10 * 365 * 24 * 3600)).await;
@@ -331,16 +331,8 @@ async fn shut_down_with_drain_waits_for_processing_items() {
 async fn metrics_are_reported_under_the_queue_name() {
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = WorkqueueMetrics::register(&mut registry);
-    let q = Workqueue::<&str>::new(QueueConfig {
-        name: "pods".into(),
-        metrics: Some(metrics.clone()),
-        ..QueueConfig::default()
-    });
-    let other = Workqueue::<&str>::new(QueueConfig {
-        name: "nodes".into(),
-        metrics: Some(metrics),
-        ..QueueConfig::default()
-    });
+    let q = Workqueue::<&str>::new(QueueConfig::default().name("pods").metrics(metrics.clone()));
+    let other = Workqueue::<&str>::new(QueueConfig::default().name("nodes").metrics(metrics));
     q.add("a");
     q.add("a");
     q.add("b");
@@ -433,23 +425,16 @@ fn gauge_value(text: &str, metric: &str, name: &str) -> f64 {
 }
 
 fn prio(p: i32) -> AddOpts {
-    AddOpts {
-        priority: Some(p),
-        ..AddOpts::default()
-    }
+    AddOpts::default().priority(p)
 }
 
 fn prio_after(p: i32, after: Duration) -> AddOpts {
-    AddOpts {
-        priority: Some(p),
-        after: Some(after),
-        ..AddOpts::default()
-    }
+    AddOpts::default().priority(p).after(after)
 }
 
 #[tokio::test]
 async fn priority_queue_orders_by_priority_then_fifo() {
-    let q = PriorityQueue::<&str>::new(QueueConfig::default());
+    let q = priority_queue::<&str>(QueueConfig::default());
     q.add_with_opts(prio(0), "a");
     q.add_with_opts(prio(LOW_PRIORITY), "b");
     q.add_with_opts(prio(10), "c");
@@ -480,7 +465,7 @@ async fn priority_queue_orders_by_priority_then_fifo() {
 
 #[tokio::test]
 async fn priority_queue_dedup_keeps_the_highest_priority() {
-    let q = PriorityQueue::<&str>::new(QueueConfig::default());
+    let q = priority_queue::<&str>(QueueConfig::default());
     q.add_with_opts(prio(LOW_PRIORITY), "x");
     q.add("y");
     q.add_with_opts(prio(5), "x");
@@ -502,7 +487,7 @@ async fn priority_queue_dedup_keeps_the_highest_priority() {
 
 #[tokio::test(start_paused = true)]
 async fn priority_queue_dedup_keeps_the_earliest_time() {
-    let q = PriorityQueue::<&str>::new(QueueConfig::default());
+    let q = priority_queue::<&str>(QueueConfig::default());
     let start = Instant::now();
     q.add_with_opts(prio_after(0, Duration::from_secs(10)), "x");
     q.add_with_opts(prio_after(3, Duration::from_secs(5)), "x");
@@ -540,15 +525,13 @@ async fn priority_queue_dedup_keeps_the_earliest_time() {
 
 #[tokio::test(start_paused = true)]
 async fn priority_queue_rate_limited_add_takes_the_shorter_delay() {
-    let q = PriorityQueue::<&str>::new(exponential());
+    let q = priority_queue::<&str>(exponential());
     let start = Instant::now();
     // limiter says 5 ms, after says 1 s: 5 ms wins
     q.add_with_opts(
-        AddOpts {
-            rate_limited: true,
-            after: Some(Duration::from_secs(1)),
-            priority: None,
-        },
+        AddOpts::default()
+            .rate_limited()
+            .after(Duration::from_secs(1)),
         "k",
     );
     assert_eq!(q.get().await, Some("k"));
@@ -560,11 +543,7 @@ async fn priority_queue_rate_limited_add_takes_the_shorter_delay() {
 async fn priority_queue_depth_is_reported_per_priority() {
     let mut registry = prometheus_client::registry::Registry::default();
     let metrics = WorkqueueMetrics::register(&mut registry);
-    let q = PriorityQueue::<&str>::new(QueueConfig {
-        name: "deploy".into(),
-        metrics: Some(metrics),
-        ..QueueConfig::default()
-    });
+    let q = priority_queue::<&str>(QueueConfig::default().name("deploy").metrics(metrics));
     q.add_with_opts(prio(LOW_PRIORITY), "a");
     q.add_with_opts(prio(LOW_PRIORITY), "b");
     q.add("c");
@@ -877,7 +856,7 @@ proptest! {
             .build()
             .unwrap();
         rt.block_on(async {
-            let q = PriorityQueue::<u8>::new(QueueConfig::default());
+            let q = priority_queue::<u8>(QueueConfig::default());
             let mut model = DelayedPriorityModel::default();
             for op in ops {
                 match op {
@@ -948,7 +927,7 @@ proptest! {
 
     #[test]
     fn priority_queue_follows_the_model(ops in proptest::collection::vec(prio_op(), 1..80)) {
-        let q = PriorityQueue::<u8>::new(QueueConfig::default());
+        let q = priority_queue::<u8>(QueueConfig::default());
         let mut model = PriorityModel::default();
         for op in ops {
             match op {

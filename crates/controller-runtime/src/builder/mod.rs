@@ -156,7 +156,7 @@ use crate::manager::{self, Manager};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{self, Action, ReconcileError, Reconciler};
 use crate::source::{self, Source, Watch};
-use crate::workqueue::Queue;
+use crate::workqueue::Enqueue;
 
 /// Why a controller could not be built or added to its manager.
 #[derive(Debug, thiserror::Error)]
@@ -542,7 +542,7 @@ impl Watch for BoxedWatch {
     fn start(
         &self,
         ctx: CancellationToken,
-        queue: Arc<dyn Queue<Request>>,
+        queue: Arc<dyn Enqueue<Request>>,
     ) -> BoxFuture<'_, Result<(), source::Error>> {
         self.0.start(ctx, queue)
     }

@@ -68,7 +68,7 @@ use crate::metrics::{ControllerMetrics, ControllerSeries};
 use crate::predicate::BoxPredicate;
 use crate::reconcile::Reconciler;
 use crate::source::{self, Source, Watch};
-use crate::workqueue::{PriorityQueue, Queue, QueueConfig, QueueItem, Workqueue};
+use crate::workqueue::{Queue, QueueConfig, QueueItem, QueueOrder, Workqueue};
 
 mod options;
 mod worker;
@@ -143,10 +143,9 @@ pub(crate) struct Inner<T: QueueItem> {
     name: Arc<str>,
     reconciler: Arc<dyn Reconciler<T>>,
     options: ControllerOptions<T>,
+    /// Workers learn each key's priority from it and requeue the key at that priority, as
+    /// controller-runtime does, whatever queue it is (built in or from `new_queue`).
     queue: Arc<dyn Queue<T>>,
-    /// The same queue when it is our priority queue: workers then learn each key's priority and
-    /// requeue it at that priority, as controller-runtime does.
-    priority_queue: Option<Arc<PriorityQueue<T>>>,
     metrics: ControllerSeries,
     state: Mutex<State<T>>,
 }
@@ -221,7 +220,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             controller: name.clone(),
             reason,
         })?;
-        let (queue, priority_queue) = new_queue(&name, &options);
+        let queue = new_queue(&name, &options);
         let metrics = match &options.metrics {
             Some(m) => m.controller.for_controller(&name),
             None => ControllerMetrics::unregistered().for_controller(&name),
@@ -235,7 +234,6 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                 reconciler: Arc::new(reconciler),
                 options,
                 queue,
-                priority_queue,
                 metrics,
                 state: Mutex::new(State {
                     started: false,
@@ -517,24 +515,20 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     }
 }
 
-/// A controller's queue, and the same queue as a priority queue when it is one.
-type Queues<T> = (Arc<dyn Queue<T>>, Option<Arc<PriorityQueue<T>>>);
-
-/// The controller's queue: the priority queue or the plain rate-limiting queue (or the one
-/// `new_queue` builds), and the priority queue again when it is one.
-fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Queues<T> {
+/// The controller's queue: the one `new_queue` builds, else the priority queue or the plain
+/// rate-limiting queue.
+fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Arc<dyn Queue<T>> {
     if let Some(build) = &options.new_queue {
-        return (build(name, options.rate_limiter.clone()), None);
+        return build(name, options.rate_limiter.clone());
     }
-    let config = QueueConfig {
-        name: name.to_string(),
-        rate_limiter: options.rate_limiter.clone(),
-        metrics: options.metrics.as_ref().map(|m| m.workqueue.clone()),
-    };
-    if options.use_priority_queue {
-        let queue = PriorityQueue::new(config);
-        (queue.clone(), Some(queue))
-    } else {
-        (Workqueue::new(config), None)
-    }
+    let mut config = QueueConfig::default()
+        .name(name)
+        .rate_limiter(options.rate_limiter.clone())
+        .order(if options.use_priority_queue {
+            QueueOrder::Priority
+        } else {
+            QueueOrder::Fifo
+        });
+    config.metrics = options.metrics.as_ref().map(|m| m.workqueue.clone());
+    Workqueue::new(config)
 }

@@ -49,7 +49,7 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
         let next = tokio::select! {
             biased;
             _ = stop.cancelled() => return,
-            next = next_item(&inner) => next,
+            next = inner.queue.get_with_priority() => next,
         };
         let Some((item, priority)) = next else { return };
         inner.metrics.active_workers.inc();
@@ -62,23 +62,12 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
     }
 }
 
-/// The next key and, from the priority queue, its priority.
-async fn next_item<T: QueueItem>(inner: &Inner<T>) -> Option<(T, Option<i32>)> {
-    match &inner.priority_queue {
-        Some(pq) => pq
-            .get_with_priority()
-            .await
-            .map(|(item, p)| (item, Some(p))),
-        None => inner.queue.get().await.map(|item| (item, None)),
-    }
-}
-
 /// Reconciles one key and acts on the result as controller-runtime's `reconcileHandler`.
 /// Requeues keep the key's priority (a low-priority key stays low when it is retried).
 async fn reconcile_handler<T: QueueItem + fmt::Debug>(
     inner: &Inner<T>,
     item: T,
-    priority: Option<i32>,
+    priority: i32,
     stopping: &CancellationToken,
 ) {
     let started = tokio::time::Instant::now();
@@ -107,7 +96,7 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
             if err.is_terminal() {
                 m.terminal_errors.inc();
             } else {
-                queue.add_with_opts(rate_limited(priority), item);
+                queue.add_with_opts(AddOpts::default().rate_limited().priority(priority), item);
             }
             m.errors.inc();
             m.error.inc();
@@ -117,12 +106,7 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
             if let Some(after) = action.requeue_after_duration() {
                 tracing::debug!(?after, "Reconcile done, requeueing after");
                 queue.forget(&item);
-                let opts = AddOpts {
-                    after: Some(after),
-                    rate_limited: false,
-                    priority,
-                };
-                queue.add_with_opts(opts, item);
+                queue.add_with_opts(AddOpts::default().after(after).priority(priority), item);
                 m.requeue_after.inc();
             } else {
                 tracing::debug!("Reconcile successful");
@@ -132,14 +116,6 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
         }
     }
     m.time.observe(started.elapsed().as_secs_f64());
-}
-
-fn rate_limited(priority: Option<i32>) -> AddOpts {
-    AddOpts {
-        after: None,
-        rate_limited: true,
-        priority,
-    }
 }
 
 /// Runs the reconciler with the timeout and panic recovery the options ask for.

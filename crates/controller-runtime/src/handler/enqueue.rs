@@ -3,10 +3,10 @@
 use kube_core::Resource;
 
 use super::EventHandler;
-use super::priority::{add_at, create_priority, update_priority};
+use super::priority::with_low_priority;
 use crate::Request;
-use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
-use crate::workqueue::Queue;
+use crate::event::Event;
+use crate::workqueue::Enqueue;
 
 /// Enqueues a [`Request`] for the object of each event: the namespace and name of the created,
 /// updated (new state), deleted or generic object. The handler of a controller's primary type.
@@ -36,27 +36,9 @@ pub(crate) fn request_for<K: Resource>(obj: &K, event: &str) -> Option<Request> 
 }
 
 impl<K: Resource> EventHandler<K> for EnqueueRequestForObject {
-    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<Request>) {
-        if let Some(req) = request_for(&*e.object, "create") {
-            add_at(q, create_priority(e), req);
-        }
-    }
-
-    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<Request>) {
-        if let Some(req) = request_for(&*e.new, "update") {
-            add_at(q, update_priority(e), req);
-        }
-    }
-
-    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<Request>) {
-        if let Some(req) = request_for(&*e.object, "delete") {
-            q.add(req);
-        }
-    }
-
-    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<Request>) {
-        if let Some(req) = request_for(&*e.object, "generic") {
-            q.add(req);
+    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
+        if let Some(req) = request_for(&**event.object(), event.kind()) {
+            with_low_priority(event, queue, |queue| queue.add(req));
         }
     }
 }

@@ -5,11 +5,11 @@ use std::fmt;
 use kube_core::Resource;
 
 use super::EventHandler;
-use super::priority::{create_priority, update_priority, with_priority};
-use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
-use crate::workqueue::{Queue, QueueItem};
+use super::priority::with_low_priority;
+use crate::event::{CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent};
+use crate::workqueue::{Enqueue, QueueItem};
 
-type On<E, T> = Box<dyn Fn(&E, &dyn Queue<T>) + Send + Sync>;
+type On<E, T> = Box<dyn Fn(&E, &dyn Enqueue<T>) + Send + Sync>;
 
 /// An event handler with one optional closure per event kind; a kind without a closure does
 /// nothing (controller-runtime's `handler.Funcs`).
@@ -65,7 +65,7 @@ impl<K, T> Funcs<K, T> {
     /// Handles create events.
     pub fn on_create(
         mut self,
-        f: impl Fn(&CreateEvent<K>, &dyn Queue<T>) + Send + Sync + 'static,
+        f: impl Fn(&CreateEvent<K>, &dyn Enqueue<T>) + Send + Sync + 'static,
     ) -> Self {
         self.create = Some(Box::new(f));
         self
@@ -74,7 +74,7 @@ impl<K, T> Funcs<K, T> {
     /// Handles update events.
     pub fn on_update(
         mut self,
-        f: impl Fn(&UpdateEvent<K>, &dyn Queue<T>) + Send + Sync + 'static,
+        f: impl Fn(&UpdateEvent<K>, &dyn Enqueue<T>) + Send + Sync + 'static,
     ) -> Self {
         self.update = Some(Box::new(f));
         self
@@ -83,7 +83,7 @@ impl<K, T> Funcs<K, T> {
     /// Handles delete events.
     pub fn on_delete(
         mut self,
-        f: impl Fn(&DeleteEvent<K>, &dyn Queue<T>) + Send + Sync + 'static,
+        f: impl Fn(&DeleteEvent<K>, &dyn Enqueue<T>) + Send + Sync + 'static,
     ) -> Self {
         self.delete = Some(Box::new(f));
         self
@@ -92,7 +92,7 @@ impl<K, T> Funcs<K, T> {
     /// Handles generic events.
     pub fn on_generic(
         mut self,
-        f: impl Fn(&GenericEvent<K>, &dyn Queue<T>) + Send + Sync + 'static,
+        f: impl Fn(&GenericEvent<K>, &dyn Enqueue<T>) + Send + Sync + 'static,
     ) -> Self {
         self.generic = Some(Box::new(f));
         self
@@ -100,24 +100,12 @@ impl<K, T> Funcs<K, T> {
 }
 
 impl<K: Resource, T: QueueItem> EventHandler<K, T> for Funcs<K, T> {
-    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<T>) {
-        if let Some(f) = &self.create {
-            with_priority(q, create_priority(e), |q| f(e, q));
-        }
-    }
-    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<T>) {
-        if let Some(f) = &self.update {
-            with_priority(q, update_priority(e), |q| f(e, q));
-        }
-    }
-    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<T>) {
-        if let Some(f) = &self.delete {
-            f(e, q);
-        }
-    }
-    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<T>) {
-        if let Some(f) = &self.generic {
-            f(e, q);
-        }
+    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<T>) {
+        with_low_priority(event, queue, |q| match event {
+            Event::Create(e) => self.create.iter().for_each(|f| f(e, q)),
+            Event::Update(e) => self.update.iter().for_each(|f| f(e, q)),
+            Event::Delete(e) => self.delete.iter().for_each(|f| f(e, q)),
+            Event::Generic(e) => self.generic.iter().for_each(|f| f(e, q)),
+        });
     }
 }

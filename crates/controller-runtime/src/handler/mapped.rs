@@ -6,9 +6,9 @@ use std::fmt;
 use kube_core::Resource;
 
 use super::EventHandler;
-use super::priority::{add_at, create_priority, update_priority};
-use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
-use crate::workqueue::{Queue, QueueItem};
+use super::priority::with_low_priority;
+use crate::event::Event;
+use crate::workqueue::{Enqueue, QueueItem};
 
 /// Enqueues the items a function maps each event's object to: for watching a type the
 /// controller does not own (e.g. Nodes -> every Foo that runs on them). Updates map both the old
@@ -17,19 +17,19 @@ use crate::workqueue::{Queue, QueueItem};
 ///
 /// ```
 /// use std::sync::Arc;
-/// use controller_runtime::event::GenericEvent;
+/// use controller_runtime::event::{Event, GenericEvent};
 /// use controller_runtime::handler::{EnqueueRequestsFromMapFunc, EventHandler};
 /// use controller_runtime::Request;
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kube_core::ResourceExt;
-/// # fn demo(queue: &dyn controller_runtime::workqueue::Queue<Request>) {
+/// # fn demo(queue: &dyn controller_runtime::workqueue::Enqueue<Request>) {
 ///
 /// // A ConfigMap "web-config" triggers the reconcile of the app "web" in its namespace.
 /// let handler = EnqueueRequestsFromMapFunc::new(|cm: &ConfigMap| {
 ///     let app = cm.name_any().strip_suffix("-config")?.to_string();
 ///     Some(Request { namespace: cm.namespace(), name: app })
 /// });
-/// # handler.generic(&GenericEvent { object: Arc::new(ConfigMap::default()) }, queue);
+/// # handler.handle(&Event::Generic(GenericEvent { object: Arc::new(ConfigMap::default()) }), queue);
 /// # }
 /// ```
 pub struct EnqueueRequestsFromMapFunc<F> {
@@ -60,31 +60,16 @@ where
     F: Fn(&K) -> I + Send + Sync,
     I: IntoIterator<Item = T>,
 {
-    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<T>) {
-        let priority = create_priority(e);
-        for item in dedup((self.map)(&e.object)) {
-            add_at(q, priority, item);
-        }
-    }
-
-    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<T>) {
-        let priority = update_priority(e);
-        let items = (self.map)(&e.old).into_iter().chain((self.map)(&e.new));
-        for item in dedup(items) {
-            add_at(q, priority, item);
-        }
-    }
-
-    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<T>) {
-        for item in dedup((self.map)(&e.object)) {
-            q.add(item);
-        }
-    }
-
-    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<T>) {
-        for item in dedup((self.map)(&e.object)) {
-            q.add(item);
-        }
+    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<T>) {
+        let items = match event {
+            Event::Update(e) => dedup((self.map)(&e.old).into_iter().chain((self.map)(&e.new))),
+            _ => dedup((self.map)(event.object())),
+        };
+        with_low_priority(event, queue, |queue| {
+            for item in items {
+                queue.add(item);
+            }
+        });
     }
 }
 

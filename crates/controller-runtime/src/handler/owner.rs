@@ -7,10 +7,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube_core::{ApiResource, Resource};
 
 use super::EventHandler;
-use super::priority::{add_at, create_priority, update_priority};
+use super::priority::with_low_priority;
 use crate::Request;
-use crate::event::{CreateEvent, DeleteEvent, GenericEvent, UpdateEvent};
-use crate::workqueue::Queue;
+use crate::event::Event;
+use crate::workqueue::Enqueue;
 
 /// Whether the owner type lives in a namespace. controller-runtime asks the RESTMapper; here the
 /// caller says it (typed owners: [`EnqueueRequestForOwner::of`] reads it from the type).
@@ -31,12 +31,12 @@ pub enum OwnerScope {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use controller_runtime::event::DeleteEvent;
+/// use controller_runtime::event::{DeleteEvent, Event};
 /// use controller_runtime::handler::{EnqueueRequestForOwner, EventHandler};
 /// use k8s_openapi::api::{apps::v1::ReplicaSet, core::v1::Pod};
 /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-/// # use controller_runtime::workqueue::Queue;
-/// # fn demo(queue: &dyn Queue<controller_runtime::Request>) {
+/// # use controller_runtime::workqueue::Enqueue;
+/// # fn demo(queue: &dyn Enqueue<controller_runtime::Request>) {
 ///
 /// let handler = EnqueueRequestForOwner::of::<ReplicaSet>();
 /// let mut pod = Pod::default();
@@ -46,7 +46,8 @@ pub enum OwnerScope {
 ///     controller: Some(true), ..Default::default()
 /// }]);
 /// // Enqueues default/web-5d4f.
-/// handler.delete(&DeleteEvent { object: Arc::new(pod), delete_state_unknown: false }, queue);
+/// let deleted = DeleteEvent { object: Arc::new(pod), delete_state_unknown: false };
+/// handler.handle(&Event::Delete(deleted), queue);
 /// # }
 /// ```
 #[derive(Clone, Debug)]
@@ -144,40 +145,20 @@ impl EnqueueRequestForOwner {
             refs.iter().filter(|r| self.matches(r)).for_each(push);
         }
     }
-
-    fn requests<K: Resource>(&self, obj: &K) -> Vec<Request> {
-        let mut out = Vec::new();
-        self.collect(obj, &mut out);
-        out
-    }
 }
 
 impl<K: Resource> EventHandler<K> for EnqueueRequestForOwner {
-    fn create(&self, e: &CreateEvent<K>, q: &dyn Queue<Request>) {
-        for req in self.requests(&*e.object) {
-            add_at(q, create_priority(e), req);
-        }
-    }
-
-    fn update(&self, e: &UpdateEvent<K>, q: &dyn Queue<Request>) {
+    /// Updates enqueue the owners of the old and the new object, each once.
+    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
         let mut reqs = Vec::new();
-        self.collect(&*e.old, &mut reqs);
-        self.collect(&*e.new, &mut reqs);
-        let priority = update_priority(e);
-        for req in reqs {
-            add_at(q, priority, req);
+        if let Event::Update(e) = event {
+            self.collect(&*e.old, &mut reqs);
         }
-    }
-
-    fn delete(&self, e: &DeleteEvent<K>, q: &dyn Queue<Request>) {
-        for req in self.requests(&*e.object) {
-            q.add(req);
-        }
-    }
-
-    fn generic(&self, e: &GenericEvent<K>, q: &dyn Queue<Request>) {
-        for req in self.requests(&*e.object) {
-            q.add(req);
-        }
+        self.collect(&**event.object(), &mut reqs);
+        with_low_priority(event, queue, |queue| {
+            for req in reqs {
+                queue.add(req);
+            }
+        });
     }
 }

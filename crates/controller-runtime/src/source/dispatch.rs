@@ -8,13 +8,14 @@ use crate::Request;
 use crate::event::Event;
 use crate::handler::{BoxEventHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
-use crate::workqueue::{Queue, QueueItem};
+use crate::workqueue::{Enqueue, QueueItem};
 
-/// One watch's destination: its handler, its predicates and the controller's queue.
+/// One watch's destination: its handler, its predicates and the controller's queue (its
+/// enqueue-only side).
 ///
 /// A source calls [`dispatch`](Self::dispatch) for each event; the event reaches the handler
-/// only if every predicate passes it. Cloning is cheap (three `Arc`s), so a source can hand a clone to each
-/// task it spawns.
+/// only if every predicate passes it. Cloning is cheap (three `Arc`s), so a source can hand a
+/// clone to each task it spawns.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -23,18 +24,19 @@ use crate::workqueue::{Queue, QueueItem};
 /// use controller_runtime::predicate;
 /// use controller_runtime::source::EventDispatcher;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// # fn demo(queue: Arc<dyn controller_runtime::workqueue::Queue<controller_runtime::Request>>) {
+/// # fn demo(queue: Arc<dyn controller_runtime::workqueue::Enqueue<controller_runtime::Request>>) {
 ///
 /// let handler = Funcs::<ConfigMap>::new().on_generic(|_e, _q| println!("generic event"));
 /// let only_labelled = predicate::label_selector::<ConfigMap>("app").unwrap();
 /// let dispatcher = EventDispatcher::new(Arc::new(handler), queue, vec![only_labelled]);
 /// // Filtered out: the ConfigMap has no "app" label.
-/// dispatcher.dispatch(&Event::Generic(GenericEvent { object: Arc::new(ConfigMap::default()) }));
+/// let event = Event::Generic(GenericEvent { object: Arc::new(ConfigMap::default()) });
+/// assert!(!dispatcher.dispatch(&event));
 /// # }
 /// ```
 pub struct EventDispatcher<K, T: QueueItem = Request> {
     handler: BoxEventHandler<K, T>,
-    queue: Arc<dyn Queue<T>>,
+    queue: Arc<dyn Enqueue<T>>,
     predicates: Arc<[BoxPredicate<K>]>,
 }
 
@@ -60,7 +62,7 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
     /// Bundles a handler, a queue and predicates.
     pub fn new(
         handler: BoxEventHandler<K, T>,
-        queue: Arc<dyn Queue<T>>,
+        queue: Arc<dyn Enqueue<T>>,
         predicates: Vec<BoxPredicate<K>>,
     ) -> Self {
         EventDispatcher {
@@ -71,7 +73,7 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
     }
 
     /// The queue the handler feeds.
-    pub fn queue(&self) -> &Arc<dyn Queue<T>> {
+    pub fn queue(&self) -> &Arc<dyn Enqueue<T>> {
         &self.queue
     }
 
@@ -84,17 +86,11 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
     /// passed.
     pub fn dispatch(&self, event: &Event<K>) -> bool {
         let pass = self.predicates.iter().all(|p| p.filter(event));
-        if !pass {
-            tracing::trace!(kind = event.kind(), "event filtered out by a predicate");
-            return false;
+        if pass {
+            self.handler.handle(event, &*self.queue);
+        } else {
+            tracing::trace!(event = event.kind(), "event filtered out by a predicate");
         }
-        let queue = &*self.queue;
-        match event {
-            Event::Create(e) => self.handler.create(e, queue),
-            Event::Update(e) => self.handler.update(e, queue),
-            Event::Delete(e) => self.handler.delete(e, queue),
-            Event::Generic(e) => self.handler.generic(e, queue),
-        }
-        true
+        pass
     }
 }

@@ -1,4 +1,4 @@
-//! [`Func`]: a source that is a closure given the queue.
+//! [`Func`]: a source that is a closure given the queue's enqueue-only handle.
 
 use std::fmt;
 use std::future::Future;
@@ -9,13 +9,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::{BoxError, Error, Watch};
 use crate::Request;
-use crate::workqueue::{Queue, QueueItem};
+use crate::workqueue::{Enqueue, QueueItem};
 
-type StartFn<T> = dyn Fn(CancellationToken, Arc<dyn Queue<T>>) -> BoxFuture<'static, Result<(), BoxError>>
+type StartFn<T> = dyn Fn(CancellationToken, Arc<dyn Enqueue<T>>) -> BoxFuture<'static, Result<(), BoxError>>
     + Send
     + Sync;
 
-/// A source made of a closure that is given the controller's queue when the controller starts
+/// A source made of a closure that is given the controller's queue (its enqueue-only side,
+/// [`Enqueue`]) when the controller starts
 /// (controller-runtime's `source.Func`). It produces no events, so it has no handler or
 /// predicates: it adds items itself. The future it returns is awaited by the controller's start,
 /// so it must return promptly; spawn a task (tied to the token) for ongoing work.
@@ -48,7 +49,7 @@ impl<T: QueueItem> Func<T> {
     /// A source running `f(ctx, queue)` at start.
     pub fn new<F, Fut>(f: F) -> Self
     where
-        F: Fn(CancellationToken, Arc<dyn Queue<T>>) -> Fut + Send + Sync + 'static,
+        F: Fn(CancellationToken, Arc<dyn Enqueue<T>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
         Func {
@@ -83,7 +84,7 @@ impl<T: QueueItem> Watch<T> for Func<T> {
     fn start(
         &self,
         ctx: CancellationToken,
-        queue: Arc<dyn Queue<T>>,
+        queue: Arc<dyn Enqueue<T>>,
     ) -> BoxFuture<'_, Result<(), Error>> {
         let fut = (self.f)(ctx, queue);
         Box::pin(async move {

@@ -40,7 +40,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::Request;
-use crate::workqueue::{Queue, QueueItem};
+use crate::workqueue::{Enqueue, QueueItem};
 
 mod channel;
 mod dispatch;
@@ -139,7 +139,7 @@ pub trait Watch<T: QueueItem = Request>: Send + Sync {
     fn start(
         &self,
         ctx: CancellationToken,
-        queue: Arc<dyn Queue<T>>,
+        queue: Arc<dyn Enqueue<T>>,
     ) -> BoxFuture<'_, Result<(), Error>>;
 
     /// Waits until the source synced; at once for sources that do not sync.

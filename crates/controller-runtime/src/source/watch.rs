@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Error, EventDispatcher, Source, Watch};
 use crate::handler::{BoxEventHandler, EventHandler};
 use crate::predicate::BoxPredicate;
-use crate::workqueue::{Queue, QueueItem};
+use crate::workqueue::{Enqueue, QueueItem};
 
 /// A [`Source`] with the handler and predicates it will be started with; see [`watch`].
 pub struct EventWatch<K, T: QueueItem> {
@@ -40,7 +40,7 @@ impl<K: Send + Sync + 'static, T: QueueItem> Watch<T> for EventWatch<K, T> {
     fn start(
         &self,
         ctx: CancellationToken,
-        queue: Arc<dyn Queue<T>>,
+        queue: Arc<dyn Enqueue<T>>,
     ) -> BoxFuture<'_, Result<(), Error>> {
         let dispatcher = EventDispatcher::new(self.handler.clone(), queue, self.predicates.clone());
         self.source.start(ctx, dispatcher)

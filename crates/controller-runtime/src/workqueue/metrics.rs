@@ -11,8 +11,8 @@
 //! | `workqueue_longest_running_processor_seconds` | gauge | `name`, `controller` |
 //! | `workqueue_retries_total` | counter | `name`, `controller` |
 //!
-//! `name` and `controller` are both the queue's name (the controller's name). The plain queue
-//! reports its depth with `priority=""`; the priority queue reports one series per priority.
+//! `name` and `controller` are both the queue's name (the controller's name). A FIFO queue
+//! reports its depth with `priority=""`; a priority queue reports one series per priority.
 //!
 //! Register the families once per registry with [`WorkqueueMetrics::register`] and hand a clone
 //! to every queue's config. A queue resolves its labelled series when it is built, so the hot path
@@ -25,15 +25,11 @@
 //!
 //! ```
 //! use prometheus_client::registry::Registry;
-//! use controller_runtime::workqueue::{Queue, QueueConfig, WorkqueueMetrics, Workqueue};
+//! use controller_runtime::workqueue::{Enqueue, QueueConfig, WorkqueueMetrics, Workqueue};
 //!
 //! let mut registry = Registry::default();
 //! let metrics = WorkqueueMetrics::register(&mut registry);
-//! let queue = Workqueue::<String>::new(QueueConfig {
-//!     name: "pods".into(),
-//!     metrics: Some(metrics),
-//!     ..Default::default()
-//! });
+//! let queue = Workqueue::<String>::new(QueueConfig::default().name("pods").metrics(metrics));
 //! queue.add("default/a".to_string());
 //! let mut text = String::new();
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();

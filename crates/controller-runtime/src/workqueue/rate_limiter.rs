@@ -1,7 +1,7 @@
 //! Rate limiters: how long an item waits before it is retried.
 //!
 //! A [`RateLimiter`] answers [`RateLimiter::when`] for each retry of an item. The queues call it
-//! from [`Queue::add_rate_limited`](super::Queue::add_rate_limited); a controller calls
+//! from [`Enqueue::add_rate_limited`](super::Enqueue::add_rate_limited); a controller calls
 //! [`Queue::forget`](super::Queue::forget) once an item succeeds, which resets its backoff.
 //!
 //! The limiters follow client-go's `default_rate_limiters.go`:

@@ -113,7 +113,7 @@ async fn watch_added_after_start_is_started_at_once() {
 
     // A Func source added late is given the queue at once, too.
     let func = Func::new(
-        |_, queue: Arc<dyn controller_runtime::workqueue::Queue<Request>>| async move {
+        |_, queue: Arc<dyn controller_runtime::workqueue::Enqueue<Request>>| async move {
             queue.add(Request::cluster_scoped("from-func"));
             Ok(())
         },
@@ -347,11 +347,7 @@ async fn new_queue_option_builds_the_queue() {
     let options =
         ControllerOptions::default().with_new_queue(Arc::new(move |name: &str, rate_limiter| {
             *seen.lock() = Some(name.to_string());
-            Workqueue::new(QueueConfig {
-                name: name.into(),
-                rate_limiter,
-                metrics: None,
-            })
+            Workqueue::new(QueueConfig::default().name(name).rate_limiter(rate_limiter))
         }));
     let mut r = Running::start(options, |_, _| ok()).await;
     assert_eq!(built.lock().as_deref(), Some("test"));

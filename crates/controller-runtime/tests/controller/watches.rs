@@ -122,7 +122,7 @@ async fn a_pending_watch_removed_before_start_never_starts() {
     let started = Arc::new(AtomicBool::new(false));
     let func = |name: &'static str, flag: Option<Arc<AtomicBool>>| {
         Func::new(
-            move |_, queue: Arc<dyn controller_runtime::workqueue::Queue<Request>>| {
+            move |_, queue: Arc<dyn controller_runtime::workqueue::Enqueue<Request>>| {
                 if let Some(flag) = &flag {
                     flag.store(true, Ordering::SeqCst);
                 }

@@ -7,32 +7,38 @@ fn enqueue_request_for_object() {
     let q = RecordingQueue::default();
     let h = EnqueueRequestForObject;
 
-    h.create(&create(cm("ns", "a"), false), &q);
+    h.handle(&Event::Create(create(cm("ns", "a"), false)), &q);
     assert_eq!(q.take(), vec![plain("ns", "a")]);
     // Initial list: low priority.
-    h.create(&create(cm("ns", "a"), true), &q);
+    h.handle(&Event::Create(create(cm("ns", "a"), true)), &q);
     assert_eq!(q.take(), vec![low("ns", "a")]);
     // A real update: the new object's key, default priority.
-    h.update(
-        &update(with_rv(cm("ns", "a"), "1"), with_rv(cm("ns", "a"), "2")),
+    h.handle(
+        &Event::Update(update(
+            with_rv(cm("ns", "a"), "1"),
+            with_rv(cm("ns", "a"), "2"),
+        )),
         &q,
     );
     assert_eq!(q.take(), vec![plain("ns", "a")]);
     // A resync (same resourceVersion): low priority.
-    h.update(
-        &update(with_rv(cm("ns", "a"), "2"), with_rv(cm("ns", "a"), "2")),
+    h.handle(
+        &Event::Update(update(
+            with_rv(cm("ns", "a"), "2"),
+            with_rv(cm("ns", "a"), "2"),
+        )),
         &q,
     );
     assert_eq!(q.take(), vec![low("ns", "a")]);
-    h.delete(&delete(cm("ns", "a")), &q);
+    h.handle(&Event::Delete(delete(cm("ns", "a"))), &q);
     assert_eq!(q.take(), vec![plain("ns", "a")]);
-    h.generic(&generic(cm("ns", "a")), &q);
+    h.handle(&Event::Generic(generic(cm("ns", "a"))), &q);
     assert_eq!(q.take(), vec![plain("ns", "a")]);
 
     // Cluster-scoped objects have no namespace in the request.
     let mut nsobj = Namespace::default();
     nsobj.metadata.name = Some("team-a".into());
-    h.generic(&generic(nsobj), &q);
+    h.handle(&Event::Generic(generic(nsobj)), &q);
     assert_eq!(
         q.take(),
         vec![Added {
@@ -42,7 +48,7 @@ fn enqueue_request_for_object() {
     );
 
     // An object without a name is skipped, not enqueued as "".
-    h.generic(&generic(ConfigMap::default()), &q);
+    h.handle(&Event::Generic(generic(ConfigMap::default())), &q);
     assert_eq!(q.take(), vec![]);
 }
 
@@ -135,24 +141,27 @@ fn enqueue_request_for_owner_table() {
     ];
     for (name, handler, refs, want) in cases {
         let q = RecordingQueue::default();
-        handler.generic(&generic(pod_owned_by(refs.clone())), &q);
+        handler.handle(&Event::Generic(generic(pod_owned_by(refs.clone()))), &q);
         assert_eq!(q.take(), want, "{name}: generic");
-        handler.delete(&delete(pod_owned_by(refs.clone())), &q);
+        handler.handle(&Event::Delete(delete(pod_owned_by(refs.clone()))), &q);
         assert_eq!(q.take(), want, "{name}: delete");
-        handler.create(&create(pod_owned_by(refs.clone()), false), &q);
+        handler.handle(
+            &Event::Create(create(pod_owned_by(refs.clone()), false)),
+            &q,
+        );
         assert_eq!(q.take(), want, "{name}: create");
     }
 
     // Core-group owners, given by group and kind.
     let q = RecordingQueue::default();
     let by_cm = EnqueueRequestForOwner::new("", "ConfigMap", OwnerScope::Namespaced);
-    by_cm.generic(
-        &generic(pod_owned_by(vec![owner_ref(
+    by_cm.handle(
+        &Event::Generic(generic(pod_owned_by(vec![owner_ref(
             "v1",
             "ConfigMap",
             "c",
             Some(true),
-        )])),
+        )]))),
         &q,
     );
     assert_eq!(q.take(), vec![plain("ns", "c")]);
@@ -165,7 +174,7 @@ fn enqueue_request_for_owner_table() {
         "admin",
         None,
     )]);
-    by_role.generic(&generic(owned), &q);
+    by_role.handle(&Event::Generic(generic(owned)), &q);
     assert_eq!(
         q.take(),
         vec![Added {
@@ -186,7 +195,7 @@ fn enqueue_request_for_owner_priorities_and_updates() {
         p
     };
 
-    h.create(&create(pod("r1", "1"), true), &q);
+    h.handle(&Event::Create(create(pod("r1", "1"), true)), &q);
     assert_eq!(
         q.take(),
         vec![low("ns", "r1")],
@@ -194,13 +203,13 @@ fn enqueue_request_for_owner_priorities_and_updates() {
     );
 
     // The owner changed: both the old and the new owner are reconciled.
-    h.update(&update(pod("r1", "1"), pod("r2", "2")), &q);
+    h.handle(&Event::Update(update(pod("r1", "1"), pod("r2", "2"))), &q);
     assert_eq!(q.take(), vec![plain("ns", "r1"), plain("ns", "r2")]);
     // Same owner on both sides: enqueued once.
-    h.update(&update(pod("r1", "1"), pod("r1", "2")), &q);
+    h.handle(&Event::Update(update(pod("r1", "1"), pod("r1", "2"))), &q);
     assert_eq!(q.take(), vec![plain("ns", "r1")]);
     // Resync: once, low priority.
-    h.update(&update(pod("r1", "2"), pod("r1", "2")), &q);
+    h.handle(&Event::Update(update(pod("r1", "2"), pod("r1", "2"))), &q);
     assert_eq!(q.take(), vec![low("ns", "r1")]);
 }
 
@@ -227,32 +236,38 @@ fn enqueue_requests_from_map_func() {
         c
     };
 
-    h.create(&create(cm_for("a+b+a", "1"), false), &q);
+    h.handle(&Event::Create(create(cm_for("a+b+a", "1"), false)), &q);
     assert_eq!(
         q.take(),
         vec![plain("ns", "a"), plain("ns", "b")],
         "deduplicated, in order"
     );
-    h.create(&create(cm_for("a", "1"), true), &q);
+    h.handle(&Event::Create(create(cm_for("a", "1"), true)), &q);
     assert_eq!(q.take(), vec![low("ns", "a")]);
     // Update maps old and new, each item once.
-    h.update(&update(cm_for("a+b", "1"), cm_for("b+c", "2")), &q);
+    h.handle(
+        &Event::Update(update(cm_for("a+b", "1"), cm_for("b+c", "2"))),
+        &q,
+    );
     assert_eq!(
         q.take(),
         vec![plain("ns", "a"), plain("ns", "b"), plain("ns", "c")]
     );
-    h.update(&update(cm_for("a", "2"), cm_for("a", "2")), &q);
+    h.handle(
+        &Event::Update(update(cm_for("a", "2"), cm_for("a", "2"))),
+        &q,
+    );
     assert_eq!(q.take(), vec![low("ns", "a")]);
-    h.delete(&delete(cm_for("x", "3")), &q);
+    h.handle(&Event::Delete(delete(cm_for("x", "3"))), &q);
     assert_eq!(q.take(), vec![plain("ns", "x")]);
-    h.generic(&generic(cm_for("", "3")), &q);
+    h.handle(&Event::Generic(generic(cm_for("", "3"))), &q);
     assert_eq!(q.take(), vec![]);
 
     // An Option works as the map's result too.
     let opt = EnqueueRequestsFromMapFunc::new(|c: &ConfigMap| {
         c.metadata.name.clone().map(|n| Request::new("other", n))
     });
-    opt.generic(&generic(cm("ns", "z")), &q);
+    opt.handle(&Event::Generic(generic(cm("ns", "z"))), &q);
     assert_eq!(q.take(), vec![plain("other", "z")]);
 }
 
@@ -264,18 +279,24 @@ fn funcs_handler_and_low_priority_wrapper() {
         .on_update(|e, q| q.add(Request::new("u", e.new.metadata.name.clone().unwrap())))
         .on_delete(|e, q| q.add(Request::new("d", e.object.metadata.name.clone().unwrap())));
 
-    h.create(&create(cm("ns", "a"), false), &q);
-    h.create(&create(cm("ns", "b"), true), &q);
-    h.update(
-        &update(with_rv(cm("ns", "c"), "1"), with_rv(cm("ns", "c"), "2")),
+    h.handle(&Event::Create(create(cm("ns", "a"), false)), &q);
+    h.handle(&Event::Create(create(cm("ns", "b"), true)), &q);
+    h.handle(
+        &Event::Update(update(
+            with_rv(cm("ns", "c"), "1"),
+            with_rv(cm("ns", "c"), "2"),
+        )),
         &q,
     );
-    h.update(
-        &update(with_rv(cm("ns", "d"), "2"), with_rv(cm("ns", "d"), "2")),
+    h.handle(
+        &Event::Update(update(
+            with_rv(cm("ns", "d"), "2"),
+            with_rv(cm("ns", "d"), "2"),
+        )),
         &q,
     );
-    h.delete(&delete(cm("ns", "e")), &q);
-    h.generic(&generic(cm("ns", "f")), &q); // no closure: nothing
+    h.handle(&Event::Delete(delete(cm("ns", "e"))), &q);
+    h.handle(&Event::Generic(generic(cm("ns", "f"))), &q); // no closure: nothing
     assert_eq!(
         q.take(),
         vec![
@@ -290,20 +311,23 @@ fn funcs_handler_and_low_priority_wrapper() {
     // A hand-written handler that only knows `add` gets the same rule through the wrapper.
     struct Naive;
     impl EventHandler<ConfigMap> for Naive {
-        fn create(&self, e: &CreateEvent<ConfigMap>, q: &dyn Queue<Request>) {
-            q.add(Request::new("n", e.object.metadata.name.clone().unwrap()));
+        fn handle(&self, event: &Event<ConfigMap>, q: &dyn Enqueue<Request>) {
+            if let Event::Create(_) | Event::Update(_) = event {
+                q.add(Request::new(
+                    "n",
+                    event.object().metadata.name.clone().unwrap(),
+                ));
+            }
         }
-        fn update(&self, e: &UpdateEvent<ConfigMap>, q: &dyn Queue<Request>) {
-            q.add(Request::new("n", e.new.metadata.name.clone().unwrap()));
-        }
-        fn delete(&self, _: &DeleteEvent<ConfigMap>, _: &dyn Queue<Request>) {}
-        fn generic(&self, _: &GenericEvent<ConfigMap>, _: &dyn Queue<Request>) {}
     }
     let wrapped = with_low_priority_when_unchanged(Naive);
-    wrapped.create(&create(cm("ns", "a"), true), &q);
-    wrapped.create(&create(cm("ns", "b"), false), &q);
-    wrapped.update(
-        &update(with_rv(cm("ns", "c"), "5"), with_rv(cm("ns", "c"), "5")),
+    wrapped.handle(&Event::Create(create(cm("ns", "a"), true)), &q);
+    wrapped.handle(&Event::Create(create(cm("ns", "b"), false)), &q);
+    wrapped.handle(
+        &Event::Update(update(
+            with_rv(cm("ns", "c"), "5"),
+            with_rv(cm("ns", "c"), "5"),
+        )),
         &q,
     );
     assert_eq!(
@@ -317,7 +341,7 @@ fn owner_of_typed_kinds_reads_group_and_scope() {
     // Deployments are namespaced in group apps; ClusterRoles are cluster-scoped.
     let q = RecordingQueue::default();
     let pod = pod_owned_by(vec![owner_ref("apps/v1", "Deployment", "web", Some(true))]);
-    EnqueueRequestForOwner::of::<Deployment>().generic(&generic(pod), &q);
+    EnqueueRequestForOwner::of::<Deployment>().handle(&Event::Generic(generic(pod)), &q);
     assert_eq!(q.take(), vec![plain("ns", "web")]);
     let _: Channel<Pod> = Channel::new(tokio::sync::mpsc::channel(1).1);
 }

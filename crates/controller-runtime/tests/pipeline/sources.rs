@@ -133,7 +133,7 @@ async fn channel_source_keeps_events_while_nobody_listens() {
 #[tokio::test]
 async fn func_source_is_given_the_queue() {
     let q = Arc::new(RecordingQueue::default());
-    let f = Func::new(|_ctx, queue: Arc<dyn Queue<Request>>| async move {
+    let f = Func::new(|_ctx, queue: Arc<dyn Enqueue<Request>>| async move {
         queue.add(Request::new("ns", "from-func"));
         Ok(())
     })

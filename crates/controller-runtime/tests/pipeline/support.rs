@@ -17,7 +17,7 @@ pub(crate) use controller_runtime::handler::{
 };
 pub(crate) use controller_runtime::predicate::{self, Predicate};
 pub(crate) use controller_runtime::source::{self, Channel, EventDispatcher, Func, Source, Watch};
-pub(crate) use controller_runtime::workqueue::{AddOpts, LOW_PRIORITY, Queue};
+pub(crate) use controller_runtime::workqueue::{AddOpts, Enqueue, LOW_PRIORITY, Queue};
 pub(crate) use futures::future::BoxFuture;
 pub(crate) use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 pub(crate) use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
@@ -45,32 +45,24 @@ impl RecordingQueue {
     }
 }
 
-impl Queue<Request> for RecordingQueue {
-    fn add(&self, item: Request) {
-        self.added.lock().push(Added {
-            item,
-            priority: None,
-        });
-    }
-    fn add_after(&self, _item: Request, _delay: Duration) {
-        panic!("handlers never add_after");
-    }
-    fn add_rate_limited(&self, _item: Request) {
-        panic!("handlers never add_rate_limited");
-    }
+/// Records every add with its priority (`None`: a plain add); handlers never delay or rate-limit.
+impl Enqueue<Request> for RecordingQueue {
     fn add_with_opts(&self, opts: AddOpts, item: Request) {
-        assert_eq!(opts.after, None);
-        assert!(!opts.rate_limited);
+        assert_eq!(opts.after, None, "handlers never add_after");
+        assert!(!opts.rate_limited, "handlers never add_rate_limited");
         self.added.lock().push(Added {
             item,
             priority: opts.priority,
         });
     }
+}
+
+impl Queue<Request> for RecordingQueue {
     fn forget(&self, _item: &Request) {}
     fn num_requeues(&self, _item: &Request) -> u32 {
         0
     }
-    fn get(&self) -> BoxFuture<'_, Option<Request>> {
+    fn get_with_priority(&self) -> BoxFuture<'_, Option<(Request, i32)>> {
         Box::pin(async { None })
     }
     fn done(&self, _item: &Request) {}

@@ -61,10 +61,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let cache = Cache::new(client, options);
     cache.start(ctx.clone());
 
-    let queue: Arc<dyn Queue<Request>> = Workqueue::new(QueueConfig {
-        name: "watch".into(),
-        ..Default::default()
-    });
+    let queue: Arc<dyn Queue<Request>> = Workqueue::new(QueueConfig::default().name("watch"));
     let handler = Funcs::<DynamicObject>::new()
         .on_create(|e, q| {
             let initial = if e.is_in_initial_list {

@@ -21,13 +21,13 @@ use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use controller_runtime::Request;
 use controller_runtime::event::Event;
 use controller_runtime::predicate::Predicate;
 use controller_runtime::reconcile::{ReconcileResult, Reconciler};
-use controller_runtime::workqueue::{AddOpts, Queue};
+use controller_runtime::workqueue::{AddOpts, Enqueue, Queue};
 use futures::future::BoxFuture;
 use kube_client::core::Resource;
 
@@ -192,17 +192,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Queue<Request> for FlowQueue {
-    fn add(&self, item: Request) {
-        self.inner.add(item.clone());
-        self.show(&item, "");
-    }
-    fn add_after(&self, item: Request, delay: Duration) {
-        self.inner.add_after(item, delay)
-    }
-    fn add_rate_limited(&self, item: Request) {
-        self.inner.add_rate_limited(item)
-    }
+impl Enqueue<Request> for FlowQueue {
     fn add_with_opts(&self, opts: AddOpts, item: Request) {
         self.inner.add_with_opts(opts, item.clone());
         let how = match opts.priority {
@@ -211,22 +201,25 @@ impl Queue<Request> for FlowQueue {
         };
         self.show(&item, how);
     }
-    fn forget(&self, item: &Request) {
-        self.inner.forget(item)
-    }
-    fn num_requeues(&self, item: &Request) -> u32 {
-        self.inner.num_requeues(item)
-    }
-    fn get(&self) -> BoxFuture<'_, Option<Request>> {
+}
+
+impl Queue<Request> for FlowQueue {
+    fn get_with_priority(&self) -> BoxFuture<'_, Option<(Request, i32)>> {
         Box::pin(async move {
-            let item = self.inner.get().await?;
-            lock(&self.processing).insert(item.clone());
-            Some(item)
+            let got = self.inner.get_with_priority().await?;
+            lock(&self.processing).insert(got.0.clone());
+            Some(got)
         })
     }
     fn done(&self, item: &Request) {
         lock(&self.processing).remove(item);
         self.inner.done(item)
+    }
+    fn forget(&self, item: &Request) {
+        self.inner.forget(item)
+    }
+    fn num_requeues(&self, item: &Request) -> u32 {
+        self.inner.num_requeues(item)
     }
     fn len(&self) -> usize {
         self.inner.len()

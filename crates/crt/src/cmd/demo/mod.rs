@@ -44,7 +44,7 @@ use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::cache::{ByObject, CacheOptions, namespaces};
 use controller_runtime::controller::ControllerOptions;
 use controller_runtime::manager::{Manager, ManagerOptions};
-use controller_runtime::workqueue::{PriorityQueue, QueueConfig};
+use controller_runtime::workqueue::{QueueConfig, QueueOrder, Workqueue};
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio_util::sync::CancellationToken;
 
@@ -189,11 +189,13 @@ fn controller_options(mgr: &Manager) -> ControllerOptions {
     ControllerOptions::default()
         .with_max_concurrent_reconciles(1)
         .with_new_queue(Arc::new(move |name, rate_limiter| {
-            FlowQueue::wrap(PriorityQueue::new(QueueConfig {
-                name: name.to_string(),
-                rate_limiter,
-                metrics: Some(metrics.clone()),
-            }))
+            FlowQueue::wrap(Workqueue::new(
+                QueueConfig::default()
+                    .name(name)
+                    .rate_limiter(rate_limiter)
+                    .metrics(metrics.clone())
+                    .order(QueueOrder::Priority),
+            ))
         }))
 }
 
