@@ -76,11 +76,12 @@ mod ready;
 mod slots;
 
 pub use metrics::WorkqueueMetrics;
-pub use queue::{QueueConfig, QueueOrder, Workqueue};
+pub use queue::{QueueConfig, Workqueue};
 pub use rate_limiter::{
     BucketRateLimiter, DEFAULT_BASE_DELAY, DEFAULT_MAX_DELAY, ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter, RateLimiter, default_controller_rate_limiter,
 };
+pub use ready::QueueOrder;
 
 /// The bound every workqueue item meets. [`crate::Request`] is the usual item.
 pub trait QueueItem: Clone + Eq + Hash + Send + Sync + 'static {}

@@ -29,23 +29,9 @@ use super::delay::{Attempt, DelayHeap, boxed, ready_time, until_drained, wait_lo
 use super::hash::Map;
 use super::metrics::{ProcessingStats, QueueMetrics, WorkqueueMetrics, processing_seconds};
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
-use super::ready::Ready;
+use super::ready::{QueueOrder, Ready};
 use super::slots::Slots;
 use super::{AddOpts, Enqueue, Queue, QueueItem};
-
-/// How a [`Workqueue`] orders its ready items (and so how it treats delayed adds).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum QueueOrder {
-    /// client-go's queue: first in, first out; priorities are ignored; a delayed add is a
-    /// separate add in the future, and one of an item already waiting for an earlier time is
-    /// ignored.
-    #[default]
-    Fifo,
-    /// controller-runtime's priority queue: highest priority first, then FIFO. An item is
-    /// queued at most once; re-adds keep the highest priority and the earliest time.
-    Priority,
-}
 
 /// How to build a [`Workqueue`]: `Default`, then builder-style setters.
 ///

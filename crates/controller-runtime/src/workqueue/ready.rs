@@ -10,7 +10,19 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::QueueOrder;
+/// How a work queue orders its ready items (and so how it treats delayed adds).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QueueOrder {
+    /// client-go's queue: first in, first out; priorities are ignored; a delayed add is a
+    /// separate add in the future, and one of an item already waiting for an earlier time is
+    /// ignored.
+    #[default]
+    Fifo,
+    /// controller-runtime's priority queue: highest priority first, then FIFO. An item is
+    /// queued at most once; re-adds keep the highest priority and the earliest time.
+    Priority,
+}
 
 /// A heap entry.
 pub(crate) struct Entry<T> {
