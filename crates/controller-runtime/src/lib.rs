@@ -32,4 +32,7 @@ pub mod recorder;
 pub mod source;
 pub mod workqueue;
 
+mod key;
+
+pub use key::ObjectKey;
 pub use reconcile::Request;

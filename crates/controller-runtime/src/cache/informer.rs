@@ -36,7 +36,8 @@ use super::list_watch::ListWatch;
 use super::raw::RawObject;
 use super::reflector;
 use super::storage::Storage;
-use super::store::{Entry, IndexError, IndexFn, ObjectKey, Slot, Store};
+use super::store::{Entry, IndexError, IndexFn, Slot, Store};
+use crate::ObjectKey;
 
 /// A function applied to every object before it is stored (e.g. to drop managedFields).
 pub type TransformFn<K> = Arc<dyn Fn(K) -> K + Send + Sync>;

@@ -37,7 +37,7 @@ pub use options::{
 pub use raw::RawObject;
 pub use reader::ListOptions;
 pub use storage::{Codec, Storage};
-pub use store::{IndexError, IndexFn, ObjectKey, Store};
+pub use store::{IndexError, IndexFn, Store};
 
 #[cfg(test)]
 mod informer_tests;

@@ -17,7 +17,7 @@ use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::value::RawValue;
 
 use super::list_watch::{ListWatch, WatchStream, api_error, list_request, watch_events};
-use super::store::ObjectKey;
+use crate::ObjectKey;
 
 /// One object as the server sent it: its JSON, with its key and resourceVersion read out.
 #[derive(Clone, Debug)]
@@ -163,12 +163,12 @@ mod tests {
     fn raw_objects_keep_the_json_and_read_the_key() {
         let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"}},"data":{"k":"v"}}"#;
         let raw: RawObject = serde_json::from_str(text).unwrap();
-        assert_eq!(raw.key(), &ObjectKey::namespaced("ns", "a"));
+        assert_eq!(raw.key(), &ObjectKey::new("ns", "a"));
         assert_eq!(raw.resource_version(), Some("7"));
         assert_eq!(raw.json(), text.as_bytes());
         // Cluster-scoped: no namespace.
         let raw: RawObject = serde_json::from_str(r#"{"metadata":{"name":"n"}}"#).unwrap();
-        assert_eq!(raw.key(), &ObjectKey::cluster("n"));
+        assert_eq!(raw.key(), &ObjectKey::cluster_scoped("n"));
         // Not an object: an error, not a panic.
         assert!(serde_json::from_str::<RawObject>(r#"{"metadata":7}"#).is_err());
     }

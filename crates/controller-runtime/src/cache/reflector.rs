@@ -18,7 +18,8 @@ use tokio_util::sync::CancellationToken;
 use super::backoff::Backoff;
 use super::informer::{Informer, Wire};
 use super::list_watch::{ListWatch, WatchStream};
-use super::store::{Entry, ObjectKey};
+use super::store::Entry;
+use crate::ObjectKey;
 
 /// Why one watch ended.
 enum WatchEnd {
@@ -341,7 +342,7 @@ mod tests {
 
     fn entry(name: &str, tag: &str) -> Entry<ConfigMap> {
         Entry {
-            key: ObjectKey::namespaced("ns", name),
+            key: ObjectKey::new("ns", name),
             slot: Slot::Encoded(tag.as_bytes().into()),
             typed: None,
         }
@@ -364,8 +365,8 @@ mod tests {
         for name in ["a", "b", "c"] {
             events.upsert(entry(name, "1"));
         }
-        events.remove(&ObjectKey::namespaced("ns", "b"));
-        events.remove(&ObjectKey::namespaced("ns", "missing"));
+        events.remove(&ObjectKey::new("ns", "b"));
+        events.remove(&ObjectKey::new("ns", "missing"));
         events.upsert(entry("a", "2"));
         events.upsert(entry("b", "3"));
         events.upsert(entry("b", "4"));

@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Error, Objects};
-use crate::cache::{CacheObject, ObjectKey};
+use crate::ObjectKey;
+use crate::cache::CacheObject;
 
 impl<K: CacheObject> Objects<K> {
     /// Server-side applies `config` (a typed object, a `DynamicObject` or a
