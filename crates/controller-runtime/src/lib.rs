@@ -13,6 +13,10 @@
 //! Each stage is a module named after the stage, where a user of the Go controller-runtime would
 //! look for it: [`event`], [`predicate`], [`handler`], [`workqueue`], [`source`], [`reconcile`] and
 //! [`controller`].
+//!
+//! One key type names objects everywhere: [`ObjectKey`] (namespace and name), the item a
+//! handler enqueues ([`Request`] is an alias of it), the key of the cache's stores and the key
+//! of client and cache reads.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
