@@ -24,7 +24,6 @@ use std::time::Duration;
 
 use controller_runtime::Request;
 use controller_runtime::builder::{ControllerBuilder, Input};
-use controller_runtime::cache::ObjectKey;
 use controller_runtime::client::{self, Client};
 use controller_runtime::event::GenericEvent;
 use controller_runtime::handler::EnqueueRequestForObject;
@@ -134,17 +133,16 @@ async fn reconcile(
     let Some(version) = version else {
         return Ok(Action::done());
     };
-    let key = ObjectKey::namespaced(req.namespace.clone().unwrap_or_default(), &req.name);
     // Server-side apply: create or update in one call, owning only the field we set.
     let body = json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": { "name": req.name, "namespace": key.namespace },
+        "metadata": { "name": req.name, "namespace": req.namespace },
         "data": { "version": version },
     });
     let params = PatchParams::apply("channel-webhook-example");
     client
         .objects::<ConfigMap>()
-        .patch(&key, &Patch::Apply(body), &params)
+        .patch(&req, &Patch::Apply(body), &params)
         .await
         .map_err(|e: client::Error| ReconcileError::new(e))?;
     println!("reconcile {req}: version {version}");

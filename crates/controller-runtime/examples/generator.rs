@@ -18,8 +18,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_runtime::ObjectKey;
 use controller_runtime::builder::{ControllerBuilder, Input};
-use controller_runtime::cache::{ListOptions, ObjectKey};
+use controller_runtime::cache::ListOptions;
 use controller_runtime::client::{self, Client};
 use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
 use controller_runtime::predicate::label_selector;
@@ -73,7 +74,7 @@ async fn reconcile(
         }
     }
     for child in existing.iter().filter(|e| !wanted.contains(e)) {
-        let key = ObjectKey::namespaced(&ns, child);
+        let key = ObjectKey::new(&ns, child);
         match configmaps.delete(&key, &DeleteParams::default()).await {
             Ok(()) => println!("reconcile {ns}/{name}: deleted {child}"),
             Err(client::Error::NotFound(_)) => {}

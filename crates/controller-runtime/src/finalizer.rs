@@ -53,7 +53,8 @@ use std::sync::Arc;
 use kube_client::api::{Patch, PatchParams};
 use serde_json::json;
 
-use crate::cache::{CacheObject, ObjectKey};
+use crate::ObjectKey;
+use crate::cache::CacheObject;
 use crate::client::{self, Objects};
 use crate::controllerutil;
 use crate::reconcile::{Action, ReconcileError};

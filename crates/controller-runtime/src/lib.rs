@@ -14,6 +14,10 @@
 //! look for it: [`event`], [`predicate`], [`handler`], [`workqueue`], [`source`], [`reconcile`] and
 //! [`controller`].
 //!
+//! One key type names objects everywhere: [`ObjectKey`] (namespace and name), the item a
+//! handler enqueues ([`Request`] is an alias of it), the key of the cache's stores and the key
+//! of client and cache reads.
+//!
 //! ## Dependencies
 //!
 //! The crates whose types appear in this API are re-exported: [`kube_client`], [`kube_core`],
@@ -44,6 +48,9 @@ pub mod recorder;
 pub mod source;
 pub mod workqueue;
 
+mod key;
+
+pub use key::ObjectKey;
 pub use reconcile::Request;
 
 // The crates whose types this crate's public API exposes, re-exported so that an operator adds

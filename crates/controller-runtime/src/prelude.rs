@@ -1,7 +1,8 @@
 //! What a reconciler and its `main` need, in one import: `use controller_runtime::prelude::*;`.
 //!
 //! The Builder and the Manager that run a controller, the client a reconciler reads and writes
-//! with, the key and result types of a reconcile, controllerutil's helpers module, and kube's
+//! with, the one key type ([`ObjectKey`], which a reconcile's [`Request`] is) and a reconcile's result
+//! types, controllerutil's helpers module, and kube's
 //! `Resource`/`ResourceExt` traits for the objects' metadata (`obj.name_any()`,
 //! `obj.namespace()`).
 //!
@@ -20,7 +21,7 @@ pub use std::sync::Arc;
 
 pub use kube_core::{Resource, ResourceExt};
 
-pub use crate::CancellationToken;
+pub use crate::{CancellationToken, ObjectKey};
 pub use crate::builder::{ControllerBuilder, Input};
 pub use crate::client::Client;
 pub use crate::controllerutil;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::server;
 
+use controller_runtime::ObjectKey;
 use controller_runtime::builder::{self, ControllerBuilder, Input};
-use controller_runtime::cache::ObjectKey;
 use controller_runtime::client::{self, Client};
 use controller_runtime::event::{self as events, GenericEvent, Object};
 use controller_runtime::finalizer::{self, Event};
@@ -678,7 +678,7 @@ async fn typed_reconcile_reads_the_cache_and_skips_a_deleted_object() {
     // The first read starts the informer; wait until it holds both.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while objects
-        .get(&ObjectKey::namespaced("default", "doomed"))
+        .get(&ObjectKey::new("default", "doomed"))
         .await
         .is_err()
     {
@@ -700,7 +700,7 @@ async fn typed_reconcile_reads_the_cache_and_skips_a_deleted_object() {
         .await
         .unwrap();
     while objects
-        .get(&ObjectKey::namespaced("default", "doomed"))
+        .get(&ObjectKey::new("default", "doomed"))
         .await
         .is_ok()
     {

@@ -7,15 +7,14 @@ use std::time::Duration;
 use support::server;
 
 use controller_runtime::cache::{
-    ALL_NAMESPACES, ByObject, Cache, CacheOptions, ListOptions, NamespaceConfig, ObjectKey,
-    namespaces,
+    ALL_NAMESPACES, ByObject, Cache, CacheOptions, ListOptions, NamespaceConfig, namespaces,
 };
 use controller_runtime::client::Client;
 use controller_runtime::controller::{Controller, ControllerOptions};
 use controller_runtime::handler::Funcs;
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::Kind;
-use controller_runtime::{Request, controller};
+use controller_runtime::{ObjectKey, Request, controller};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -479,7 +478,7 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
     assert_eq!(team_a.len(), 1);
     let missing = client
         .objects::<ConfigMap>()
-        .get(&ObjectKey::namespaced("kube-system", "sys"))
+        .get(&ObjectKey::new("kube-system", "sys"))
         .await;
     // Not "not found": the cache does not hold kube-system at all (controller-runtime's
     // "unknown namespace for the cache").
@@ -498,7 +497,7 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
     // group/version/kind, as controller-runtime's ByObject).
     let meta = client
         .objects::<PartialObjectMeta<ConfigMap>>()
-        .get(&ObjectKey::namespaced("default", "mine"))
+        .get(&ObjectKey::new("default", "mine"))
         .await
         .unwrap();
     assert_eq!(meta.metadata.labels.as_ref().unwrap()["team"], "a");
@@ -510,19 +509,19 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
     );
     let meta_missing = client
         .objects::<PartialObjectMeta<ConfigMap>>()
-        .get(&ObjectKey::namespaced("default", "nothing"))
+        .get(&ObjectKey::new("default", "nothing"))
         .await;
     assert!(meta_missing.unwrap_err().is_not_found());
 
     // Reads share the cached allocation.
     let a = client
         .objects::<ConfigMap>()
-        .get(&ObjectKey::namespaced("default", "mine"))
+        .get(&ObjectKey::new("default", "mine"))
         .await
         .unwrap();
     let b = client
         .objects::<ConfigMap>()
-        .get(&ObjectKey::namespaced("default", "mine"))
+        .get(&ObjectKey::new("default", "mine"))
         .await
         .unwrap();
     assert!(Arc::ptr_eq(&a, &b));
@@ -550,7 +549,7 @@ async fn client_writes_and_errors() {
     cms.update(&fresh).await.unwrap();
     stale.data = Some([("a".to_string(), "2".to_string())].into());
     assert!(cms.update(&stale).await.unwrap_err().is_conflict());
-    let key = ObjectKey::namespaced("default", "w");
+    let key = ObjectKey::new("default", "w");
     cms.patch(
         &key,
         &Patch::Merge(json!({"data": {"b": "2"}})),
@@ -603,10 +602,7 @@ async fn label_scoped_cache_holds_only_the_selection_and_follows_relabels() {
     let informer = cache.get_informer::<ConfigMap>().await.unwrap();
     eventually("the cache follows the relabels", || {
         let store = informer.store();
-        store.len() == 1
-            && store
-                .get(&ObjectKey::namespaced("default", "out"))
-                .is_some()
+        store.len() == 1 && store.get(&ObjectKey::new("default", "out")).is_some()
     })
     .await;
     assert_eq!(names().await, ["out"]);
@@ -685,17 +681,17 @@ async fn multi_namespace_cache_watches_each_namespace_and_merges_reads() {
         .unwrap();
     assert_eq!(keys(&in_b), ["b/two"]);
     let got = cache
-        .get::<ConfigMap>(&ObjectKey::namespaced("a", "one"))
+        .get::<ConfigMap>(&ObjectKey::new("a", "one"))
         .await
         .unwrap();
     assert_eq!(got.metadata.name.as_deref(), Some("one"));
     let missing = cache
-        .get::<ConfigMap>(&ObjectKey::namespaced("a", "nothing"))
+        .get::<ConfigMap>(&ObjectKey::new("a", "nothing"))
         .await
         .unwrap_err();
     assert!(missing.is_not_found(), "{missing}");
     let err = cache
-        .get::<ConfigMap>(&ObjectKey::namespaced("c", "three"))
+        .get::<ConfigMap>(&ObjectKey::new("c", "three"))
         .await
         .unwrap_err();
     assert!(
@@ -795,7 +791,7 @@ async fn per_namespace_settings_and_the_all_namespaces_entry() {
     // Every namespace is covered (by the "" entry): a get in b answers.
     assert!(
         cache
-            .get::<ConfigMap>(&ObjectKey::namespaced("b", "b-db"))
+            .get::<ConfigMap>(&ObjectKey::new("b", "b-db"))
             .await
             .is_ok()
     );
@@ -873,17 +869,11 @@ async fn compact_types_read_and_index_like_shared_ones() {
     );
     // Reads are decoded copies of what the server holds.
     let server_a = api.get("a").await.unwrap();
-    let read = objects
-        .get(&ObjectKey::namespaced("default", "a"))
-        .await
-        .unwrap();
+    let read = objects.get(&ObjectKey::new("default", "a")).await.unwrap();
     assert_eq!(*read, server_a);
     assert!(!Arc::ptr_eq(
         &read,
-        &objects
-            .get(&ObjectKey::namespaced("default", "a"))
-            .await
-            .unwrap()
+        &objects.get(&ObjectKey::new("default", "a")).await.unwrap()
     ));
     // An update moves the object within the index; a delete leaves every read.
     api.patch(
@@ -907,12 +897,7 @@ async fn compact_types_read_and_index_like_shared_ones() {
             .await
             .is_empty()
     );
-    assert!(
-        objects
-            .get(&ObjectKey::namespaced("default", "b"))
-            .await
-            .is_err()
-    );
+    assert!(objects.get(&ObjectKey::new("default", "b")).await.is_err());
     ctx.cancel();
     run.await.unwrap().unwrap();
 }
@@ -946,14 +931,12 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
     assert_eq!(store.len(), 5);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     assert_eq!(
-        *store.get(&ObjectKey::namespaced("default", "cm3")).unwrap(),
+        *store.get(&ObjectKey::new("default", "cm3")).unwrap(),
         api.get("cm3").await.unwrap()
     );
     create_cm(&client, "default", "late", &[]).await;
     eventually("a watched create reaches the compact store", || {
-        store
-            .get(&ObjectKey::namespaced("default", "late"))
-            .is_some()
+        store.get(&ObjectKey::new("default", "late")).is_some()
     })
     .await;
     ctx.cancel();
@@ -971,7 +954,7 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
     informer.wait_for_sync().await;
     let meta = informer
         .store()
-        .get(&ObjectKey::namespaced("default", "cm1"))
+        .get(&ObjectKey::new("default", "cm1"))
         .unwrap();
     assert_eq!(
         meta.metadata

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use support::server;
 
-use controller_runtime::cache::{Cache, CacheObject, CacheOptions, ObjectKey};
+use controller_runtime::ObjectKey;
+use controller_runtime::cache::{Cache, CacheObject, CacheOptions};
 use controller_runtime::client::{Client, Objects};
 use controller_runtime::controllerutil::{
     self, Error, OperationResult, OwnerReferenceError, add_finalizer, contains_finalizer,
@@ -110,7 +111,7 @@ fn settings(
 async fn create_or_update_writes_nothing_when_the_object_already_matches() {
     let (_server, kube, client, ctx) = setup().await;
     let cms = client.objects::<ConfigMap>();
-    let key = ObjectKey::namespaced("default", "settings");
+    let key = ObjectKey::new("default", "settings");
 
     let mut cm = named_cm("settings");
     let result = create_or_update(&cms, &mut cm, settings("fast"))
@@ -263,7 +264,7 @@ fn web(
 async fn create_or_patch_patches_the_object_and_its_status_apart() {
     let (_server, kube, client, ctx) = setup().await;
     let deployments = client.objects::<Deployment>();
-    let key = ObjectKey::namespaced("default", "web");
+    let key = ObjectKey::new("default", "web");
     let named = || Deployment {
         metadata: meta("default", "web"),
         ..Default::default()
@@ -384,7 +385,7 @@ async fn one_controller_per_object_and_garbage_collection_by_owners() {
     .await
     .unwrap();
     assert_eq!(result, OperationResult::Created);
-    let key = ObjectKey::namespaced("default", "child");
+    let key = ObjectKey::new("default", "child");
     let on_server = cms.get_uncached(&key).await.unwrap();
     assert!(has_controller_reference(&on_server));
     let refs = on_server.metadata.owner_references.as_ref().unwrap();
@@ -555,7 +556,7 @@ async fn owners_must_share_the_namespace_or_be_cluster_scoped() {
 async fn finalizers_hold_a_deletion_until_removed() {
     let (_server, kube, client, ctx) = setup().await;
     let cms = client.objects::<ConfigMap>();
-    let key = ObjectKey::namespaced("default", "guarded");
+    let key = ObjectKey::new("default", "guarded");
     const FINALIZER: &str = "example.com/cleanup";
 
     let mut cm = named_cm("guarded");

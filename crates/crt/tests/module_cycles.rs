@@ -29,19 +29,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Cycles that exist today and are being removed on other branches: (crate, parent module,
-/// members of the strongly connected component, sorted). The test fails when a cycle not listed
-/// here appears, and when a listed one is gone (so that this list is emptied as they are fixed).
-const KNOWN_CYCLES: &[(&str, &str, &[&str])] = &[
-    (
-        "controller-runtime",
-        "crate",
-        &["cache", "client", "reconcile"],
-    ),
-    ("controller-runtime", "cache", &["informer", "reflector"]),
-    ("controller-runtime", "cache", &["list_watch", "raw"]),
-];
-
 #[test]
 fn no_module_import_cycles_in_any_crate() {
     let crates_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -58,7 +45,6 @@ fn no_module_import_cycles_in_any_crate() {
     );
 
     let mut failures = String::new();
-    let mut found_known = BTreeSet::new();
     for dir in &crate_dirs {
         let name = crate_name(&dir.join("Cargo.toml"));
         let files = read_tree(&dir.join("src"));
@@ -82,25 +68,8 @@ fn no_module_import_cycles_in_any_crate() {
             for cycle in &cycles {
                 let report = cycle.report(&format!("{name}/src"));
                 println!("{report}");
-                let known = KNOWN_CYCLES.iter().find(|(c, parent, members)| {
-                    *c == name && *parent == cycle.parent_name() && cycle.members == *members
-                });
-                match known {
-                    Some(k) => {
-                        found_known.insert(*k);
-                    }
-                    None => failures.push_str(&report),
-                }
+                failures.push_str(&report);
             }
-        }
-    }
-    for known in KNOWN_CYCLES {
-        if !found_known.contains(known) {
-            let _ = writeln!(
-                failures,
-                "known cycle {known:?} is gone: remove it from KNOWN_CYCLES in {}",
-                file!()
-            );
         }
     }
     assert!(failures.is_empty(), "module import cycles:\n{failures}");

@@ -1,9 +1,12 @@
 //! The informer's reconnect backoff: client-go's reflector defaults (800 ms doubling to 30 s,
-//! reset after 2 minutes without a failure).
+//! reset after 2 minutes without a failure); and the jitter and cancellable sleeps the
+//! informer's loops (reflectors, resync) wait with.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// Backoff settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -63,6 +66,29 @@ impl Backoff {
             .mul_f64(self.config.factor)
             .min(self.config.max);
         delay
+    }
+}
+
+/// `period` times a random factor in [0.9, 1.1).
+pub(super) fn jitter(period: Duration) -> Duration {
+    period.mul_f64(0.9 + 0.2 * rand_unit())
+}
+
+/// A number in [0, 1) without a dependency on a random number crate: the low bits of a hash
+/// of the current time and a counter are random enough for jitter.
+pub(super) fn rand_unit() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Sleeps for `d`; false when `ctx` was cancelled first.
+pub(super) async fn sleep_or_cancel(ctx: &CancellationToken, d: Duration) -> bool {
+    tokio::select! {
+        _ = ctx.cancelled() => false,
+        _ = tokio::time::sleep(d) => true,
     }
 }
 

@@ -4,7 +4,8 @@
 //! An informer lists and watches through one or more [`InformerScope`]s: one for every
 //! namespace (or for a cluster-scoped type), or one per cached namespace (controller-runtime's
 //! multi-namespace cache), all feeding the one store and the one handler list. Each scope runs
-//! its own list+watch loop (see the `reflector` module): a streaming list (a watch with
+//! its own list+watch loop, a reflector (see the `reflector` module), which writes through the
+//! informer's store writer for that scope: a streaming list (a watch with
 //! `sendInitialEvents=true`) where the server offers one, else paginated lists; then a watch
 //! from the list's resourceVersion; on 410 Gone a relist of that scope alone, whose vanished
 //! objects reach the handlers as deletes with `delete_state_unknown`. The informer has synced
@@ -31,12 +32,13 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::BackoffConfig;
+use super::backoff::{BackoffConfig, jitter, sleep_or_cancel};
 use super::list_watch::ListWatch;
 use super::raw::RawObject;
-use super::reflector;
+use super::reflector::{Reflector, ReflectorConfig, StoreWriter};
 use super::storage::Storage;
-use super::store::{Entry, IndexError, IndexFn, ObjectKey, Slot, Store};
+use super::store::{Entry, IndexError, IndexFn, Slot, Store};
+use crate::ObjectKey;
 
 /// A function applied to every object before it is stored (e.g. to drop managedFields).
 pub type TransformFn<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
@@ -212,31 +214,29 @@ impl Registration {
     }
 }
 
-pub(super) struct Registered<K> {
+struct Registered<K> {
     id: u64,
-    pub(super) handler: Arc<dyn ResourceEventHandler<K>>,
+    handler: Arc<dyn ResourceEventHandler<K>>,
     synced: Arc<AtomicBool>,
 }
 
 /// A scope as the informer runs it.
-pub(super) struct Scope<K> {
-    pub(super) namespace: Option<String>,
-    pub(super) list_watch: Box<dyn ListWatch<K>>,
+struct Scope<K> {
+    namespace: Option<String>,
+    list_watch: Box<dyn ListWatch<K>>,
     /// The raw twin of `list_watch`, used instead when the store is compact and the scope has
     /// no transform: objects are stored as received, never decoded to be stored.
-    pub(super) raw: Option<Box<dyn ListWatch<RawObject>>>,
-    pub(super) label_selector: Option<String>,
-    pub(super) field_selector: Option<String>,
+    raw: Option<Box<dyn ListWatch<RawObject>>>,
     transform: Option<TransformFn<K>>,
+    /// The scope's list+watch loop.
+    reflector: Reflector,
     /// Set once this scope's first list has been stored and delivered.
     synced: AtomicBool,
-    /// Set once the server refused a streaming list.
-    pub(super) streaming_refused: AtomicBool,
 }
 
-pub(super) struct Shared<K> {
-    pub(super) scopes: Vec<Scope<K>>,
-    pub(super) config: InformerConfig<K>,
+struct Shared<K> {
+    scopes: Vec<Scope<K>>,
+    config: InformerConfig<K>,
     store: Store<K>,
     /// Guards the handler list and serialises store updates with handler calls.
     handlers: Mutex<Vec<Registered<K>>>,
@@ -247,7 +247,7 @@ pub(super) struct Shared<K> {
 
 /// An informer for objects of type `K`. Cheap to clone; clones share everything.
 pub struct Informer<K> {
-    pub(super) shared: Arc<Shared<K>>,
+    shared: Arc<Shared<K>>,
 }
 
 impl<K> Clone for Informer<K> {
@@ -284,15 +284,22 @@ where
                 } else {
                     None
                 };
+                let reflector = Reflector::new(ReflectorConfig {
+                    namespace: s.namespace.clone(),
+                    label_selector: s.label_selector.or_else(|| config.label_selector.clone()),
+                    field_selector: s.field_selector.or_else(|| config.field_selector.clone()),
+                    page_size: config.page_size,
+                    min_watch_timeout: config.min_watch_timeout,
+                    streaming_list: config.streaming_list,
+                    backoff: config.backoff.clone(),
+                });
                 Scope {
                     namespace: s.namespace,
                     list_watch: s.list_watch,
                     raw,
-                    label_selector: s.label_selector.or_else(|| config.label_selector.clone()),
-                    field_selector: s.field_selector.or_else(|| config.field_selector.clone()),
                     transform,
+                    reflector,
                     synced: AtomicBool::new(false),
-                    streaming_refused: AtomicBool::new(false),
                 }
             })
             .collect();
@@ -393,6 +400,25 @@ where
         self.shared.running.store(false, Ordering::Release);
     }
 
+    /// Runs scope `scope`'s reflector until `ctx` is cancelled, writing through the scope's
+    /// [`ScopeWriter`]: with raw objects for a compact store without a transform, else with
+    /// typed ones.
+    async fn run_scope(&self, scope: usize, ctx: &CancellationToken) {
+        let this = &self.shared.scopes[scope];
+        let writer = ScopeWriter {
+            informer: self,
+            scope,
+        };
+        match &this.raw {
+            Some(raw) => this.reflector.run(raw.as_ref(), &writer, ctx).await,
+            None => {
+                this.reflector
+                    .run(this.list_watch.as_ref(), &writer, ctx)
+                    .await
+            }
+        }
+    }
+
     /// Replays every stored object as an update every resync period once synced.
     async fn resync_loop(&self, ctx: &CancellationToken) {
         let Some(period) = self.shared.config.resync_period else {
@@ -402,7 +428,7 @@ where
             _ = ctx.cancelled() => return,
             _ = self.wait_for_sync() => {}
         }
-        while reflector::sleep_or_cancel(ctx, reflector::jitter(period)).await {
+        while sleep_or_cancel(ctx, jitter(period)).await {
             let handlers = self.shared.handlers.lock();
             for obj in self.shared.store.list(None) {
                 handlers
@@ -415,7 +441,7 @@ where
     /// Stores a full list of scope `scope` and tells the handlers what changed: on the
     /// scope's first list everything is an initial-list create; on a relist, objects of the
     /// scope that are not in `entries` are deleted with `delete_state_unknown`.
-    pub(super) fn replace(&self, scope: usize, entries: Vec<Entry<K>>) {
+    fn replace(&self, scope: usize, entries: Vec<Entry<K>>) {
         let handlers = self.shared.handlers.lock();
         let this = &self.shared.scopes[scope];
         let initial = !this.synced.load(Ordering::Acquire);
@@ -496,7 +522,8 @@ where
             .unwrap_or(usize::MAX)
     }
 
-    pub(super) fn upsert(&self, entry: Entry<K>) {
+    /// Stores an added or modified object and tells the handlers.
+    fn upsert(&self, entry: Entry<K>) {
         let handlers = self.shared.handlers.lock();
         let store = &self.shared.store;
         if handlers.is_empty() {
@@ -516,7 +543,8 @@ where
         }
     }
 
-    pub(super) fn delete(&self, entry: Entry<K>) {
+    /// Removes a deleted object and tells the handlers.
+    fn delete(&self, entry: Entry<K>) {
         let handlers = self.shared.handlers.lock();
         // Handlers get the last state the server sent; the store's copy only matters if the
         // server sent none (it always does on a real watch).
@@ -541,7 +569,7 @@ where
 
     /// Applies scope `scope`'s transform, then trims the metadata's lists (see
     /// [`compact_meta`]): what is returned is what the store keeps.
-    pub(super) fn transform(&self, scope: usize, obj: K) -> K {
+    fn transform(&self, scope: usize, obj: K) -> K {
         let mut obj = match &self.shared.scopes[scope].transform {
             Some(f) => f(obj),
             None => obj,
@@ -551,11 +579,42 @@ where
     }
 }
 
+/// The store writer the informer hands scope `scope`'s reflector: what the reflector lists
+/// and watches goes into the informer's store, and to its handlers, through it.
+struct ScopeWriter<'a, K> {
+    informer: &'a Informer<K>,
+    scope: usize,
+}
+
+impl<K, T> StoreWriter<K, T> for ScopeWriter<'_, K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    T: Wire<K>,
+{
+    fn entry(&self, obj: T) -> Entry<K> {
+        obj.entry(self.informer, self.scope)
+    }
+
+    fn gone(&self, obj: T) -> Entry<K> {
+        obj.gone(self.informer, self.scope)
+    }
+
+    fn replace(&self, entries: Vec<Entry<K>>) {
+        self.informer.replace(self.scope, entries)
+    }
+
+    fn upsert(&self, entry: Entry<K>) {
+        self.informer.upsert(entry)
+    }
+
+    fn delete(&self, entry: Entry<K>) {
+        self.informer.delete(entry)
+    }
+}
+
 /// What a scope's list or watch yields: typed objects, or, for a compact store without a
 /// transform, [`RawObject`]s.
-pub(super) trait Wire<K>: Clone + Send + Sync + 'static {
-    /// The object's resourceVersion (taken out of a raw object, which needs it no more).
-    fn take_resource_version(&mut self) -> Option<String>;
+trait Wire<K>: Sized {
     /// The entry the informer stores for it (transformed, encoded if the store is compact).
     fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K>;
     /// The entry of a deleted object: only its key and, for handlers, its typed object are
@@ -566,10 +625,6 @@ pub(super) trait Wire<K>: Clone + Send + Sync + 'static {
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
-    fn take_resource_version(&mut self) -> Option<String> {
-        self.meta().resource_version.clone()
-    }
-
     fn entry(self, informer: &Informer<K>, scope: usize) -> Entry<K> {
         let obj = Arc::new(informer.transform(scope, self));
         informer.shared.store.entry(obj)
@@ -586,10 +641,6 @@ impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for RawObject {
-    fn take_resource_version(&mut self) -> Option<String> {
-        RawObject::take_resource_version(self)
-    }
-
     fn entry(self, _: &Informer<K>, _: usize) -> Entry<K> {
         let (key, json) = self.into_parts();
         Entry {

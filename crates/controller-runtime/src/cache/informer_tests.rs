@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::ObjectKey;
 
 type Events = mpsc::UnboundedSender<Result<WatchEvent<ConfigMap>, kube_client::Error>>;
 type ListResponses = VecDeque<Result<ObjectList<ConfigMap>, kube_client::Error>>;
@@ -364,7 +365,7 @@ async fn a_compact_informer_tells_handlers_the_same_and_reads_decode_copies() {
     r.send(Ok(WatchEvent::Modified(cm("a", "7")))).await;
     r.send(Ok(WatchEvent::Deleted(cm("b", "8")))).await;
     assert_eq!(r.recorder.take(), ["update a 1 -> a 7", "delete b 8"]);
-    let key = ObjectKey::namespaced("ns", "a");
+    let key = ObjectKey::new("ns", "a");
     let read = r.informer.store().get(&key).unwrap();
     assert_eq!(*read, cm("a", "7"));
     assert!(!Arc::ptr_eq(&read, &r.informer.store().get(&key).unwrap()));
@@ -420,11 +421,7 @@ async fn transform_runs_before_storing_and_resync_replays_updates() {
         ..listing()
     };
     let r = Running::start(fake, config).await;
-    let stored = r
-        .informer
-        .store()
-        .get(&ObjectKey::namespaced("ns", "a"))
-        .unwrap();
+    let stored = r.informer.store().get(&ObjectKey::new("ns", "a")).unwrap();
     assert_eq!(stored.metadata.labels.as_ref().unwrap()["seen"], "yes");
     r.recorder.take();
     // Jitter keeps the resync within [0.9, 1.1) of the period.
@@ -557,11 +554,7 @@ async fn stored_objects_keep_no_spare_room_in_their_metadata_lists() {
     obj.metadata.managed_fields = Some(entries);
     fake.lists.lock().push_back(Ok(list(vec![obj], "5")));
     let r = Running::start(fake, listing()).await;
-    let stored = r
-        .informer
-        .store()
-        .get(&ObjectKey::namespaced("ns", "a"))
-        .unwrap();
+    let stored = r.informer.store().get(&ObjectKey::new("ns", "a")).unwrap();
     assert_eq!(
         stored.metadata.managed_fields.as_ref().unwrap().capacity(),
         1
@@ -660,10 +653,7 @@ async fn a_compact_informer_without_transform_stores_what_the_server_sent() {
         fake.typed.watches.lock().is_empty(),
         "the typed twin is unused"
     );
-    let stored = informer
-        .store()
-        .get(&ObjectKey::namespaced("ns", "a"))
-        .unwrap();
+    let stored = informer.store().get(&ObjectKey::new("ns", "a")).unwrap();
     assert_eq!(*stored, cm("a", "1"));
     // Watch events: updates decode the stored object as the old one; deletes decode the event.
     let tx = fake.raw.watches.lock()[0].clone();
@@ -684,7 +674,7 @@ async fn a_compact_informer_without_transform_stores_what_the_server_sent() {
         recorder.take(),
         ["update a 1 -> a 6", "add b 7", "delete a 8"]
     );
-    assert_eq!(informer.store().keys(), [ObjectKey::namespaced("ns", "b")]);
+    assert_eq!(informer.store().keys(), [ObjectKey::new("ns", "b")]);
     ctx.cancel();
     task.await.unwrap();
 

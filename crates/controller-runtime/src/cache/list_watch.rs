@@ -15,9 +15,10 @@ use kube_client::api::{ListParams, WatchParams};
 use kube_client::core::{ObjectList, WatchEvent};
 use kube_core::Resource;
 
-use super::raw::{RawListWatch, RawObject};
-use super::watch_lines;
 use serde::de::DeserializeOwned;
+
+use super::raw::{self, RawObject};
+use super::watch_lines;
 
 /// A stream of watch events.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, kube_client::Error>>;
@@ -95,9 +96,47 @@ where
     }
 }
 
+/// Lists and watches the objects of `K` as [`RawObject`]s: [`ApiListWatch::raw`].
+struct RawListWatch<K> {
+    client: Client,
+    request: kube_core::Request,
+    _object: PhantomData<fn() -> K>,
+}
+
+impl<K: Resource + 'static> ListWatch<RawObject> for RawListWatch<K> {
+    fn list(
+        &self,
+        params: ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<RawObject>, kube_client::Error>> {
+        let built = list_request::<K>(&self.request, &params);
+        let client = self.client.clone();
+        Box::pin(async move {
+            use http_body_util::BodyExt;
+            let response = client
+                .send(built?.map(kube_client::client::Body::from))
+                .await?;
+            let body = api_error(response)
+                .await?
+                .into_body()
+                .collect()
+                .await?
+                .to_bytes();
+            raw::decode_list(&body).map_err(kube_client::Error::SerdeError)
+        })
+    }
+
+    fn watch(
+        &self,
+        params: WatchParams,
+        resource_version: String,
+    ) -> BoxFuture<'static, Result<WatchStream<RawObject>, kube_client::Error>> {
+        watch_events::<K, RawObject>(&self.client, &self.request, &params, &resource_version)
+    }
+}
+
 /// The list request for objects of `K` (their metadata only for `PartialObjectMeta`) at
 /// `request`'s URL.
-pub(super) fn list_request<K: Resource>(
+fn list_request<K: Resource>(
     request: &kube_core::Request,
     params: &ListParams,
 ) -> Result<http::Request<Vec<u8>>, kube_client::Error> {
@@ -113,7 +152,7 @@ pub(super) fn list_request<K: Resource>(
 
 /// A watch of the objects of `K` at `request`'s URL, its events decoded as `T` (`K`, or
 /// [`RawObject`]).
-pub(super) fn watch_events<K: Resource, T: DeserializeOwned + Send + 'static>(
+fn watch_events<K: Resource, T: DeserializeOwned + Send + 'static>(
     client: &Client,
     request: &kube_core::Request,
     params: &WatchParams,
@@ -153,7 +192,7 @@ fn watch_request<K: Resource>(
 
 /// The response itself, or its error as [`kube_client::Error::Api`] (a `Status` body, or one
 /// made from a body that is not one), as kube-client answers failed requests.
-pub(super) async fn api_error(
+async fn api_error(
     response: http::Response<kube_client::client::Body>,
 ) -> Result<http::Response<kube_client::client::Body>, kube_client::Error> {
     use http_body_util::BodyExt;

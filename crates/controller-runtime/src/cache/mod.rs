@@ -4,11 +4,21 @@
 //!
 //! - [`Store`]: every object held once (`Arc<K>`), shared by every reader, with a namespace index
 //!   and user field indexes; or held compactly, encoded, and decoded on each read ([`Storage`]).
-//! - [`Informer`]: list, then watch, relist on 410, reconnect with backoff; tells registered
-//!   [`ResourceEventHandler`]s about every change. One list+watch per [`InformerScope`]: every
-//!   namespace at once, or each cached namespace on its own (see [`CacheOptions`]).
-//! - [`ListWatch`]: how an informer reaches the server ([`ApiListWatch`] through a kube-client
-//!   `Api`, typed, dynamic or metadata-only).
+//! - [`Informer`]: one store and its registered [`ResourceEventHandler`]s, told about every
+//!   change. One list+watch per [`InformerScope`]: every namespace at once, or each cached
+//!   namespace on its own (see [`CacheOptions`]).
+//! - The reflector (internal): one scope's loop, list, then watch, relist on 410, reconnect
+//!   with backoff. It knows nothing of informers: it writes through a store writer (a full
+//!   list, an upsert, a delete) that the informer hands it for its scope.
+//! - [`ListWatch`]: how a reflector reaches the server ([`ApiListWatch`] through a kube-client
+//!   `Client`, typed, dynamic or metadata-only, and its raw twin yielding [`RawObject`]s).
+//!
+//! Objects are filed and read by [`ObjectKey`](crate::ObjectKey), the crate's one key type
+//! (a reconcile [`Request`](crate::Request) is one).
+//!
+//! The modules depend on each other one way only: `informer_cache` and `reader` on `informer`,
+//! `informer` on `reflector`, `reflector` on `list_watch`, `store` and `backoff`, `list_watch`
+//! on `raw` and `watch_lines`, `store` on `storage`.
 
 mod backoff;
 mod error;
@@ -37,7 +47,7 @@ pub use options::{
 pub use raw::RawObject;
 pub use reader::ListOptions;
 pub use storage::{Codec, Storage};
-pub use store::{IndexError, IndexFn, ObjectKey, Store};
+pub use store::{IndexError, IndexFn, Store};
 
 #[cfg(test)]
 mod informer_tests;

@@ -4,20 +4,12 @@
 //! and resourceVersion are read; the JSON is stored as received and decoded on each read (and
 //! for each event a handler is told about).
 
-use std::marker::PhantomData;
-
-use futures::future::BoxFuture;
-use http_body_util::BodyExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
-use kube_client::Client;
-use kube_client::api::{ListParams, WatchParams};
 use kube_client::core::{ObjectList, TypeMeta};
-use kube_core::Resource;
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::value::RawValue;
 
-use super::list_watch::{ListWatch, WatchStream, api_error, list_request, watch_events};
-use super::store::ObjectKey;
+use crate::ObjectKey;
 
 /// One object as the server sent it: its JSON, with its key and resourceVersion read out.
 #[derive(Clone, Debug)]
@@ -108,50 +100,17 @@ fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RawObject>, D::E
     Ok(Option::<Vec<RawObject>>::deserialize(d)?.unwrap_or_default())
 }
 
-/// Lists and watches the objects of `K` as [`RawObject`]s (see [`ListWatch::raw`]).
-pub(super) struct RawListWatch<K> {
-    pub(super) client: Client,
-    pub(super) request: kube_core::Request,
-    pub(super) _object: PhantomData<fn() -> K>,
-}
-
-impl<K: Resource + 'static> ListWatch<RawObject> for RawListWatch<K> {
-    fn list(
-        &self,
-        params: ListParams,
-    ) -> BoxFuture<'static, Result<ObjectList<RawObject>, kube_client::Error>> {
-        let built = list_request::<K>(&self.request, &params);
-        let client = self.client.clone();
-        Box::pin(async move {
-            let response = client
-                .send(built?.map(kube_client::client::Body::from))
-                .await?;
-            let body = api_error(response)
-                .await?
-                .into_body()
-                .collect()
-                .await?
-                .to_bytes();
-            let list: RawList =
-                serde_json::from_slice(&body).map_err(kube_client::Error::SerdeError)?;
-            Ok(ObjectList {
-                types: TypeMeta {
-                    api_version: "v1".into(),
-                    kind: "List".into(),
-                },
-                metadata: list.metadata,
-                items: list.items,
-            })
-        })
-    }
-
-    fn watch(
-        &self,
-        params: WatchParams,
-        resource_version: String,
-    ) -> BoxFuture<'static, Result<WatchStream<RawObject>, kube_client::Error>> {
-        watch_events::<K, RawObject>(&self.client, &self.request, &params, &resource_version)
-    }
+/// A list response's body as an [`ObjectList`] of [`RawObject`]s.
+pub(super) fn decode_list(body: &[u8]) -> Result<ObjectList<RawObject>, serde_json::Error> {
+    let list: RawList = serde_json::from_slice(body)?;
+    Ok(ObjectList {
+        types: TypeMeta {
+            api_version: "v1".into(),
+            kind: "List".into(),
+        },
+        metadata: list.metadata,
+        items: list.items,
+    })
 }
 
 #[cfg(test)]
@@ -163,12 +122,12 @@ mod tests {
     fn raw_objects_keep_the_json_and_read_the_key() {
         let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"}},"data":{"k":"v"}}"#;
         let raw: RawObject = serde_json::from_str(text).unwrap();
-        assert_eq!(raw.key(), &ObjectKey::namespaced("ns", "a"));
+        assert_eq!(raw.key(), &ObjectKey::new("ns", "a"));
         assert_eq!(raw.resource_version(), Some("7"));
         assert_eq!(raw.json(), text.as_bytes());
         // Cluster-scoped: no namespace.
         let raw: RawObject = serde_json::from_str(r#"{"metadata":{"name":"n"}}"#).unwrap();
-        assert_eq!(raw.key(), &ObjectKey::cluster("n"));
+        assert_eq!(raw.key(), &ObjectKey::cluster_scoped("n"));
         // Not an object: an error, not a panic.
         assert!(serde_json::from_str::<RawObject>(r#"{"metadata":7}"#).is_err());
     }

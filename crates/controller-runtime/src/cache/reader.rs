@@ -18,7 +18,7 @@ use kube_core::Resource;
 use super::error::Error;
 use super::informer::Informer;
 use super::informer_cache::{Cache, CacheObject};
-use super::store::ObjectKey;
+use crate::ObjectKey;
 
 /// What to list from the cache.
 #[derive(Clone, Debug, Default)]

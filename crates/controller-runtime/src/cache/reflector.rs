@@ -1,12 +1,17 @@
-//! One scope's list+watch loop (client-go's reflector): fills the informer's store with a
-//! streaming list (a watch with `sendInitialEvents=true`, whose initial events end with a
-//! bookmark) where the server offers one, else with paginated lists; then watches from the
-//! list's resourceVersion with bookmarks and a random 5 to 10 minute timeout, watching again
-//! from the last resourceVersion it saw whenever a watch ends. On 410 Gone it lists again.
-//! Connection failures back off from 800 ms to 30 s.
+//! The reflector: one scope's list+watch loop (client-go's `Reflector`), its own component.
+//!
+//! It fills a store with a streaming list (a watch with `sendInitialEvents=true`, whose initial
+//! events end with a bookmark) where the server offers one, else with paginated lists; then
+//! watches from the list's resourceVersion with bookmarks and a random 5 to 10 minute timeout,
+//! watching again from the last resourceVersion it saw whenever a watch ends. On 410 Gone it
+//! lists again. Connection failures back off from 800 ms to 30 s.
+//!
+//! A reflector knows nothing of informers: it writes what it lists and watches through a
+//! [`StoreWriter`] (a full list, an upsert, a delete), which the informer hands it for one
+//! scope and which keeps the store and tells the handlers.
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -15,10 +20,74 @@ use kube_client::core::WatchEvent;
 use kube_core::Resource;
 use tokio_util::sync::CancellationToken;
 
-use super::backoff::Backoff;
-use super::informer::{Informer, Wire};
+use super::backoff::{Backoff, BackoffConfig, rand_unit, sleep_or_cancel};
 use super::list_watch::{ListWatch, WatchStream};
-use super::store::{Entry, ObjectKey};
+use super::raw::RawObject;
+use super::store::Entry;
+use crate::ObjectKey;
+
+/// What a reflector lists and watches: typed objects, or [`RawObject`]s. It reads their
+/// resourceVersion to know where to resume.
+pub(super) trait Versioned: Clone + Send + Sync + 'static {
+    /// The object's resourceVersion (taken out of a raw object, which needs it no more).
+    fn take_resource_version(&mut self) -> Option<String>;
+}
+
+impl<K: Resource + Clone + Send + Sync + 'static> Versioned for K {
+    fn take_resource_version(&mut self) -> Option<String> {
+        self.meta().resource_version.clone()
+    }
+}
+
+impl Versioned for RawObject {
+    fn take_resource_version(&mut self) -> Option<String> {
+        RawObject::take_resource_version(self)
+    }
+}
+
+/// Where a reflector writes what it lists and watches as objects of type `T`, into a store of
+/// `K` (client-go's reflector store). An informer hands one to each scope's reflector: it
+/// converts objects into store entries (transformed, encoded for a compact store), keeps the
+/// store, and tells the handlers.
+pub(super) trait StoreWriter<K, T>: Sync {
+    /// The entry stored for a listed or watched object.
+    fn entry(&self, obj: T) -> Entry<K>;
+    /// The entry of a deleted object: only its key and typed object are used.
+    fn gone(&self, obj: T) -> Entry<K>;
+    /// A complete list of the reflector's objects: replaces them in the store. The first one
+    /// makes the reflector synced.
+    fn replace(&self, entries: Vec<Entry<K>>);
+    /// An object added or modified.
+    fn upsert(&self, entry: Entry<K>);
+    /// An object deleted.
+    fn delete(&self, entry: Entry<K>);
+}
+
+/// How a reflector lists and watches.
+#[derive(Clone, Debug)]
+pub(super) struct ReflectorConfig {
+    /// The namespace listed and watched (for logs: the list-watch is already scoped to it).
+    pub(super) namespace: Option<String>,
+    /// Only objects matching this label selector.
+    pub(super) label_selector: Option<String>,
+    /// Only objects matching this field selector.
+    pub(super) field_selector: Option<String>,
+    /// Objects per list page.
+    pub(super) page_size: u32,
+    /// Watches time out after a random duration between this and twice this.
+    pub(super) min_watch_timeout: Duration,
+    /// Try a streaming list before paginated lists.
+    pub(super) streaming_list: bool,
+    /// Reconnect backoff.
+    pub(super) backoff: BackoffConfig,
+}
+
+/// One scope's list+watch loop: its settings, and what it learnt of the server across runs.
+pub(super) struct Reflector {
+    config: ReflectorConfig,
+    /// Set once the server refused a streaming list: paginated lists from then on.
+    streaming_refused: AtomicBool,
+}
 
 /// Why one watch ended.
 enum WatchEnd {
@@ -33,46 +102,42 @@ enum WatchEnd {
     StreamingRefused(String),
 }
 
-impl<K> Informer<K>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-{
-    /// Runs scope `scope`'s list+watch loop until `ctx` is cancelled: with raw objects for
-    /// a compact store without a transform, else with typed ones.
-    pub(super) async fn run_scope(&self, scope: usize, ctx: &CancellationToken) {
-        let this = &self.shared.scopes[scope];
-        match &this.raw {
-            Some(raw) => self.run_scope_with(scope, raw.as_ref(), ctx).await,
-            None => {
-                self.run_scope_with(scope, this.list_watch.as_ref(), ctx)
-                    .await
-            }
+impl Reflector {
+    /// A reflector that has not run yet.
+    pub(super) fn new(config: ReflectorConfig) -> Self {
+        Reflector {
+            config,
+            streaming_refused: AtomicBool::new(false),
         }
     }
 
-    async fn run_scope_with<T: Wire<K>>(
+    /// Lists and watches through `list_watch`, writing what it sees through `writer`, until
+    /// `ctx` is cancelled.
+    pub(super) async fn run<K, T, W>(
         &self,
-        scope: usize,
         list_watch: &dyn ListWatch<T>,
+        writer: &W,
         ctx: &CancellationToken,
-    ) {
-        let config = &self.shared.config;
-        let this = &self.shared.scopes[scope];
+    ) where
+        T: Versioned,
+        W: StoreWriter<K, T>,
+    {
+        let config = &self.config;
         let mut backoff = Backoff::new(config.backoff.clone());
         let mut resource_version: Option<String> = None;
         loop {
             let streaming = resource_version.is_none()
                 && config.streaming_list
-                && !this.streaming_refused.load(Ordering::Acquire);
+                && !self.streaming_refused.load(Ordering::Acquire);
             if resource_version.is_none() && !streaming {
                 let listed = tokio::select! {
                     _ = ctx.cancelled() => return,
-                    listed = self.list_all(scope, list_watch) => listed,
+                    listed = self.list_all(list_watch, writer) => listed,
                 };
                 match listed {
                     Ok(rv) => resource_version = Some(rv),
                     Err(e) => {
-                        tracing::warn!(error = %e, namespace = ?this.namespace, "informer list failed");
+                        tracing::warn!(error = %e, namespace = ?config.namespace, "informer list failed");
                         if !sleep_or_cancel(ctx, backoff.next_delay()).await {
                             return;
                         }
@@ -82,8 +147,8 @@ where
             }
             // A streaming list is a watch from "now" whose first events are the current state.
             let params = WatchParams {
-                label_selector: this.label_selector.clone(),
-                field_selector: this.field_selector.clone(),
+                label_selector: config.label_selector.clone(),
+                field_selector: config.field_selector.clone(),
                 timeout: Some(watch_timeout(config.min_watch_timeout)),
                 bookmarks: true,
                 send_initial_events: streaming,
@@ -95,10 +160,7 @@ where
             };
             let initial = streaming.then(InitialEvents::default);
             let end = match started {
-                Ok(stream) => {
-                    self.consume(scope, stream, ctx, &mut resource_version, initial)
-                        .await
-                }
+                Ok(stream) => consume(writer, stream, ctx, &mut resource_version, initial).await,
                 Err(kube_client::Error::Api(status))
                     if streaming && refuses_streaming(status.code) =>
                 {
@@ -111,15 +173,15 @@ where
                 WatchEnd::Cancelled => return,
                 WatchEnd::Closed => {}
                 WatchEnd::Gone => {
-                    tracing::debug!(namespace = ?this.namespace, "watch history too old (410): listing again");
+                    tracing::debug!(namespace = ?config.namespace, "watch history too old (410): listing again");
                     resource_version = None;
                 }
                 WatchEnd::StreamingRefused(why) => {
                     tracing::info!(%why, "the server refuses streaming lists; listing instead");
-                    this.streaming_refused.store(true, Ordering::Release);
+                    self.streaming_refused.store(true, Ordering::Release);
                 }
                 WatchEnd::Failed(e) => {
-                    tracing::warn!(error = %e, namespace = ?this.namespace, "informer watch failed");
+                    tracing::warn!(error = %e, namespace = ?config.namespace, "informer watch failed");
                     if !sleep_or_cancel(ctx, backoff.next_delay()).await {
                         return;
                     }
@@ -128,21 +190,23 @@ where
         }
     }
 
-    /// Lists every page of scope `scope`, replaces its part of the store and tells the
-    /// handlers. Returns the list's resourceVersion.
-    async fn list_all<T: Wire<K>>(
+    /// Lists every page and writes the whole list. Returns the list's resourceVersion.
+    async fn list_all<K, T, W>(
         &self,
-        scope: usize,
         list_watch: &dyn ListWatch<T>,
-    ) -> Result<String, kube_client::Error> {
-        let config = &self.shared.config;
-        let this = &self.shared.scopes[scope];
+        writer: &W,
+    ) -> Result<String, kube_client::Error>
+    where
+        T: Versioned,
+        W: StoreWriter<K, T>,
+    {
+        let config = &self.config;
         let mut objects = Vec::new();
         let mut continue_token: Option<String> = None;
         let resource_version = loop {
             let mut params = ListParams::default().limit(config.page_size);
-            params.label_selector = this.label_selector.clone();
-            params.field_selector = this.field_selector.clone();
+            params.label_selector = config.label_selector.clone();
+            params.field_selector = config.field_selector.clone();
             params.continue_token = continue_token.take();
             let page = match list_watch.list(params).await {
                 Ok(page) => page,
@@ -153,79 +217,78 @@ where
                 }
                 Err(e) => return Err(e),
             };
-            objects.extend(page.items.into_iter().map(|o| o.entry(self, scope)));
+            objects.extend(page.items.into_iter().map(|o| writer.entry(o)));
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => continue_token = Some(token),
                 None => break page.metadata.resource_version.unwrap_or_default(),
             }
         };
-        self.replace(scope, objects);
+        writer.replace(objects);
         Ok(resource_version)
     }
+}
 
-    /// Applies a watch's events until it ends. With `initial` (a streaming list), the events up
-    /// to the initial-events-end bookmark are the current state: they are gathered and stored
-    /// as one list, then the same stream goes on as the watch.
-    async fn consume<T: Wire<K>>(
-        &self,
-        scope: usize,
-        mut stream: WatchStream<T>,
-        ctx: &CancellationToken,
-        resource_version: &mut Option<String>,
-        mut initial: Option<InitialEvents<K>>,
-    ) -> WatchEnd {
-        loop {
-            let event = tokio::select! {
-                _ = ctx.cancelled() => return WatchEnd::Cancelled,
-                event = stream.next() => event,
-            };
-            let event = match event {
-                None if initial.is_some() => {
-                    return WatchEnd::Failed(
-                        "the watch ended before the initial events did".into(),
-                    );
-                }
-                None => return WatchEnd::Closed,
-                Some(Err(e)) if is_gone(&e) => return WatchEnd::Gone,
-                Some(Err(e)) => return WatchEnd::Failed(e.to_string()),
-                Some(Ok(event)) => event,
-            };
-            match event {
-                WatchEvent::Added(mut obj) | WatchEvent::Modified(mut obj) => {
-                    advance(resource_version, obj.take_resource_version());
-                    let entry = obj.entry(self, scope);
-                    match &mut initial {
-                        Some(buffer) => buffer.upsert(entry),
-                        None => self.upsert(entry),
-                    }
-                }
-                WatchEvent::Deleted(mut obj) => {
-                    advance(resource_version, obj.take_resource_version());
-                    let entry = obj.gone(self, scope);
-                    match &mut initial {
-                        Some(buffer) => buffer.remove(&entry.key),
-                        None => self.delete(entry),
-                    }
-                }
-                WatchEvent::Bookmark(bookmark) => {
-                    let end = bookmark
-                        .metadata
-                        .annotations
-                        .get(INITIAL_EVENTS_END)
-                        .is_some_and(|v| v == "true");
-                    *resource_version = Some(bookmark.metadata.resource_version);
-                    if end && let Some(buffer) = initial.take() {
-                        self.replace(scope, buffer.into_entries());
-                    }
-                }
-                WatchEvent::Error(status) if status.code == 410 => return WatchEnd::Gone,
-                WatchEvent::Error(status)
-                    if initial.is_some() && refuses_streaming(status.code) =>
-                {
-                    return WatchEnd::StreamingRefused(status.message.clone());
-                }
-                WatchEvent::Error(status) => return WatchEnd::Failed(status.message.clone()),
+/// Applies a watch's events until it ends. With `initial` (a streaming list), the events up to
+/// the initial-events-end bookmark are the current state: they are gathered and written as one
+/// list, then the same stream goes on as the watch.
+async fn consume<K, T, W>(
+    writer: &W,
+    mut stream: WatchStream<T>,
+    ctx: &CancellationToken,
+    resource_version: &mut Option<String>,
+    mut initial: Option<InitialEvents<K>>,
+) -> WatchEnd
+where
+    T: Versioned,
+    W: StoreWriter<K, T>,
+{
+    loop {
+        let event = tokio::select! {
+            _ = ctx.cancelled() => return WatchEnd::Cancelled,
+            event = stream.next() => event,
+        };
+        let event = match event {
+            None if initial.is_some() => {
+                return WatchEnd::Failed("the watch ended before the initial events did".into());
             }
+            None => return WatchEnd::Closed,
+            Some(Err(e)) if is_gone(&e) => return WatchEnd::Gone,
+            Some(Err(e)) => return WatchEnd::Failed(e.to_string()),
+            Some(Ok(event)) => event,
+        };
+        match event {
+            WatchEvent::Added(mut obj) | WatchEvent::Modified(mut obj) => {
+                advance(resource_version, obj.take_resource_version());
+                let entry = writer.entry(obj);
+                match &mut initial {
+                    Some(buffer) => buffer.upsert(entry),
+                    None => writer.upsert(entry),
+                }
+            }
+            WatchEvent::Deleted(mut obj) => {
+                advance(resource_version, obj.take_resource_version());
+                let entry = writer.gone(obj);
+                match &mut initial {
+                    Some(buffer) => buffer.remove(&entry.key),
+                    None => writer.delete(entry),
+                }
+            }
+            WatchEvent::Bookmark(bookmark) => {
+                let end = bookmark
+                    .metadata
+                    .annotations
+                    .get(INITIAL_EVENTS_END)
+                    .is_some_and(|v| v == "true");
+                *resource_version = Some(bookmark.metadata.resource_version);
+                if end && let Some(buffer) = initial.take() {
+                    writer.replace(buffer.into_entries());
+                }
+            }
+            WatchEvent::Error(status) if status.code == 410 => return WatchEnd::Gone,
+            WatchEvent::Error(status) if initial.is_some() && refuses_streaming(status.code) => {
+                return WatchEnd::StreamingRefused(status.message.clone());
+            }
+            WatchEvent::Error(status) => return WatchEnd::Failed(status.message.clone()),
         }
     }
 }
@@ -306,31 +369,10 @@ fn is_gone(e: &kube_client::Error) -> bool {
     matches!(e, kube_client::Error::Api(status) if status.code == 410)
 }
 
-/// `period` times a random factor in [0.9, 1.1).
-pub(super) fn jitter(period: Duration) -> Duration {
-    period.mul_f64(0.9 + 0.2 * rand_unit())
-}
-
+/// A watch's timeout in seconds: a random duration between `min` and twice `min`, so that
+/// watches opened together do not all end together.
 fn watch_timeout(min: Duration) -> u32 {
     (min.as_secs_f64() * (1.0 + rand_unit())) as u32
-}
-
-/// A number in [0, 1) without a dependency on a random number crate: the low bits of a hash
-/// of the current time and a counter are random enough for jitter.
-fn rand_unit() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Sleeps for `d`; false when `ctx` was cancelled first.
-pub(super) async fn sleep_or_cancel(ctx: &CancellationToken, d: Duration) -> bool {
-    tokio::select! {
-        _ = ctx.cancelled() => false,
-        _ = tokio::time::sleep(d) => true,
-    }
 }
 
 #[cfg(test)]
@@ -341,7 +383,7 @@ mod tests {
 
     fn entry(name: &str, tag: &str) -> Entry<ConfigMap> {
         Entry {
-            key: ObjectKey::namespaced("ns", name),
+            key: ObjectKey::new("ns", name),
             slot: Slot::Encoded(tag.as_bytes().into()),
             typed: None,
         }
@@ -364,8 +406,8 @@ mod tests {
         for name in ["a", "b", "c"] {
             events.upsert(entry(name, "1"));
         }
-        events.remove(&ObjectKey::namespaced("ns", "b"));
-        events.remove(&ObjectKey::namespaced("ns", "missing"));
+        events.remove(&ObjectKey::new("ns", "b"));
+        events.remove(&ObjectKey::new("ns", "missing"));
         events.upsert(entry("a", "2"));
         events.upsert(entry("b", "3"));
         events.upsert(entry("b", "4"));
@@ -382,5 +424,115 @@ mod tests {
         assert_eq!(all.len(), 1000);
         assert_eq!(all[0], "o0 2");
         assert_eq!(all[1], "o1 1");
+    }
+
+    /// Records what a reflector writes, one line per call.
+    #[derive(Default)]
+    struct Writes(parking_lot::Mutex<Vec<String>>, tokio::sync::Notify);
+
+    impl StoreWriter<ConfigMap, ConfigMap> for Writes {
+        fn entry(&self, obj: ConfigMap) -> Entry<ConfigMap> {
+            let obj = std::sync::Arc::new(obj);
+            Entry {
+                key: ObjectKey::of(obj.as_ref()),
+                slot: Slot::Shared(obj.clone()),
+                typed: Some(obj),
+            }
+        }
+        fn gone(&self, obj: ConfigMap) -> Entry<ConfigMap> {
+            self.entry(obj)
+        }
+        fn replace(&self, entries: Vec<Entry<ConfigMap>>) {
+            let names: Vec<String> = entries.into_iter().map(|e| e.key.name).collect();
+            self.write(format!("replace {}", names.join(" ")));
+        }
+        fn upsert(&self, entry: Entry<ConfigMap>) {
+            self.write(format!("upsert {}", entry.key.name));
+        }
+        fn delete(&self, entry: Entry<ConfigMap>) {
+            self.write(format!("delete {}", entry.key.name));
+        }
+    }
+
+    impl Writes {
+        fn write(&self, line: String) {
+            self.0.lock().push(line);
+            self.1.notify_one();
+        }
+    }
+
+    /// Lists `a` and `b` at resourceVersion 5, then watches: `c` added, `a` deleted.
+    struct Scripted(parking_lot::Mutex<Vec<String>>);
+
+    impl ListWatch<ConfigMap> for Scripted {
+        fn list(
+            &self,
+            _: ListParams,
+        ) -> futures::future::BoxFuture<
+            'static,
+            Result<kube_client::core::ObjectList<ConfigMap>, kube_client::Error>,
+        > {
+            self.0.lock().push("list".into());
+            let list = serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMapList",
+                "metadata": {"resourceVersion": "5"},
+                "items": [cm("a", "4"), cm("b", "5")],
+            }));
+            Box::pin(async move { Ok(list.unwrap()) })
+        }
+
+        fn watch(
+            &self,
+            _: WatchParams,
+            resource_version: String,
+        ) -> futures::future::BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>>
+        {
+            self.0.lock().push(format!("watch from {resource_version}"));
+            let events = [
+                WatchEvent::Added(cm("c", "6")),
+                WatchEvent::Deleted(cm("a", "7")),
+            ];
+            let stream = futures::stream::iter(events.map(Ok)).chain(futures::stream::pending());
+            Box::pin(async move { Ok(stream.boxed()) })
+        }
+    }
+
+    fn cm(name: &str, rv: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: kube_core::ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some(name.into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reflector_writes_its_list_and_watch_through_its_store_writer() {
+        let reflector = Reflector::new(ReflectorConfig {
+            namespace: Some("ns".into()),
+            label_selector: None,
+            field_selector: None,
+            page_size: 500,
+            min_watch_timeout: Duration::from_secs(300),
+            streaming_list: false,
+            backoff: BackoffConfig::default(),
+        });
+        let (list_watch, writes) = (Scripted(Default::default()), Writes::default());
+        let ctx = CancellationToken::new();
+        let stop_after_three_writes = async {
+            while writes.0.lock().len() < 3 {
+                writes.1.notified().await;
+            }
+            ctx.cancel();
+        };
+        tokio::join!(
+            reflector.run(&list_watch, &writes, &ctx),
+            stop_after_three_writes
+        );
+        assert_eq!(*list_watch.0.lock(), ["list", "watch from 5"]);
+        assert_eq!(*writes.0.lock(), ["replace a b", "upsert c", "delete a"]);
     }
 }

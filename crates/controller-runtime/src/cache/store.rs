@@ -8,67 +8,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use std::fmt;
 use std::sync::Arc;
 
 use kube_core::Resource;
 use parking_lot::RwLock;
 
 use super::storage::{Codec, Storage};
-
-/// The key of an object in a store: namespace (`None` when cluster-scoped) and name.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ObjectKey {
-    /// Namespace; `None` for cluster-scoped objects.
-    pub namespace: Option<String>,
-    /// Name.
-    pub name: String,
-}
-
-impl ObjectKey {
-    /// The key of `obj`.
-    pub fn of<K: Resource>(obj: &K) -> Self {
-        let meta = obj.meta();
-        ObjectKey {
-            namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
-            name: meta.name.clone().unwrap_or_default(),
-        }
-    }
-
-    /// A key for a namespaced object.
-    pub fn namespaced(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        ObjectKey {
-            namespace: Some(namespace.into()),
-            name: name.into(),
-        }
-    }
-
-    /// A key for a cluster-scoped object.
-    pub fn cluster(name: impl Into<String>) -> Self {
-        ObjectKey {
-            namespace: None,
-            name: name.into(),
-        }
-    }
-}
-
-impl fmt::Display for ObjectKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.namespace {
-            Some(ns) => write!(f, "{ns}/{}", self.name),
-            None => f.write_str(&self.name),
-        }
-    }
-}
-
-impl From<ObjectKey> for crate::Request {
-    fn from(key: ObjectKey) -> Self {
-        crate::Request {
-            namespace: key.namespace,
-            name: key.name,
-        }
-    }
-}
+use crate::ObjectKey;
 
 /// A function that extracts the values an object is indexed under (controller-runtime's
 /// `IndexerFunc`). Return an empty vector to leave the object out of the index.
@@ -560,8 +506,8 @@ mod tests {
             store.insert(cm("a", "two", "y"));
             store.insert(cm("b", "one", "x"));
             assert_eq!(store.len(), 3);
-            assert!(store.get(&ObjectKey::namespaced("b", "one")).is_some());
-            assert!(store.get(&ObjectKey::namespaced("b", "two")).is_none());
+            assert!(store.get(&ObjectKey::new("b", "one")).is_some());
+            assert!(store.get(&ObjectKey::new("b", "two")).is_none());
             assert_eq!(names(store.list(Some("a"))), ["a/one", "a/two"]);
             assert_eq!(names(store.list(None)).len(), 3);
             assert!(store.list(Some("c")).is_empty());
@@ -573,7 +519,7 @@ mod tests {
         let store = Store::new();
         let obj = cm("a", "one", "x");
         store.insert(obj.clone());
-        let read = store.get(&ObjectKey::namespaced("a", "one")).unwrap();
+        let read = store.get(&ObjectKey::new("a", "one")).unwrap();
         assert!(Arc::ptr_eq(&obj, &read));
         assert!(Arc::ptr_eq(&obj, &store.list(None)[0]));
     }
@@ -584,7 +530,7 @@ mod tests {
         assert!(store.is_compact());
         let obj = cm("a", "one", "x");
         assert!(!store.put(obj.clone()));
-        let key = ObjectKey::namespaced("a", "one");
+        let key = ObjectKey::new("a", "one");
         let (first, second) = (store.get(&key).unwrap(), store.get(&key).unwrap());
         assert_eq!(*first, *obj);
         assert!(!Arc::ptr_eq(&first, &obj) && !Arc::ptr_eq(&first, &second));
@@ -632,7 +578,7 @@ mod tests {
                 names(store.by_index("owner", Some("a"), "y").unwrap()),
                 ["a/one", "a/two"]
             );
-            store.remove(&ObjectKey::namespaced("a", "two"));
+            store.remove(&ObjectKey::new("a", "two"));
             assert_eq!(
                 names(store.by_index("owner", None, "y").unwrap()),
                 ["a/one"]
@@ -649,7 +595,7 @@ mod tests {
             store.insert(cm("a", "two", "x"));
             let old = store.replace([cm("a", "two", "y"), cm("c", "three", "y")]);
             assert_eq!(old.len(), 2);
-            assert!(store.get(&ObjectKey::namespaced("a", "one")).is_none());
+            assert!(store.get(&ObjectKey::new("a", "one")).is_none());
             assert!(store.by_index("owner", None, "x").unwrap().is_empty());
             assert_eq!(
                 names(store.by_index("owner", None, "y").unwrap()),
@@ -675,7 +621,7 @@ mod tests {
             store.insert(cm("a", "n1", "x"));
             assert!(store.insert(cm("a", "n1", "y")).is_some(), "a replace");
             assert_eq!(store.len(), 2);
-            assert!(store.get(&ObjectKey::cluster("n1")).is_some());
+            assert!(store.get(&ObjectKey::cluster_scoped("n1")).is_some());
             assert_eq!(names(store.list(None)), ["a/n1", "n1"]);
             store.insert(cm("b", "two", "x"));
             // Replace namespace a alone: b and the cluster-scoped object stay.
@@ -689,7 +635,7 @@ mod tests {
             );
             assert_eq!(names(store.list(None)), ["a/three", "b/two", "n1"]);
             assert_eq!(store.len(), 3);
-            assert!(store.remove(&ObjectKey::namespaced("a", "three")).is_some());
+            assert!(store.remove(&ObjectKey::new("a", "three")).is_some());
             assert!(store.list(Some("a")).is_empty());
             assert_eq!(store.len(), 2);
         }

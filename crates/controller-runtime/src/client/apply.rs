@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Error, Objects};
-use crate::cache::{CacheObject, ObjectKey};
+use crate::ObjectKey;
+use crate::cache::CacheObject;
 
 /// How a server-side apply runs: the field manager it applies as, and whether it takes over
 /// fields other managers own ([`force`](Self::force), controller-runtime's `ForceOwnership`).

@@ -2,11 +2,11 @@
 //!
 //! ```no_run
 //! # async fn f(client: controller_runtime::client::Client) -> Result<(), controller_runtime::client::Error> {
-//! use controller_runtime::cache::ObjectKey;
+//! use controller_runtime::ObjectKey;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
 //! let configmaps = client.objects::<ConfigMap>();
-//! let cm = configmaps.get(&ObjectKey::namespaced("default", "settings")).await?; // from the cache
+//! let cm = configmaps.get(&ObjectKey::new("default", "settings")).await?; // from the cache
 //! let mut changed = (*cm).clone();
 //! changed.data.get_or_insert_default().insert("mode".into(), "fast".into());
 //! configmaps.update(&changed).await?; // to the API server
@@ -32,7 +32,8 @@ use serde::de::DeserializeOwned;
 pub use apply::ApplyOptions;
 pub use error::Error;
 
-use crate::cache::{Cache, CacheObject, ListOptions, ObjectKey};
+use crate::ObjectKey;
+use crate::cache::{Cache, CacheObject, ListOptions};
 
 /// Reads from the cache, writes to the API server. Cheap to clone.
 #[derive(Clone)]

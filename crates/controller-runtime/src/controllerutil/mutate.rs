@@ -8,7 +8,8 @@ use kube_client::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
 use super::semantic::{merge_diff, semantic_eq};
-use crate::cache::{CacheObject, ObjectKey};
+use crate::ObjectKey;
+use crate::cache::CacheObject;
 use crate::client::{self, Objects};
 
 /// What a mutate function may fail with: any error, boxed (`?` converts yours).

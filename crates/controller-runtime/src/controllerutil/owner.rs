@@ -12,7 +12,7 @@ use std::fmt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube_core::Resource;
 
-use crate::cache::ObjectKey;
+use crate::ObjectKey;
 
 /// The owner in an owner reference: what [`set_controller_reference`] and its siblings need of
 /// it. Every `&O` of a static type converts into one (`&deployment`); for a dynamic type

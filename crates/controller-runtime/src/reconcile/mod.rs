@@ -43,50 +43,23 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 
+use crate::ObjectKey;
+
 mod typed;
 
 pub use typed::{ObjectReconciler, for_object, for_object_with};
 
-/// The key of one object to reconcile: its namespace (`None` for cluster-scoped objects) and
-/// name. It is the default item type of every workqueue.
+/// The key of one object to reconcile: an [`ObjectKey`] (namespace, `None` for cluster-scoped
+/// objects, and name) under the name reconcilers know it by (controller-runtime's
+/// `reconcile.Request`). It is the default item type of every workqueue.
+///
+/// `Request` is a type alias of [`ObjectKey`], not a wrapper: the key a handler enqueues is the
+/// key a reconciler reads the cache and the client with, no conversion between them
+/// (`Request::new`, `Request::cluster_scoped` and `Request::of` are [`ObjectKey`]'s).
 ///
 /// A request carries no object: the reconciler reads the current state from the cache, so that
 /// several events for one object collapse into one reconcile of its latest state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Request {
-    /// Namespace of the object; `None` for cluster-scoped objects.
-    pub namespace: Option<String>,
-    /// Name of the object.
-    pub name: String,
-}
-
-impl Request {
-    /// A request for a namespaced object.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Request {
-            namespace: Some(namespace.into()),
-            name: name.into(),
-        }
-    }
-
-    /// A request for a cluster-scoped object.
-    pub fn cluster_scoped(name: impl Into<String>) -> Self {
-        Request {
-            namespace: None,
-            name: name.into(),
-        }
-    }
-}
-
-impl fmt::Display for Request {
-    /// `namespace/name`, or `name` for cluster-scoped objects, as `kubectl` and client-go print keys.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.namespace {
-            Some(ns) if !ns.is_empty() => write!(f, "{ns}/{}", self.name),
-            _ => f.write_str(&self.name),
-        }
-    }
-}
+pub type Request = ObjectKey;
 
 /// What a successful reconcile asks the controller to do next (controller-runtime's `Result`):
 /// nothing, or another reconcile after a delay. A retry with backoff is an error (see the

@@ -9,7 +9,7 @@ use futures::future::BoxFuture;
 
 use super::{Action, ReconcileError, ReconcileResult, Reconciler};
 use crate::Request;
-use crate::cache::{CacheObject, ObjectKey};
+use crate::cache::CacheObject;
 use crate::client::Client;
 
 /// A reconciler over objects of `K`: for each request it reads the object from the cache
@@ -84,10 +84,7 @@ where
 {
     fn reconcile(&self, req: Request) -> BoxFuture<'_, ReconcileResult> {
         Box::pin(async move {
-            let key = ObjectKey {
-                namespace: req.namespace,
-                name: req.name,
-            };
+            let key = req;
             let objects = self.client.objects_with::<K>(self.dt.clone());
             match objects.get(&key).await {
                 Ok(obj) => (self.f)(obj, self.ctx.clone()).await,

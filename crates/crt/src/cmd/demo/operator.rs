@@ -8,7 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use controller_runtime::cache::{ListOptions, ObjectKey};
+use controller_runtime::ObjectKey;
+use controller_runtime::cache::ListOptions;
 use controller_runtime::client::{self, Client};
 use controller_runtime::finalizer::{self, Event};
 use controller_runtime::reconcile::{self, Action, ReconcileError, Reconciler};
@@ -147,7 +148,7 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
                 let patch = Patch::Merge(json!({ "data": { "message": g.spec.message } }));
                 configmaps
                     .patch(
-                        &ObjectKey::namespaced(&ns, &child),
+                        &ObjectKey::new(&ns, &child),
                         &patch,
                         &PatchParams::default(),
                     )
@@ -187,7 +188,7 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
         let greetings = ctx.client.objects::<Greeting>();
         greetings
             .patch_status(
-                &ObjectKey::namespaced(&ns, &name),
+                &ObjectKey::new(&ns, &name),
                 &Patch::Merge(json!({ "status": status })),
                 &PatchParams::default(),
             )
@@ -242,7 +243,7 @@ async fn delete_child(
     ctx: &Ctx,
 ) -> Result<(), ReconcileError> {
     match configmaps
-        .delete(&ObjectKey::namespaced(ns, child), &DeleteParams::default())
+        .delete(&ObjectKey::new(ns, child), &DeleteParams::default())
         .await
     {
         Ok(()) => Stats::bump(&ctx.stats.deleted),
