@@ -1,10 +1,9 @@
 //! What a reconciler and its `main` need, in one import: `use controller_runtime::prelude::*;`.
 //!
 //! The Builder and the Manager that run a controller, the client a reconciler reads and writes
-//! with, the one key type ([`ObjectKey`], which a reconcile's [`Request`] is) and a reconcile's result
-//! types, controllerutil's helpers module, and kube's
-//! `Resource`/`ResourceExt` traits for the objects' metadata (`obj.name_any()`,
-//! `obj.namespace()`).
+//! with, the one key type ([`ObjectKey`], which a reconcile's [`Request`] is), a reconcile's
+//! result types, controllerutil's helpers module, and kube's `Resource`/`ResourceExt` traits for
+//! the objects' metadata (`obj.name_any()`, `obj.namespace()`).
 //!
 //! ```
 //! use controller_runtime::prelude::*;

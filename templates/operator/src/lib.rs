@@ -1,0 +1,169 @@
+//! A complete operator on controller-runtime-rs: the `Memo` custom resource and its
+//! reconciler. Copy this crate to start your own.
+//!
+//! A `Memo` asks for its text to be published in two places: a ConfigMap of its own (named
+//! after it, owned by it, so the garbage collector deletes it with the Memo) and an entry in the
+//! namespace's shared `memo-index` ConfigMap, which no owner reference can clean up: a finalizer
+//! removes the entry before the Memo goes. Its status says whether both are in place.
+
+// Clippy reads the repeated `type_ = ...` of `printcolumn(...)` as duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
+use std::sync::Arc;
+
+use controller_runtime::controllerutil::{self, OperationResult};
+use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
+use controller_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use controller_runtime::prelude::*;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The finalizer that removes a Memo's entry from the index before the Memo is deleted.
+pub const FINALIZER: &str = "memos.example.com/index";
+/// The namespace's shared ConfigMap listing every Memo's text.
+pub const INDEX: &str = "memo-index";
+
+/// What a user asks for: publish `text`.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "example.com",
+    version = "v1",
+    kind = "Memo",
+    namespaced,
+    status = "MemoStatus",
+    printcolumn(name = "Text", type_ = "string", json_path = ".spec.text"),
+    printcolumn(name = "Ready", type_ = "boolean", json_path = ".status.ready")
+)]
+pub struct MemoSpec {
+    /// The text to publish.
+    pub text: String,
+}
+
+/// What the operator reports back.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoStatus {
+    /// The `metadata.generation` this status describes.
+    pub observed_generation: Option<i64>,
+    /// Whether the text is published in both places.
+    pub ready: bool,
+}
+
+/// What the reconciler shares between calls.
+pub struct Context {
+    /// The manager's client: reads from the cache, writes to the API server.
+    pub client: Client,
+}
+
+/// Why a step of a reconcile failed; `?` turns it into the [`ReconcileError`] the controller
+/// retries with backoff, its cause kept in the chain.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A create-or-update / create-or-patch failed.
+    #[error("writing {0}")]
+    Write(&'static str, #[source] controllerutil::Error),
+    /// A client call failed.
+    #[error("{0}")]
+    Client(&'static str, #[source] controller_runtime::client::Error),
+}
+
+/// Registers the Memo controller with `mgr`.
+pub async fn add_controller(mgr: &Manager) -> Result<(), controller_runtime::builder::Error> {
+    let ctx = Arc::new(Context {
+        client: mgr.client().clone(),
+    });
+    ControllerBuilder::new(mgr)
+        .for_(Input::<Memo>::new())
+        .owns(Input::<ConfigMap>::new())
+        .complete(ctx, reconcile)
+        .await
+}
+
+/// Drives one Memo towards its spec: a finalizer first, then its ConfigMap and index entry,
+/// then its status. Each step writes only when something differs from what it wants.
+pub async fn reconcile(memo: Arc<Memo>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+    let memos = ctx.client.objects::<Memo>();
+    let (ns, name) = (memo.namespace().unwrap_or_default(), memo.name_any());
+    if memo.metadata.deletion_timestamp.is_some() {
+        if controllerutil::contains_finalizer(&*memo, FINALIZER) {
+            set_index_entry(&ctx.client, &ns, &name, None).await?;
+            let mut memo = (*memo).clone();
+            controllerutil::remove_finalizer(&mut memo, FINALIZER);
+            memos
+                .update(&memo)
+                .await
+                .map_err(|e| Error::Client("removing the finalizer", e))?;
+        }
+        return Ok(Action::done());
+    }
+    if !controllerutil::contains_finalizer(&*memo, FINALIZER) {
+        // The update comes back as an event: the next reconcile does the rest.
+        let mut memo = (*memo).clone();
+        controllerutil::add_finalizer(&mut memo, FINALIZER);
+        memos
+            .update(&memo)
+            .await
+            .map_err(|e| Error::Client("adding the finalizer", e))?;
+        return Ok(Action::done());
+    }
+
+    let mut own = ConfigMap {
+        metadata: meta(&ns, &name),
+        ..Default::default()
+    };
+    let text = memo.spec.text.clone();
+    controllerutil::create_or_update(&ctx.client.objects(), &mut own, |cm| {
+        cm.data = Some([("text".to_string(), text)].into());
+        controllerutil::set_controller_reference(&*memo, cm)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| Error::Write("the Memo's ConfigMap", e))?;
+    set_index_entry(&ctx.client, &ns, &name, Some(&memo.spec.text)).await?;
+
+    let status = MemoStatus {
+        observed_generation: memo.metadata.generation,
+        ready: true,
+    };
+    if memo.status.as_ref() != Some(&status) {
+        let mut memo = (*memo).clone();
+        memo.status = Some(status);
+        memos
+            .update_status(&memo)
+            .await
+            .map_err(|e| Error::Client("writing the status", e))?;
+    }
+    Ok(Action::done())
+}
+
+/// Sets (or with `None` removes) the Memo's entry in the namespace's index ConfigMap.
+async fn set_index_entry(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    text: Option<&str>,
+) -> Result<OperationResult, Error> {
+    let mut index = ConfigMap {
+        metadata: meta(ns, INDEX),
+        ..Default::default()
+    };
+    controllerutil::create_or_patch(&client.objects(), &mut index, |cm| {
+        let data = cm.data.get_or_insert_with(Default::default);
+        match text {
+            Some(text) => data.insert(name.to_string(), text.to_string()),
+            None => data.remove(name),
+        };
+        Ok(())
+    })
+    .await
+    .map_err(|e| Error::Write("the index", e))
+}
+
+fn meta(ns: &str, name: &str) -> ObjectMeta {
+    ObjectMeta {
+        namespace: Some(ns.into()),
+        name: Some(name.into()),
+        ..Default::default()
+    }
+}
