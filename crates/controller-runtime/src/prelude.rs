@@ -20,9 +20,9 @@ pub use std::sync::Arc;
 
 pub use kube_core::{Resource, ResourceExt};
 
-pub use crate::{CancellationToken, ObjectKey};
 pub use crate::builder::{ControllerBuilder, Input};
 pub use crate::client::Client;
 pub use crate::controllerutil;
 pub use crate::manager::{BindAddress, Manager, ManagerOptions, signal_handler};
 pub use crate::reconcile::{Action, ReconcileError, Request, TerminalError};
+pub use crate::{CancellationToken, ObjectKey};
