@@ -65,3 +65,8 @@ pub use parking_lot;
 pub use prometheus_client;
 pub use serde_json;
 pub use tokio_util::sync::CancellationToken;
+
+/// The crate README's examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
