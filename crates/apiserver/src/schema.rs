@@ -49,6 +49,7 @@
 //!     r#"spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string""#);
 //! ```
 
+pub mod builtin;
 mod format;
 mod node;
 mod prune;
