@@ -24,8 +24,10 @@
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
 //!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`),
 //!   any other gets 415.
-//! - OpenAPI v3 documents declare the `fieldValidation` parameter, so kubectl leaves validation
-//!   to the server; they carry no schemas (`kubectl explain` shows nothing useful). Custom
+//! - OpenAPI v3 documents (and `/openapi/v2`, in JSON only) carry the served kinds' schemas
+//!   (built-in kinds from k8s-openapi, custom resources from their CRD), with merge keys and
+//!   `x-kubernetes-group-version-kind`, so `kubectl explain` works; their PATCH operations
+//!   declare the `fieldValidation` parameter, so kubectl leaves validation to the server. Custom
 //!   objects honour it (`Strict`: 400 naming each unknown field; `Warn`, the default: pruned
 //!   with a `Warning: 299` header each; `Ignore`: pruned); built-in kinds are not checked.
 //! - Objects' keys come out sorted, as Go encodes unstructured objects (built-in kinds from a

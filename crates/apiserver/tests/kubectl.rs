@@ -1074,3 +1074,70 @@ async fn official_python_client_uses_the_kubeconfig() {
         serde_json::json!({"a": "3", "b": "2"})
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_and_validated_apply_read_the_openapi_schemas() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let replicas = k.ok(&["explain", "deployment.spec.replicas"]).await;
+    assert!(replicas.contains("FIELD: replicas <integer>"), "{replicas}");
+    assert!(replicas.contains("Number of desired pods"), "{replicas}");
+    let cm = k.ok(&["explain", "configmap"]).await;
+    assert!(cm.contains("KIND:       ConfigMap"), "{cm}");
+    assert!(cm.contains("binaryData"), "{cm}");
+    let containers = k.ok(&["explain", "pods.spec.containers"]).await;
+    assert!(containers.contains("<[]Container>"), "{containers}");
+
+    let crd = CRD.replace(
+        "size: {type: integer}",
+        "size: {type: integer, description: How big the widget is.}",
+    );
+    k.ok_with(&["create", "-f", "-"], Some(&crd)).await;
+    k.ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/widgets.example.com",
+        "--timeout=10s",
+    ])
+    .await;
+    let spec = k.ok(&["explain", "widget.spec"]).await;
+    assert!(spec.contains("How big the widget is."), "{spec}");
+    let size = k.ok(&["explain", "widgets.spec.size"]).await;
+    assert!(size.contains("<integer>"), "{size}");
+
+    // Client-side apply with kubectl's default validation, for built-in and custom kinds.
+    k.ok_with(&["apply", "-f", "-"], Some(&configmap("applied", "")))
+        .await;
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  \
+        replicas: 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: \
+        {app: web}}\n    spec:\n      containers:\n      - {name: app, image: nginx}\n";
+    k.ok_with(&["apply", "-f", "-"], Some(deployment)).await;
+    k.ok_with(
+        &["apply", "-f", "-"],
+        Some(&deployment.replace("image: nginx", "image: nginx:2")),
+    )
+    .await;
+    let d = k.json(&["get", "deployment", "web"]).await;
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:2"
+    );
+    let widget =
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3}\n";
+    k.ok_with(&["apply", "-f", "-"], Some(widget)).await;
+    // An unknown field: rejected by the server under kubectl's default (strict) validation.
+    let unknown = widget.replace("size: 3", "size: 3, bogus: 1");
+    let err = k.fails(&["apply", "-f", "-"], Some(&unknown)).await;
+    assert!(
+        err.contains("unknown field") && err.contains("bogus"),
+        "{err}"
+    );
+    // Only warned about under --validate=warn.
+    let out = k
+        .run(&["apply", "--validate=warn", "-f", "-"], Some(&unknown))
+        .await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("bogus"), "{}", out.stderr);
+}

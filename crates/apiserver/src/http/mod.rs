@@ -5,12 +5,13 @@
 //! - [`response`]: JSON and `Status` responses, body size limits.
 //! - [`objects`]: resource requests (get, list, create, update, patch, delete, watch).
 //! - [`watch`]: the newline-delimited JSON watch stream.
-//! - [`openapi`]: the minimal OpenAPI documents kubectl reads.
+//! - [`openapi`]: the OpenAPI documents (with the served kinds' schemas) kubectl reads.
 //! - [`reviews`]: `kubectl auth can-i` / `whoami` (self access and subject reviews).
 
 use std::sync::Arc;
 
 use http::{Method, Request, Response, header};
+use serde_json::Value;
 
 use crate::discovery;
 use crate::error::ApiError;
@@ -147,14 +148,31 @@ where
         Route::GroupVersion(g, v) => {
             discovery::resource_list(&resources(), &g, &v).ok_or_else(response::not_found)?
         }
-        Route::OpenApiV2 => openapi::v2(&resources()),
-        Route::OpenApiV3Root => openapi::v3_root(&resources()),
-        Route::OpenApiV3(g, v) => {
-            openapi::v3_group_version(&resources(), &g, &v).ok_or_else(response::not_found)?
-        }
+        Route::OpenApiV2 => openapi::v2(&resources(), &crds(state)),
+        Route::OpenApiV3Root => openapi::v3_root(&resources(), &crds(state)),
+        Route::OpenApiV3(g, v) => openapi::v3_group_version(&resources(), &crds(state), &g, &v)
+            .ok_or_else(response::not_found)?,
         Route::Resource(_) | Route::NotFound => return Err(response::not_found()),
     };
     Ok(response::json(200, &doc))
+}
+
+/// The stored CustomResourceDefinitions, whose schemas the OpenAPI documents carry.
+fn crds(state: &AppState) -> Vec<Value> {
+    let Some(res) =
+        state
+            .storage
+            .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    else {
+        return Vec::new();
+    };
+    match state.storage.list(&res, None, &Default::default()) {
+        Ok(Value::Object(mut list)) => match list.remove("items") {
+            Some(Value::Array(items)) => items,
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
