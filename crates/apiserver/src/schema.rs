@@ -50,6 +50,7 @@
 //! ```
 
 pub mod builtin;
+mod cel;
 mod format;
 mod node;
 mod prune;
@@ -174,8 +175,31 @@ impl StructuralSchema {
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
+        if !blocks_rules(&errors) {
+            cel::validate(&self.root, obj, None, "", &mut errors);
+        }
         errors
     }
+
+    /// [`validate`](Self::validate) for an update from `old`: the `x-kubernetes-validations`
+    /// rules that name `oldSelf` (transition rules) run too, and a value that did not change
+    /// is not refused by the rules under it (ratcheting).
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        validate::validate(&self.root, obj, "", true, &mut errors);
+        if !blocks_rules(&errors) {
+            cel::validate(&self.root, obj, Some(old), "", &mut errors);
+        }
+        errors
+    }
+}
+
+/// Whether schema errors keep the CEL rules from running: a value of the wrong type, which
+/// the rules could not read (upstream's `hasBlockingErr`).
+fn blocks_rules(errors: &[FieldError]) -> bool {
+    errors
+        .iter()
+        .any(|e| e.message.contains(" in body must be of type "))
 }
 
 /// A `default` must validate against its own schema and hold no field pruning would drop,
