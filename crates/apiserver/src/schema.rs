@@ -12,6 +12,7 @@
 //!     pub fn prune_reporting(&self, obj: &mut Value) -> Vec<String>;
 //!     pub fn apply_defaults(&self, obj: &mut Value);
 //!     pub fn validate(&self, obj: &Value) -> Vec<FieldError>;
+//!     pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError>;
 //! }
 //! pub struct FieldError { pub path: String, pub reason: &'static str, pub message: String }
 //! pub struct SchemaError { pub errors: Vec<FieldError> }
@@ -24,6 +25,12 @@
 //! schema once per CRD version with [`from_value`](StructuralSchema::from_value); a schema
 //! that is not structural is a 422 on the CRD itself, with the errors' paths relative to
 //! `spec.versions[i].schema.openAPIV3Schema`.
+//!
+//! Validation includes the CEL rules of `x-kubernetes-validations` (module `cel`): they are
+//! compiled by [`from_value`](StructuralSchema::from_value) (a rule that does not compile
+//! makes the schema invalid) and evaluated by [`validate`](StructuralSchema::validate), and on
+//! update by [`validate_update`](StructuralSchema::validate_update), which also runs the
+//! transition rules (`oldSelf`) and lets unchanged values through (ratcheting).
 //!
 //! At the root, `apiVersion`, `kind` and `metadata` are never pruned (metadata is the
 //! server's to check); an `x-kubernetes-embedded-resource` object keeps them too and must

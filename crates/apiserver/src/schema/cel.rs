@@ -84,9 +84,11 @@ fn go_rule(m: &Map<String, Value>) -> String {
     )
 }
 
+/// Compiles a rule; the error is worded as upstream's (`compilation failed: ERROR:
+/// <input>:1:11: Syntax error: ...`, cel-go's wording, which the cel crate shares).
 fn compile(src: &str) -> Result<Program, String> {
     ENV.compile(src)
-        .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))
+        .map_err(|e| format!("compilation failed: {e}"))
 }
 
 fn names_old_self(p: &Program) -> bool {
