@@ -13,17 +13,20 @@
 //! `exists`, `exists_one`, `map`, `filter`), its strings extension (`lowerAscii`,
 //! `upperAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `lastIndexOf`, `substring`,
 //! `format`) and its lists extension, plus Kubernetes' list library (`isSorted`, `sum`,
-//! `min`, `max`). Not there (yet): the url, ip, cidr, quantity, format and regex-extraction
-//! libraries; and as the cel crate checks no types when compiling, an unknown function or
-//! variable is an evaluation error on write rather than a compilation error on the CRD.
+//! `min`, `max`). Not there (yet): list `indexOf`/`lastIndexOf`, and the url, ip, cidr,
+//! quantity, format and regex-extraction libraries. The cel crate checks no types when
+//! compiling; this module checks names (`undeclared reference to 'x'`, as cel-go), but an
+//! unknown function, or a field the schema does not declare, is an evaluation error on write
+//! (`rule evaluation error: ...`) rather than a compilation error on the CRD.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr};
 use cel::extractors::This;
 use cel::objects::{Key, Map as CelMap};
-use cel::{Context, Env, Program, Value as Cel};
+use cel::{Context, Env, IdedExpr, Program, Value as Cel};
 use serde_json::{Map, Value};
 
 use super::FieldError;
@@ -87,8 +90,104 @@ fn go_rule(m: &Map<String, Value>) -> String {
 /// Compiles a rule; the error is worded as upstream's (`compilation failed: ERROR:
 /// <input>:1:11: Syntax error: ...`, cel-go's wording, which the cel crate shares).
 fn compile(src: &str) -> Result<Program, String> {
-    ENV.compile(src)
-        .map_err(|e| format!("compilation failed: {e}"))
+    let p = ENV
+        .compile(src)
+        .map_err(|e| format!("compilation failed: {e}"))?;
+    let mut undeclared = Vec::new();
+    free_idents(p.expression(), &mut Vec::new(), &mut undeclared);
+    if let Some((id, name)) = undeclared.first() {
+        let (line, col, text) = position(src, p.source_info().offset_for(*id));
+        return Err(format!(
+            "compilation failed: ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
+            ".".repeat(col - 1)
+        ));
+    }
+    Ok(p)
+}
+
+/// Names a rule may use without declaring them: its variables and the type names.
+const DECLARED: [&str; 13] = [
+    "self",
+    "oldSelf",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "optional",
+];
+
+/// The identifiers of `e` that are neither declared nor bound by a macro's comprehension,
+/// with their expression ids: the cel crate checks no names when it parses, cel-go does.
+fn free_idents(e: &IdedExpr, bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
+    match &e.expr {
+        Expr::Ident(name)
+            if !name.starts_with('@')
+                && !DECLARED.contains(&name.as_str())
+                && !bound.contains(name) =>
+        {
+            out.push((e.id, name.clone()));
+        }
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                free_idents(t, bound, out);
+            }
+            for a in &c.args {
+                free_idents(a, bound, out);
+            }
+        }
+        Expr::Comprehension(c) => {
+            free_idents(&c.iter_range, bound, out);
+            let before = bound.len();
+            bound.push(c.iter_var.clone());
+            bound.extend(c.iter_var2.clone());
+            bound.push(c.accu_var.clone());
+            for x in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                free_idents(x, bound, out);
+            }
+            bound.truncate(before);
+        }
+        Expr::List(l) => {
+            for x in &l.elements {
+                free_idents(x, bound, out);
+            }
+        }
+        Expr::Map(m) => entries(&m.entries, bound, out),
+        Expr::Struct(st) => entries(&st.entries, bound, out),
+        Expr::Select(sel) => free_idents(&sel.operand, bound, out),
+        _ => {}
+    }
+}
+
+fn entries(es: &[IdedEntryExpr], bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
+    for e in es {
+        match &e.expr {
+            EntryExpr::StructField(f) => free_idents(&f.value, bound, out),
+            EntryExpr::MapEntry(m) => {
+                free_idents(&m.key, bound, out);
+                free_idents(&m.value, bound, out);
+            }
+        }
+    }
+}
+
+/// 1-based line and column of a character offset in `src`, and that line's text.
+fn position(src: &str, offset: Option<(u32, u32)>) -> (usize, usize, &str) {
+    let at = offset.map_or(0, |(start, _)| start as usize);
+    let mut seen = 0;
+    for (i, line) in src.split('\n').enumerate() {
+        let len = line.chars().count();
+        if at <= seen + len {
+            return (i + 1, at - seen + 1, line);
+        }
+        seen += len + 1;
+    }
+    (1, 1, src)
 }
 
 fn names_old_self(p: &Program) -> bool {
@@ -233,8 +332,34 @@ pub(crate) fn to_cel(v: &Value) -> Cel {
     }
 }
 
+/// The least (`Less`) or greatest (`Greater`) element of a list; an error when empty.
+fn extreme(l: &[Cel], keep: std::cmp::Ordering) -> Result<Cel, cel::ExecutionError> {
+    let mut best = l
+        .first()
+        .ok_or_else(|| cel::ExecutionError::function_error("min/max", "list is empty"))?;
+    for x in &l[1..] {
+        match x.partial_cmp(best) {
+            Some(o) if o == keep => best = x,
+            Some(_) => {}
+            None => {
+                return Err(cel::ExecutionError::ValuesNotComparable(
+                    x.clone(),
+                    best.clone(),
+                ));
+            }
+        }
+    }
+    Ok(best.clone())
+}
+
 /// Kubernetes' list library: `isSorted`, `sum`, `min`, `max` on lists.
 fn add_k8s_lists(ctx: &mut Context<'_, '_>) {
+    let _ = ctx.add_function("min", |This(l): This<Arc<Vec<Cel>>>| {
+        extreme(&l, std::cmp::Ordering::Less)
+    });
+    let _ = ctx.add_function("max", |This(l): This<Arc<Vec<Cel>>>| {
+        extreme(&l, std::cmp::Ordering::Greater)
+    });
     let _ = ctx.add_function("isSorted", |This(l): This<Arc<Vec<Cel>>>| {
         l.windows(2)
             .all(|w| w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Greater))
@@ -493,6 +618,8 @@ mod tests {
                      "message": "Listener name must be unique within the Gateway"},
                     {"rule": "self.map(l, l.port).isSorted()", "message": "sorted"},
                     {"rule": "self.map(l, l.port).sum() < 100000", "message": "sum"},
+                    {"rule": "self.map(l, l.port).min() > 0 && self.map(l, l.port).max() < 1024",
+                     "message": "privileged ports"},
                     {"rule": "self.filter(l, l.name.startsWith('x')).size() == 0 && \
                               self.exists(l, l.name.lowerAscii() == l.name)", "message": "names"}]}}}));
         let ok = json!({"listeners": [{"name": "a", "port": 80}, {"name": "b", "port": 443}]});
