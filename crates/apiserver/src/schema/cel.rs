@@ -6,8 +6,10 @@
 //! every write of a custom object with `self` bound to the node's value. A rule that names
 //! `oldSelf` is a transition rule: it is evaluated only on update, when the node has an old
 //! value (or always, with `oldSelf` an optional, under `optionalOldSelf`). On update, a node
-//! whose value did not change is not refused by its rules (ratcheting, on by default since
-//! Kubernetes 1.30).
+//! whose value did not change is not refused by its other rules (ratcheting, on by default
+//! since Kubernetes 1.30; upstream turns those errors into warnings, this server drops them).
+//! Old values are found by field name, by key in maps, and by the keys of
+//! `x-kubernetes-list-type: map` lists; items of other lists have none, as upstream.
 //!
 //! The language is the cel crate's standard library with its macros (`has`, `all`,
 //! `exists`, `exists_one`, `map`, `filter`), its strings extension (`lowerAscii`,
@@ -296,7 +298,9 @@ pub(crate) fn parse_rules(
         rules.push(Arc::new(Rule {
             source,
             program,
-            message: str_of("message").filter(|s| !s.trim().is_empty()),
+            message: str_of("message")
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
             message_expression,
             reason,
             field_path: str_of("fieldPath").filter(|s| !s.is_empty()),
@@ -419,12 +423,13 @@ pub(crate) fn validate(
     path: &str,
     errors: &mut Vec<FieldError>,
 ) {
-    // Ratcheting: an unchanged value is not refused by the rules under it.
-    if old == Some(v) {
-        return;
-    }
+    // Ratcheting: an unchanged value is not refused by its rules, save transition rules.
+    let unchanged = old == Some(v);
     if !v.is_null() {
         for rule in &node.rules {
+            if unchanged && !rule.transition {
+                continue;
+            }
             check_rule(rule, node, v, old, path, errors);
         }
     }
@@ -451,7 +456,6 @@ pub(crate) fn validate(
                     (Some(ListType::Map), Some(olds)) => olds
                         .iter()
                         .find(|o| node.list_map_keys.iter().all(|k| o.get(k) == item.get(k))),
-                    (Some(ListType::Set), Some(olds)) => olds.iter().find(|o| *o == item),
                     _ => None,
                 };
                 validate(items, item, old_item, &format!("{path}[{i}]"), errors);
@@ -502,14 +506,31 @@ fn check_rule(
                 super::quote(&ty)
             ),
         )),
-        Err(e) => errors.push(FieldError::new(
-            &field,
-            "FieldValueInvalid",
-            format!(
-                "Invalid value: {}: rule evaluation error: {e}",
-                super::quote(&ty)
-            ),
-        )),
+        Err(e) => {
+            let overload = matches!(e, cel::ExecutionError::NoSuchOverload(_));
+            // cel-go's errors begin in lower case (`no such key: x`); the cel crate's do not.
+            let e = e.to_string();
+            let mut chars = e.chars();
+            let e: String = chars
+                .next()
+                .map(|c| c.to_ascii_lowercase())
+                .into_iter()
+                .chain(chars)
+                .collect();
+            let detail = if overload {
+                format!(
+                    "'{e}': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                    rule.error_string()
+                )
+            } else {
+                format!("{e} evaluating rule: {}", rule.error_string())
+            };
+            errors.push(FieldError::new(
+                &field,
+                "FieldValueInvalid",
+                format!("Invalid value: {}: {detail}", super::quote(&ty)),
+            ))
+        }
     }
 }
 
@@ -537,11 +558,19 @@ fn message(rule: &Rule, ctx: &Context<'_, '_>) -> String {
         && let Ok(Cel::String(s)) = expr.execute(ctx)
         && !s.trim().is_empty()
     {
-        return s.to_string();
+        return s.trim().to_string();
     }
     match &rule.message {
         Some(m) => m.clone(),
-        None => format!("failed rule: {}", rule.source.trim()),
+        None => format!("failed rule: {}", rule.error_string()),
+    }
+}
+
+impl Rule {
+    /// The rule in error messages: its `message`, else its source, as upstream's
+    /// `ruleErrorString`.
+    fn error_string(&self) -> &str {
+        self.message.as_deref().unwrap_or(self.source.trim())
     }
 }
 
@@ -659,6 +688,23 @@ mod tests {
                 r#"spec.name: Invalid value: "string": failed rule: self.matches('^[a-z]+$')"#,
             ]
         );
+    }
+
+    #[test]
+    fn evaluation_errors_name_the_rule() {
+        let s = schema(json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.missing > 1"},
+            {"rule": "self.name > 1", "message": "bad name"}],
+            "properties": {"name": {"type": "string"}}}));
+        let errs = errors(&s, json!({"name": "a"}));
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with(r#"spec: Invalid value: "object": "#)
+                && errs[0].ends_with(": no such key: missing evaluating rule: self.missing > 1"),
+            "{}",
+            errs[0]
+        );
+        assert!(errs[1].ends_with("bad name"), "{}", errs[1]);
     }
 
     #[test]
