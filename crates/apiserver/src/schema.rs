@@ -137,6 +137,7 @@ impl StructuralSchema {
         let root = Node::parse(schema, "", &mut errors);
         if errors.is_empty() {
             check_defaults(&root, "", "", &mut errors);
+            cel::check_field_paths(&root, "", &mut errors);
         }
         if root.ty.as_deref() != Some("object") && errors.is_empty() {
             errors.push(FieldError::new(

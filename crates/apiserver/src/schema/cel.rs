@@ -45,6 +45,8 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
 
 /// One `x-kubernetes-validations` entry, compiled.
 pub(crate) struct Rule {
+    /// Its index in the node's `x-kubernetes-validations`.
+    index: usize,
     source: String,
     program: Program,
     message: Option<String>,
@@ -296,6 +298,7 @@ pub(crate) fn parse_rules(
             continue;
         }
         rules.push(Arc::new(Rule {
+            index: i,
             source,
             program,
             message: str_of("message")
@@ -309,6 +312,69 @@ pub(crate) fn parse_rules(
         }));
     }
     rules
+}
+
+/// Checks that every rule's `fieldPath` names a field the schema declares (`.a.b`,
+/// `['a.b']`), as upstream does when the CRD is written; `path` is the node's in the schema.
+pub(crate) fn check_field_paths(node: &Node, path: &str, errors: &mut Vec<FieldError>) {
+    for rule in &node.rules {
+        let Some(fp) = &rule.field_path else { continue };
+        if let Err(why) = resolve_field_path(node, fp) {
+            errors.push(FieldError::new(
+                &child(
+                    path,
+                    &format!("x-kubernetes-validations[{}].fieldPath", rule.index),
+                ),
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: fieldPath must be a valid path: {why}",
+                    super::quote(fp)
+                ),
+            ));
+        }
+    }
+    for (k, p) in &node.properties {
+        check_field_paths(p, &format!("{}[{k}]", child(path, "properties")), errors);
+    }
+    if let Some(Additional::Schema(s)) = &node.additional {
+        check_field_paths(s, &child(path, "additionalProperties"), errors);
+    }
+    if let Some(items) = &node.items {
+        check_field_paths(items, &child(path, "items"), errors);
+    }
+}
+
+/// The field path a `fieldPath` names under `node`, as upstream's `ValidFieldPath` prints it
+/// (`a.b`, `a[key]` for a key of a map).
+fn resolve_field_path(mut node: &Node, fp: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = fp;
+    while !rest.is_empty() {
+        let name = if let Some(r) = rest.strip_prefix("['") {
+            let end = r.find("']").ok_or("unexpected end of JSON path")?;
+            rest = &r[end + 2..];
+            &r[..end]
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            rest = &r[end..];
+            &r[..end]
+        } else {
+            return Err(format!("expected [ or . but got: {rest}"));
+        };
+        if let Some(p) = node.properties.get(name) {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(name);
+            node = p;
+        } else if let Some(Additional::Schema(s)) = &node.additional {
+            out.push_str(&format!("[{name}]"));
+            node = s;
+        } else {
+            return Err("does not refer to a valid field".into());
+        }
+    }
+    Ok(out)
 }
 
 /// A JSON value as CEL sees it: integers as `int`, other numbers as `double`, objects as
@@ -487,8 +553,13 @@ fn check_rule(
         };
         ctx.add_variable_from_value("oldSelf", old_cel);
     }
-    let field = match &rule.field_path {
-        Some(fp) => child(path, fp.trim_start_matches('.')),
+    let field = match rule
+        .field_path
+        .as_deref()
+        .and_then(|fp| resolve_field_path(node, fp).ok())
+    {
+        Some(rel) if rel.starts_with('[') => format!("{path}{rel}"),
+        Some(rel) => child(path, &rel),
         None => path.to_string(),
     };
     let ty = type_of(node, v);
