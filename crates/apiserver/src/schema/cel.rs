@@ -377,9 +377,41 @@ fn resolve_field_path(mut node: &Node, fp: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// A value under `node` as CEL sees it: numbers of `type: number` as `double` (as upstream,
+/// also when written as integers), the rest as [`to_cel`] makes them.
+fn to_cel_typed(node: &Node, v: &Value) -> Cel {
+    match v {
+        Value::Number(n) if node.ty.as_deref() == Some("number") => {
+            Cel::Float(n.as_f64().unwrap_or(f64::NAN))
+        }
+        Value::Array(a) => match &node.items {
+            Some(items) => Cel::List(Arc::new(a.iter().map(|x| to_cel_typed(items, x)).collect())),
+            None => to_cel(v),
+        },
+        Value::Object(m) => {
+            let map: HashMap<Key, Cel> = m
+                .iter()
+                .map(|(k, x)| {
+                    let sub = node.properties.get(k).or(match &node.additional {
+                        Some(Additional::Schema(s)) => Some(s),
+                        _ => None,
+                    });
+                    let c = match sub {
+                        Some(sub) => to_cel_typed(sub, x),
+                        None => to_cel(x),
+                    };
+                    (Key::from(k.as_str()), c)
+                })
+                .collect();
+            Cel::Map(CelMap { map: Arc::new(map) })
+        }
+        _ => to_cel(v),
+    }
+}
+
 /// A JSON value as CEL sees it: integers as `int`, other numbers as `double`, objects as
 /// maps with string keys.
-pub(crate) fn to_cel(v: &Value) -> Cel {
+fn to_cel(v: &Value) -> Cel {
     match v {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
@@ -544,11 +576,11 @@ fn check_rule(
     }
     let mut ctx = Context::with_env(ENV.clone());
     add_k8s_lists(&mut ctx);
-    ctx.add_variable_from_value("self", to_cel(v));
+    ctx.add_variable_from_value("self", to_cel_typed(node, v));
     if rule.transition {
         let old_cel = match (old, rule.optional_old_self) {
-            (Some(o), false) => to_cel(o),
-            (Some(o), true) => optional(Some(to_cel(o))),
+            (Some(o), false) => to_cel_typed(node, o),
+            (Some(o), true) => optional(Some(to_cel_typed(node, o))),
             (None, _) => optional(None),
         };
         ctx.add_variable_from_value("oldSelf", old_cel);
@@ -776,6 +808,19 @@ mod tests {
             errs[0]
         );
         assert!(errs[1].ends_with("bad name"), "{}", errs[1]);
+    }
+
+    #[test]
+    fn numbers_are_doubles() {
+        let s = schema(
+            json!({"type": "object", "properties": {"ratio": {"type": "number",
+            "x-kubernetes-validations": [{"rule": "self + 0.5 <= 2.0"}]}}}),
+        );
+        assert!(errors(&s, json!({"ratio": 1})).is_empty());
+        assert_eq!(
+            errors(&s, json!({"ratio": 2})),
+            [r#"spec.ratio: Invalid value: "number": failed rule: self + 0.5 <= 2.0"#]
+        );
     }
 
     #[test]
