@@ -191,7 +191,31 @@ impl StructuralSchema {
 
     /// [`validate`](Self::validate) for an update from `old`: the `x-kubernetes-validations`
     /// rules that name `oldSelf` (transition rules) run too, and a value that did not change
-    /// is not refused by the rules under it (ratcheting).
+    /// is not refused by its rules other than transition rules (ratcheting).
+    ///
+    /// ```
+    /// use crt_apiserver::schema::StructuralSchema;
+    /// use serde_json::json;
+    ///
+    /// let schema = StructuralSchema::from_value(&json!({
+    ///     "type": "object",
+    ///     "properties": {"spec": {"type": "object", "properties": {
+    ///         "cluster": {"type": "string", "x-kubernetes-validations": [
+    ///             {"rule": "self == oldSelf", "message": "Value is immutable"}]},
+    ///         "name": {"type": "string", "x-kubernetes-validations": [
+    ///             {"rule": "self.matches('^[a-z]+$')"}]}}}}
+    /// })).unwrap();
+    /// let old = json!({"spec": {"cluster": "a", "name": "Legacy"}});
+    /// // The invalid name did not change: kept. The cluster did: refused.
+    /// let new = json!({"spec": {"cluster": "b", "name": "Legacy"}});
+    /// let errs = schema.validate_update(&new, &old);
+    /// assert_eq!(errs.len(), 1);
+    /// assert_eq!(errs[0].to_string(),
+    ///     r#"spec.cluster: Invalid value: "string": Value is immutable"#);
+    /// // On create the transition rule does not run; the name rule does.
+    /// assert_eq!(schema.validate(&new)[0].to_string(),
+    ///     r#"spec.name: Invalid value: "string": failed rule: self.matches('^[a-z]+$')"#);
+    /// ```
     pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
