@@ -15,11 +15,11 @@
 //! `exists`, `exists_one`, `map`, `filter`), its strings extension (`lowerAscii`,
 //! `upperAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `lastIndexOf`, `substring`,
 //! `format`) and its lists extension, plus Kubernetes' list library (`isSorted`, `sum`,
-//! `min`, `max`). Not there (yet): list `indexOf`/`lastIndexOf`, and the url, ip, cidr,
-//! quantity, format and regex-extraction libraries. The cel crate checks no types when
+//! `min`, `max`, `indexOf`, `lastIndexOf`). Not there (yet): the url, ip, cidr, quantity,
+//! format and regex-extraction (`find`, `findAll`) libraries. The cel crate checks no types when
 //! compiling; this module checks names (`undeclared reference to 'x'`, as cel-go), but an
 //! unknown function, or a field the schema does not declare, is an evaluation error on write
-//! (`rule evaluation error: ...`) rather than a compilation error on the CRD.
+//! (`no such key: x evaluating rule: ...`) rather than a compilation error on the CRD.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -40,8 +40,48 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     // Both extensions only declare overloads; neither fails on a fresh stdlib.
     let _ = env.add_extension(cel::extensions::strings);
     let _ = env.add_extension(cel::extensions::lists);
+    // Kubernetes' list indexOf/lastIndexOf, beside the strings extension's.
+    for (name, last) in [("indexOf", false), ("lastIndexOf", true)] {
+        let op: cel::common::functions::Function = if last {
+            |args| list_index_of(args, true)
+        } else {
+            |args| list_index_of(args, false)
+        };
+        let _ = env.add_member_overload(
+            name,
+            &format!("list.{name}(dyn)"),
+            cel::common::types::LIST_TYPE,
+            vec![cel::common::types::DYN_TYPE],
+            op,
+        );
+    }
     Arc::new(env)
 });
+
+/// `list.indexOf(x)` / `list.lastIndexOf(x)`: the index of the first (last) element equal to
+/// `x`, or -1.
+fn list_index_of<'b, 'v>(
+    args: Vec<cel::common::value::CowVal<'b, 'v>>,
+    last: bool,
+) -> Result<cel::common::value::CowVal<'b, 'v>, cel::ExecutionError> {
+    let [list, x] = args.as_slice() else {
+        return Err(cel::ExecutionError::invalid_argument_count(2, args.len()));
+    };
+    let list = Cel::try_from(list.as_ref())?;
+    let x = Cel::try_from(x.as_ref())?;
+    let Cel::List(items) = list else {
+        return Err(cel::ExecutionError::function_error("indexOf", "not a list"));
+    };
+    let found = if last {
+        items.iter().rposition(|i| *i == x)
+    } else {
+        items.iter().position(|i| *i == x)
+    };
+    let i = found.map_or(-1, |i| i as i64);
+    Ok(cel::common::value::CowVal::owned(
+        cel::common::types::CelInt::from(i),
+    ))
+}
 
 /// One `x-kubernetes-validations` entry, compiled.
 pub(crate) struct Rule {
@@ -750,6 +790,9 @@ mod tests {
                      "message": "Listener name must be unique within the Gateway"},
                     {"rule": "self.map(l, l.port).isSorted()", "message": "sorted"},
                     {"rule": "self.map(l, l.port).sum() < 100000", "message": "sum"},
+                    {"rule": "self.map(l, l.name).indexOf('a') <= 0 && \
+                              self.map(l, l.name).lastIndexOf('zz') == -1 && 'abc'.indexOf('c') == 2",
+                     "message": "indexOf"},
                     {"rule": "self.map(l, l.port).min() > 0 && self.map(l, l.port).max() < 1024",
                      "message": "privileged ports"},
                     {"rule": "self.filter(l, l.name.startsWith('x')).size() == 0 && \
