@@ -616,11 +616,18 @@ fn check_rule(
     }
     let mut ctx = Context::with_env(ENV.clone());
     add_k8s_lists(&mut ctx);
-    ctx.add_variable_from_value("self", to_cel_typed(node, v));
+    let view = |x: &Value| {
+        if path.is_empty() {
+            to_cel_typed(node, &root_view(x))
+        } else {
+            to_cel_typed(node, x)
+        }
+    };
+    ctx.add_variable_from_value("self", view(v));
     if rule.transition {
         let old_cel = match (old, rule.optional_old_self) {
-            (Some(o), false) => to_cel_typed(node, o),
-            (Some(o), true) => optional(Some(to_cel_typed(node, o))),
+            (Some(o), false) => view(o),
+            (Some(o), true) => optional(Some(view(o))),
             (None, _) => optional(None),
         };
         ctx.add_variable_from_value("oldSelf", old_cel);
@@ -675,6 +682,16 @@ fn check_rule(
             ))
         }
     }
+}
+
+/// The object as a root rule sees it: its `metadata` holds only `name` and `generateName`,
+/// as upstream exposes it.
+fn root_view(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        meta.retain(|k, _| k == "name" || k == "generateName");
+    }
+    obj
 }
 
 /// `oldSelf` under `optionalOldSelf`: an optional of the old value.
@@ -851,6 +868,22 @@ mod tests {
             errs[0]
         );
         assert!(errs[1].ends_with("bad name"), "{}", errs[1]);
+    }
+
+    #[test]
+    fn root_rules_see_name_and_kind_only_in_metadata() {
+        let s = StructuralSchema::from_value(&json!({"type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"},
+                {"rule": "!has(self.metadata.labels)"}]}))
+        .unwrap();
+        let obj = json!({"kind": "Pool", "metadata": {"name": "pool-a", "labels": {"a": "b"}}});
+        assert!(s.validate(&obj).is_empty(), "{:?}", s.validate(&obj));
+        let obj = json!({"kind": "Pool", "metadata": {"name": "other"}});
+        assert_eq!(
+            s.validate(&obj)[0].to_string(),
+            r#"Invalid value: "object": failed rule: self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"#
+        );
     }
 
     #[test]
