@@ -12,6 +12,7 @@
 //!     pub fn prune_reporting(&self, obj: &mut Value) -> Vec<String>;
 //!     pub fn apply_defaults(&self, obj: &mut Value);
 //!     pub fn validate(&self, obj: &Value) -> Vec<FieldError>;
+//!     pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError>;
 //! }
 //! pub struct FieldError { pub path: String, pub reason: &'static str, pub message: String }
 //! pub struct SchemaError { pub errors: Vec<FieldError> }
@@ -24,6 +25,12 @@
 //! schema once per CRD version with [`from_value`](StructuralSchema::from_value); a schema
 //! that is not structural is a 422 on the CRD itself, with the errors' paths relative to
 //! `spec.versions[i].schema.openAPIV3Schema`.
+//!
+//! Validation includes the CEL rules of `x-kubernetes-validations` (module `cel`): they are
+//! compiled by [`from_value`](StructuralSchema::from_value) (a rule that does not compile
+//! makes the schema invalid) and evaluated by [`validate`](StructuralSchema::validate), and on
+//! update by [`validate_update`](StructuralSchema::validate_update), which also runs the
+//! transition rules (`oldSelf`) and lets unchanged values through (ratcheting).
 //!
 //! At the root, `apiVersion`, `kind` and `metadata` are never pruned (metadata is the
 //! server's to check); an `x-kubernetes-embedded-resource` object keeps them too and must
@@ -50,6 +57,7 @@
 //! ```
 
 pub mod builtin;
+mod cel;
 mod format;
 mod node;
 mod prune;
@@ -129,6 +137,7 @@ impl StructuralSchema {
         let root = Node::parse(schema, "", &mut errors);
         if errors.is_empty() {
             check_defaults(&root, "", "", &mut errors);
+            cel::check_field_paths(&root, "", &mut errors);
         }
         if root.ty.as_deref() != Some("object") && errors.is_empty() {
             errors.push(FieldError::new(
@@ -174,8 +183,55 @@ impl StructuralSchema {
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
+        if !blocks_rules(&errors) {
+            cel::validate(&self.root, obj, None, "", &mut errors);
+        }
         errors
     }
+
+    /// [`validate`](Self::validate) for an update from `old`: the `x-kubernetes-validations`
+    /// rules that name `oldSelf` (transition rules) run too, and a value that did not change
+    /// is not refused by its rules other than transition rules (ratcheting).
+    ///
+    /// ```
+    /// use crt_apiserver::schema::StructuralSchema;
+    /// use serde_json::json;
+    ///
+    /// let schema = StructuralSchema::from_value(&json!({
+    ///     "type": "object",
+    ///     "properties": {"spec": {"type": "object", "properties": {
+    ///         "cluster": {"type": "string", "x-kubernetes-validations": [
+    ///             {"rule": "self == oldSelf", "message": "Value is immutable"}]},
+    ///         "name": {"type": "string", "x-kubernetes-validations": [
+    ///             {"rule": "self.matches('^[a-z]+$')"}]}}}}
+    /// })).unwrap();
+    /// let old = json!({"spec": {"cluster": "a", "name": "Legacy"}});
+    /// // The invalid name did not change: kept. The cluster did: refused.
+    /// let new = json!({"spec": {"cluster": "b", "name": "Legacy"}});
+    /// let errs = schema.validate_update(&new, &old);
+    /// assert_eq!(errs.len(), 1);
+    /// assert_eq!(errs[0].to_string(),
+    ///     r#"spec.cluster: Invalid value: "string": Value is immutable"#);
+    /// // On create the transition rule does not run; the name rule does.
+    /// assert_eq!(schema.validate(&new)[0].to_string(),
+    ///     r#"spec.name: Invalid value: "string": failed rule: self.matches('^[a-z]+$')"#);
+    /// ```
+    pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        validate::validate(&self.root, obj, "", true, &mut errors);
+        if !blocks_rules(&errors) {
+            cel::validate(&self.root, obj, Some(old), "", &mut errors);
+        }
+        errors
+    }
+}
+
+/// Whether schema errors keep the CEL rules from running: a value of the wrong type, which
+/// the rules could not read (upstream's `hasBlockingErr`).
+fn blocks_rules(errors: &[FieldError]) -> bool {
+    errors
+        .iter()
+        .any(|e| e.message.contains(" in body must be of type "))
 }
 
 /// A `default` must validate against its own schema and hold no field pruning would drop,

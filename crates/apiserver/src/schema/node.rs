@@ -26,8 +26,8 @@ pub(crate) enum ListType {
     Map,
 }
 
-/// A parsed schema node. Fields the validator does not need (description, examples, CEL
-/// rules) are dropped.
+/// A parsed schema node. Fields the validator does not need (description, examples) are
+/// dropped.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Node {
     pub ty: Option<String>,
@@ -61,6 +61,8 @@ pub(crate) struct Node {
     pub any_of: Vec<Node>,
     pub one_of: Vec<Node>,
     pub not: Option<Box<Node>>,
+    /// `x-kubernetes-validations`, compiled.
+    pub rules: Vec<std::sync::Arc<super::cel::Rule>>,
 }
 
 const TYPES: [&str; 6] = ["object", "array", "string", "integer", "number", "boolean"];
@@ -233,6 +235,7 @@ impl Node {
             all_of: r.schemas("allOf", errors),
             any_of: r.schemas("anyOf", errors),
             one_of: r.schemas("oneOf", errors),
+            rules: super::cel::parse_rules(m, path, errors),
             ..Node::default()
         };
         if let Some(ty) = &n.ty

@@ -238,7 +238,7 @@ pub(crate) fn prepare_create(
     }
     let mut next_ip = st.map_or(0, |st| st.next_cluster_ip);
     match st {
-        Some(st) if res.custom => errs.extend(crd::validate_custom(st, res, &mut obj, opts)?),
+        Some(st) if res.custom => errs.extend(crd::validate_custom(st, res, &mut obj, None, opts)?),
         _ => {
             rules::normalize(res, &mut obj)?;
             rules::apply_defaults(res, &mut obj, &mut next_ip);
@@ -589,7 +589,7 @@ pub(crate) fn commit_update(
         }
     }
     if res.custom {
-        errs.extend(crd::validate_custom(st, res, &mut new, opts)?);
+        errs.extend(crd::validate_custom(st, res, &mut new, Some(&old), opts)?);
     } else {
         errs.extend(rules::validate_immutable(res, &old, &new));
         errs.extend(rules::validate_required(res, &new));

@@ -347,11 +347,14 @@ pub(crate) fn compile_schemas(crd: &Value) -> BTreeMap<String, Arc<StructuralSch
 
 /// Checks a custom object against its version's schema as the real server does: defaults,
 /// then pruning of unknown fields, then validation; answers the violations. Unknown fields
-/// follow `opts.field_validation`: a 400 under `Strict`, a warning each under `Warn`.
+/// follow `opts.field_validation`: a 400 under `Strict`, a warning each under `Warn`. `old`
+/// is the stored object on update: the CRD's transition rules (`oldSelf`) and ratcheting
+/// need it.
 pub(crate) fn validate_custom(
     st: &State,
     res: &ResourceInfo,
     obj: &mut Value,
+    old: Option<&Value>,
     opts: &WriteOptions,
 ) -> Result<Vec<FieldError>, ApiError> {
     let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
@@ -360,8 +363,11 @@ pub(crate) fn validate_custom(
     schema.apply_defaults(obj);
     let unknown = schema.prune_reporting(obj);
     check_unknown(res, &unknown, opts)?;
-    Ok(schema
-        .validate(obj)
+    let errors = match old {
+        Some(old) => schema.validate_update(obj, old),
+        None => schema.validate(obj),
+    };
+    Ok(errors
         .into_iter()
         .map(|e| from_schema_error(e, ""))
         .collect())

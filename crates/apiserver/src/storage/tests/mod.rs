@@ -1,5 +1,6 @@
 //! Unit tests of the store: every rule, driven through the public [`Storage`] API.
 
+mod cel;
 mod crd;
 mod crud;
 mod delete;

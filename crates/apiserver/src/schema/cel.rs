@@ -1,0 +1,945 @@
+//! CRD validation rules (`x-kubernetes-validations`): CEL expressions on schema nodes, as
+//! `k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel` evaluates them.
+//!
+//! Every rule is compiled when the CRD is written (a rule that does not parse refuses the CRD
+//! with `compilation failed: ...` at `...x-kubernetes-validations[i].rule`), and evaluated on
+//! every write of a custom object with `self` bound to the node's value. A rule that names
+//! `oldSelf` is a transition rule: it is evaluated only on update, when the node has an old
+//! value (or always, with `oldSelf` an optional, under `optionalOldSelf`). On update, a node
+//! whose value did not change is not refused by its other rules (ratcheting, on by default
+//! since Kubernetes 1.30; upstream turns those errors into warnings, this server drops them).
+//! Old values are found by field name, by key in maps, and by the keys of
+//! `x-kubernetes-list-type: map` lists; items of other lists have none, as upstream.
+//!
+//! The language is the cel crate's standard library with its macros (`has`, `all`,
+//! `exists`, `exists_one`, `map`, `filter`), its strings extension (`lowerAscii`,
+//! `upperAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `lastIndexOf`, `substring`,
+//! `format`) and its lists extension, plus Kubernetes' list library (`isSorted`, `sum`,
+//! `min`, `max`, `indexOf`, `lastIndexOf`). Not there (yet): the url, ip, cidr, quantity,
+//! format and regex-extraction (`find`, `findAll`) libraries. The cel crate checks no types when
+//! compiling; this module checks names (`undeclared reference to 'x'`, as cel-go), but an
+//! unknown function, or a field the schema does not declare, is an evaluation error on write
+//! (`no such key: x evaluating rule: ...`) rather than a compilation error on the CRD.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr};
+use cel::extractors::This;
+use cel::objects::{Key, Map as CelMap};
+use cel::{Context, Env, IdedExpr, Program, Value as Cel};
+use serde_json::{Map, Value};
+
+use super::FieldError;
+use super::node::{Additional, ListType, Node};
+
+/// The environment every rule compiles and runs in.
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    // Both extensions only declare overloads; neither fails on a fresh stdlib.
+    let _ = env.add_extension(cel::extensions::strings);
+    let _ = env.add_extension(cel::extensions::lists);
+    // Kubernetes' list indexOf/lastIndexOf, beside the strings extension's.
+    for (name, last) in [("indexOf", false), ("lastIndexOf", true)] {
+        let op: cel::common::functions::Function = if last {
+            |args| list_index_of(args, true)
+        } else {
+            |args| list_index_of(args, false)
+        };
+        let _ = env.add_member_overload(
+            name,
+            &format!("list.{name}(dyn)"),
+            cel::common::types::LIST_TYPE,
+            vec![cel::common::types::DYN_TYPE],
+            op,
+        );
+    }
+    Arc::new(env)
+});
+
+/// `list.indexOf(x)` / `list.lastIndexOf(x)`: the index of the first (last) element equal to
+/// `x`, or -1.
+fn list_index_of<'b, 'v>(
+    args: Vec<cel::common::value::CowVal<'b, 'v>>,
+    last: bool,
+) -> Result<cel::common::value::CowVal<'b, 'v>, cel::ExecutionError> {
+    let [list, x] = args.as_slice() else {
+        return Err(cel::ExecutionError::invalid_argument_count(2, args.len()));
+    };
+    let list = Cel::try_from(list.as_ref())?;
+    let x = Cel::try_from(x.as_ref())?;
+    let Cel::List(items) = list else {
+        return Err(cel::ExecutionError::function_error("indexOf", "not a list"));
+    };
+    let found = if last {
+        items.iter().rposition(|i| *i == x)
+    } else {
+        items.iter().position(|i| *i == x)
+    };
+    let i = found.map_or(-1, |i| i as i64);
+    Ok(cel::common::value::CowVal::owned(
+        cel::common::types::CelInt::from(i),
+    ))
+}
+
+/// One `x-kubernetes-validations` entry, compiled.
+pub(crate) struct Rule {
+    /// Its index in the node's `x-kubernetes-validations`.
+    index: usize,
+    source: String,
+    program: Program,
+    message: Option<String>,
+    message_expression: Option<Program>,
+    reason: &'static str,
+    field_path: Option<String>,
+    optional_old_self: bool,
+    transition: bool,
+}
+
+impl fmt::Debug for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rule").field("rule", &self.source).finish()
+    }
+}
+
+const REASONS: [&str; 4] = [
+    "FieldValueInvalid",
+    "FieldValueForbidden",
+    "FieldValueRequired",
+    "FieldValueDuplicate",
+];
+
+/// Go's `%#v` of an `apiextensions.ValidationRule`, the value upstream prints in a CRD's
+/// rule errors.
+fn go_rule(m: &Map<String, Value>) -> String {
+    let s = |k: &str| super::quote(m.get(k).and_then(Value::as_str).unwrap_or(""));
+    let reason = match m.get("reason").and_then(Value::as_str) {
+        Some(r) => format!("\"{r}\""),
+        None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
+    };
+    let optional = match m.get("optionalOldSelf").and_then(Value::as_bool) {
+        Some(b) => format!("(*bool)({b})"),
+        None => "(*bool)(nil)".into(),
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
+        s("rule"),
+        s("message"),
+        s("messageExpression"),
+        s("fieldPath"),
+    )
+}
+
+/// Compiles a rule; the error is worded as upstream's (`compilation failed: ERROR:
+/// <input>:1:11: Syntax error: ...`, cel-go's wording, which the cel crate shares).
+fn compile(src: &str) -> Result<Program, String> {
+    let p = ENV
+        .compile(src)
+        .map_err(|e| format!("compilation failed: {e}"))?;
+    let mut undeclared = Vec::new();
+    free_idents(p.expression(), &mut Vec::new(), &mut undeclared);
+    if let Some((id, name)) = undeclared.first() {
+        let (line, col, text) = position(src, p.source_info().offset_for(*id));
+        return Err(format!(
+            "compilation failed: ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
+            ".".repeat(col - 1)
+        ));
+    }
+    Ok(p)
+}
+
+/// Names a rule may use without declaring them: its variables and the type names.
+const DECLARED: [&str; 13] = [
+    "self",
+    "oldSelf",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "optional",
+];
+
+/// The identifiers of `e` that are neither declared nor bound by a macro's comprehension,
+/// with their expression ids: the cel crate checks no names when it parses, cel-go does.
+fn free_idents(e: &IdedExpr, bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
+    match &e.expr {
+        Expr::Ident(name)
+            if !name.starts_with('@')
+                && !DECLARED.contains(&name.as_str())
+                && !bound.contains(name) =>
+        {
+            out.push((e.id, name.clone()));
+        }
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                free_idents(t, bound, out);
+            }
+            for a in &c.args {
+                free_idents(a, bound, out);
+            }
+        }
+        Expr::Comprehension(c) => {
+            free_idents(&c.iter_range, bound, out);
+            let before = bound.len();
+            bound.push(c.iter_var.clone());
+            bound.extend(c.iter_var2.clone());
+            bound.push(c.accu_var.clone());
+            for x in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                free_idents(x, bound, out);
+            }
+            bound.truncate(before);
+        }
+        Expr::List(l) => {
+            for x in &l.elements {
+                free_idents(x, bound, out);
+            }
+        }
+        Expr::Map(m) => entries(&m.entries, bound, out),
+        Expr::Struct(st) => entries(&st.entries, bound, out),
+        Expr::Select(sel) => free_idents(&sel.operand, bound, out),
+        _ => {}
+    }
+}
+
+fn entries(es: &[IdedEntryExpr], bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
+    for e in es {
+        match &e.expr {
+            EntryExpr::StructField(f) => free_idents(&f.value, bound, out),
+            EntryExpr::MapEntry(m) => {
+                free_idents(&m.key, bound, out);
+                free_idents(&m.value, bound, out);
+            }
+        }
+    }
+}
+
+/// 1-based line and column of a character offset in `src`, and that line's text.
+fn position(src: &str, offset: Option<(u32, u32)>) -> (usize, usize, &str) {
+    let at = offset.map_or(0, |(start, _)| start as usize);
+    let mut seen = 0;
+    for (i, line) in src.split('\n').enumerate() {
+        let len = line.chars().count();
+        if at <= seen + len {
+            return (i + 1, at - seen + 1, line);
+        }
+        seen += len + 1;
+    }
+    (1, 1, src)
+}
+
+fn names_old_self(p: &Program) -> bool {
+    p.references().has_variable("oldSelf")
+}
+
+/// Parses and compiles the `x-kubernetes-validations` of one schema node; problems go to
+/// `errors` with paths under `path` (the node's path in the schema).
+pub(crate) fn parse_rules(
+    m: &Map<String, Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Vec<Arc<Rule>> {
+    let at = if path.is_empty() {
+        "x-kubernetes-validations".to_string()
+    } else {
+        format!("{path}.x-kubernetes-validations")
+    };
+    let list = match m.get("x-kubernetes-validations") {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::Array(a)) => a,
+        Some(other) => {
+            errors.push(FieldError::new(
+                &at,
+                "FieldValueInvalid",
+                format!("Invalid value: {other}: must be a list of validation rules"),
+            ));
+            return Vec::new();
+        }
+    };
+    let mut rules = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
+        let here = format!("{at}[{i}]");
+        let Value::Object(e) = entry else {
+            errors.push(FieldError::new(
+                &here,
+                "FieldValueInvalid",
+                format!("Invalid value: {entry}: must be a validation rule"),
+            ));
+            continue;
+        };
+        let str_of = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
+        let source = str_of("rule").unwrap_or_default();
+        if source.trim().is_empty() {
+            errors.push(FieldError::new(
+                &format!("{here}.rule"),
+                "FieldValueRequired",
+                "Required value: rule is not specified",
+            ));
+            continue;
+        }
+        let program = match compile(&source) {
+            Ok(p) => p,
+            Err(why) => {
+                errors.push(FieldError::new(
+                    &format!("{here}.rule"),
+                    "FieldValueInvalid",
+                    format!("Invalid value: {}: {why}", go_rule(e)),
+                ));
+                continue;
+            }
+        };
+        let message_expression = match str_of("messageExpression") {
+            None => None,
+            Some(src) => match compile(&src) {
+                Ok(p) => Some(p),
+                Err(why) => {
+                    errors.push(FieldError::new(
+                        &format!("{here}.messageExpression"),
+                        "FieldValueInvalid",
+                        format!("Invalid value: {}: messageExpression {why}", go_rule(e)),
+                    ));
+                    continue;
+                }
+            },
+        };
+        let reason = match str_of("reason") {
+            None => "FieldValueInvalid",
+            Some(r) => match REASONS.iter().find(|x| **x == r) {
+                Some(x) => x,
+                None => {
+                    let supported: Vec<String> = REASONS.iter().map(|x| super::quote(x)).collect();
+                    errors.push(FieldError::new(
+                        &format!("{here}.reason"),
+                        "FieldValueNotSupported",
+                        format!(
+                            "Unsupported value: {}: supported values: {}",
+                            super::quote(&r),
+                            supported.join(", ")
+                        ),
+                    ));
+                    continue;
+                }
+            },
+        };
+        let transition = names_old_self(&program);
+        let optional_old_self = e.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+        if optional_old_self && !transition {
+            errors.push(FieldError::new(
+                &format!("{here}.optionalOldSelf"),
+                "FieldValueForbidden",
+                "Forbidden: may not be set if rule does not use oldSelf",
+            ));
+            continue;
+        }
+        rules.push(Arc::new(Rule {
+            index: i,
+            source,
+            program,
+            message: str_of("message")
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+            message_expression,
+            reason,
+            field_path: str_of("fieldPath").filter(|s| !s.is_empty()),
+            optional_old_self,
+            transition,
+        }));
+    }
+    rules
+}
+
+/// Checks that every rule's `fieldPath` names a field the schema declares (`.a.b`,
+/// `['a.b']`), as upstream does when the CRD is written; `path` is the node's in the schema.
+pub(crate) fn check_field_paths(node: &Node, path: &str, errors: &mut Vec<FieldError>) {
+    for rule in &node.rules {
+        let Some(fp) = &rule.field_path else { continue };
+        if let Err(why) = resolve_field_path(node, fp) {
+            errors.push(FieldError::new(
+                &child(
+                    path,
+                    &format!("x-kubernetes-validations[{}].fieldPath", rule.index),
+                ),
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: {}: fieldPath must be a valid path: {why}",
+                    super::quote(fp)
+                ),
+            ));
+        }
+    }
+    for (k, p) in &node.properties {
+        check_field_paths(p, &format!("{}[{k}]", child(path, "properties")), errors);
+    }
+    if let Some(Additional::Schema(s)) = &node.additional {
+        check_field_paths(s, &child(path, "additionalProperties"), errors);
+    }
+    if let Some(items) = &node.items {
+        check_field_paths(items, &child(path, "items"), errors);
+    }
+}
+
+/// The field path a `fieldPath` names under `node`, as upstream's `ValidFieldPath` prints it
+/// (`a.b`, `a[key]` for a key of a map).
+fn resolve_field_path(mut node: &Node, fp: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = fp;
+    while !rest.is_empty() {
+        let name = if let Some(r) = rest.strip_prefix("['") {
+            let end = r.find("']").ok_or("unexpected end of JSON path")?;
+            rest = &r[end + 2..];
+            &r[..end]
+        } else if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            rest = &r[end..];
+            &r[..end]
+        } else {
+            return Err(format!("expected [ or . but got: {rest}"));
+        };
+        if let Some(p) = node.properties.get(name) {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(name);
+            node = p;
+        } else if let Some(Additional::Schema(s)) = &node.additional {
+            out.push_str(&format!("[{name}]"));
+            node = s;
+        } else {
+            return Err("does not refer to a valid field".into());
+        }
+    }
+    Ok(out)
+}
+
+/// A value under `node` as CEL sees it: numbers of `type: number` as `double` (as upstream,
+/// also when written as integers), the rest as [`to_cel`] makes them.
+fn to_cel_typed(node: &Node, v: &Value) -> Cel {
+    match v {
+        Value::Number(n) if node.ty.as_deref() == Some("number") => {
+            Cel::Float(n.as_f64().unwrap_or(f64::NAN))
+        }
+        Value::Array(a) => match &node.items {
+            Some(items) => Cel::List(Arc::new(a.iter().map(|x| to_cel_typed(items, x)).collect())),
+            None => to_cel(v),
+        },
+        Value::Object(m) => {
+            let map: HashMap<Key, Cel> = m
+                .iter()
+                .map(|(k, x)| {
+                    let sub = node.properties.get(k).or(match &node.additional {
+                        Some(Additional::Schema(s)) => Some(s),
+                        _ => None,
+                    });
+                    let c = match sub {
+                        Some(sub) => to_cel_typed(sub, x),
+                        None => to_cel(x),
+                    };
+                    (Key::from(k.as_str()), c)
+                })
+                .collect();
+            Cel::Map(CelMap { map: Arc::new(map) })
+        }
+        _ => to_cel(v),
+    }
+}
+
+/// A JSON value as CEL sees it: integers as `int`, other numbers as `double`, objects as
+/// maps with string keys.
+fn to_cel(v: &Value) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Cel::Int(i),
+            None => match n.as_u64() {
+                Some(u) => Cel::UInt(u),
+                None => Cel::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+        },
+        Value::String(s) => Cel::String(Arc::new(s.clone())),
+        Value::Array(a) => Cel::List(Arc::new(a.iter().map(to_cel).collect())),
+        Value::Object(m) => {
+            let map: HashMap<Key, Cel> = m
+                .iter()
+                .map(|(k, v)| (Key::from(k.as_str()), to_cel(v)))
+                .collect();
+            Cel::Map(CelMap { map: Arc::new(map) })
+        }
+    }
+}
+
+/// The least (`Less`) or greatest (`Greater`) element of a list; an error when empty.
+fn extreme(l: &[Cel], keep: std::cmp::Ordering) -> Result<Cel, cel::ExecutionError> {
+    let mut best = l
+        .first()
+        .ok_or_else(|| cel::ExecutionError::function_error("min/max", "list is empty"))?;
+    for x in &l[1..] {
+        match x.partial_cmp(best) {
+            Some(o) if o == keep => best = x,
+            Some(_) => {}
+            None => {
+                return Err(cel::ExecutionError::ValuesNotComparable(
+                    x.clone(),
+                    best.clone(),
+                ));
+            }
+        }
+    }
+    Ok(best.clone())
+}
+
+/// Kubernetes' list library: `isSorted`, `sum`, `min`, `max` on lists.
+fn add_k8s_lists(ctx: &mut Context<'_, '_>) {
+    let _ = ctx.add_function("min", |This(l): This<Arc<Vec<Cel>>>| {
+        extreme(&l, std::cmp::Ordering::Less)
+    });
+    let _ = ctx.add_function("max", |This(l): This<Arc<Vec<Cel>>>| {
+        extreme(&l, std::cmp::Ordering::Greater)
+    });
+    let _ = ctx.add_function("isSorted", |This(l): This<Arc<Vec<Cel>>>| {
+        l.windows(2)
+            .all(|w| w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Greater))
+    });
+    let _ = ctx.add_function("sum", |This(l): This<Arc<Vec<Cel>>>| -> Cel {
+        let mut int = 0i64;
+        let mut float = 0f64;
+        let mut any_float = false;
+        for x in l.iter() {
+            match x {
+                Cel::Int(i) => int = int.wrapping_add(*i),
+                Cel::UInt(u) => int = int.wrapping_add(*u as i64),
+                Cel::Float(f) => {
+                    any_float = true;
+                    float += f
+                }
+                _ => {}
+            }
+        }
+        if any_float {
+            Cel::Float(float + int as f64)
+        } else {
+            Cel::Int(int)
+        }
+    });
+}
+
+fn type_of(node: &Node, v: &Value) -> String {
+    if let Some(t) = &node.ty {
+        return t.clone();
+    }
+    match v {
+        Value::String(_) => "string",
+        Value::Number(_) => "integer",
+        Value::Object(_) => "object",
+        Value::Array(_) => "array",
+        Value::Bool(_) => "boolean",
+        Value::Null => "null",
+    }
+    .to_string()
+}
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// Evaluates the rules of `node` and of every node under it against `v`, with `old` the
+/// value at the same place before an update (`None` on create, or where there is none).
+pub(crate) fn validate(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    // Ratcheting: an unchanged value is not refused by its rules, save transition rules.
+    let unchanged = old == Some(v);
+    if !v.is_null() {
+        for rule in &node.rules {
+            if unchanged && !rule.transition {
+                continue;
+            }
+            check_rule(rule, node, v, old, path, errors);
+        }
+    }
+    match v {
+        Value::Object(m) => {
+            let old_m = old.and_then(Value::as_object);
+            for (k, child_v) in m {
+                let sub = match node.properties.get(k) {
+                    Some(p) => p,
+                    None => match &node.additional {
+                        Some(Additional::Schema(s)) => s,
+                        _ => continue,
+                    },
+                };
+                let old_child = old_m.and_then(|o| o.get(k));
+                validate(sub, child_v, old_child, &child(path, k), errors);
+            }
+        }
+        Value::Array(a) => {
+            let Some(items) = &node.items else { return };
+            let old_a = old.and_then(Value::as_array);
+            for (i, item) in a.iter().enumerate() {
+                let old_item = match (node.list_type, old_a) {
+                    (Some(ListType::Map), Some(olds)) => olds
+                        .iter()
+                        .find(|o| node.list_map_keys.iter().all(|k| o.get(k) == item.get(k))),
+                    _ => None,
+                };
+                validate(items, item, old_item, &format!("{path}[{i}]"), errors);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_rule(
+    rule: &Rule,
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    if rule.transition && old.is_none() && !rule.optional_old_self {
+        return;
+    }
+    let mut ctx = Context::with_env(ENV.clone());
+    add_k8s_lists(&mut ctx);
+    let view = |x: &Value| {
+        if path.is_empty() {
+            to_cel_typed(node, &root_view(x))
+        } else {
+            to_cel_typed(node, x)
+        }
+    };
+    ctx.add_variable_from_value("self", view(v));
+    if rule.transition {
+        let old_cel = match (old, rule.optional_old_self) {
+            (Some(o), false) => view(o),
+            (Some(o), true) => optional(Some(view(o))),
+            (None, _) => optional(None),
+        };
+        ctx.add_variable_from_value("oldSelf", old_cel);
+    }
+    let field = match rule
+        .field_path
+        .as_deref()
+        .and_then(|fp| resolve_field_path(node, fp).ok())
+    {
+        Some(rel) if rel.starts_with('[') => format!("{path}{rel}"),
+        Some(rel) => child(path, &rel),
+        None => path.to_string(),
+    };
+    let ty = type_of(node, v);
+    match rule.program.execute(&ctx) {
+        Ok(Cel::Bool(true)) => {}
+        Ok(Cel::Bool(false)) => {
+            let detail = message(rule, &ctx);
+            errors.push(field_error(&field, rule.reason, &ty, &detail));
+        }
+        Ok(other) => errors.push(FieldError::new(
+            &field,
+            "FieldValueInvalid",
+            format!(
+                "Invalid value: {}: rule did not evaluate to a bool: {other:?}",
+                super::quote(&ty)
+            ),
+        )),
+        Err(e) => {
+            let overload = matches!(e, cel::ExecutionError::NoSuchOverload(_));
+            // cel-go's errors begin in lower case (`no such key: x`); the cel crate's do not.
+            let e = e.to_string();
+            let mut chars = e.chars();
+            let e: String = chars
+                .next()
+                .map(|c| c.to_ascii_lowercase())
+                .into_iter()
+                .chain(chars)
+                .collect();
+            let detail = if overload {
+                format!(
+                    "'{e}': call arguments did not match a supported operator, function or macro signature for rule: {}",
+                    rule.error_string()
+                )
+            } else {
+                format!("{e} evaluating rule: {}", rule.error_string())
+            };
+            errors.push(FieldError::new(
+                &field,
+                "FieldValueInvalid",
+                format!("Invalid value: {}: {detail}", super::quote(&ty)),
+            ))
+        }
+    }
+}
+
+/// The object as a root rule sees it: its `metadata` holds only `name` and `generateName`,
+/// as upstream exposes it.
+fn root_view(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
+        meta.retain(|k, _| k == "name" || k == "generateName");
+    }
+    obj
+}
+
+/// `oldSelf` under `optionalOldSelf`: an optional of the old value.
+fn optional(v: Option<Cel>) -> Cel {
+    let mut env_ctx = Context::with_env(ENV.clone());
+    let src = if v.is_some() {
+        "optional.of(x)"
+    } else {
+        "optional.none()"
+    };
+    if let Some(v) = v {
+        env_ctx.add_variable_from_value("x", v);
+    }
+    match ENV.compile(src).map(|p| p.execute(&env_ctx)) {
+        Ok(Ok(o)) => o,
+        _ => Cel::Null,
+    }
+}
+
+/// The message of a failed rule: the `messageExpression`'s string when it evaluates to a
+/// non-empty one, else `message`, else `failed rule: <rule>`.
+fn message(rule: &Rule, ctx: &Context<'_, '_>) -> String {
+    if let Some(expr) = &rule.message_expression
+        && let Ok(Cel::String(s)) = expr.execute(ctx)
+        && !s.trim().is_empty()
+    {
+        return s.trim().to_string();
+    }
+    match &rule.message {
+        Some(m) => m.clone(),
+        None => format!("failed rule: {}", rule.error_string()),
+    }
+}
+
+impl Rule {
+    /// The rule in error messages: its `message`, else its source, as upstream's
+    /// `ruleErrorString`.
+    fn error_string(&self) -> &str {
+        self.message.as_deref().unwrap_or(self.source.trim())
+    }
+}
+
+/// The cause for a failed rule, by its `reason`, as upstream's `fieldErrorForReason`.
+fn field_error(field: &str, reason: &'static str, ty: &str, detail: &str) -> FieldError {
+    let message = match reason {
+        "FieldValueForbidden" => format!("Forbidden: {detail}"),
+        "FieldValueRequired" => format!("Required value: {detail}"),
+        "FieldValueDuplicate" => format!("Duplicate value: {}", super::quote(ty)),
+        _ => format!("Invalid value: {}: {detail}", super::quote(ty)),
+    };
+    FieldError::new(field, reason, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::schema::StructuralSchema;
+
+    fn schema(spec: serde_json::Value) -> StructuralSchema {
+        StructuralSchema::from_value(&json!({"type": "object", "properties": {"spec": spec}}))
+            .unwrap()
+    }
+
+    fn errors(s: &StructuralSchema, spec: serde_json::Value) -> Vec<String> {
+        s.validate(&json!({"spec": spec}))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn cross_field_rule_with_default_message() {
+        let s = schema(json!({"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.minReplicas <= self.maxReplicas"}],
+            "properties": {"minReplicas": {"type": "integer"}, "maxReplicas": {"type": "integer"}}}));
+        assert!(errors(&s, json!({"minReplicas": 1, "maxReplicas": 3})).is_empty());
+        assert_eq!(
+            errors(&s, json!({"minReplicas": 4, "maxReplicas": 3})),
+            [r#"spec: Invalid value: "object": failed rule: self.minReplicas <= self.maxReplicas"#]
+        );
+    }
+
+    #[test]
+    fn messages_reasons_and_field_paths() {
+        let s = schema(json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.name.matches('^[a-z]+$')", "message": "name must be lowercase letters",
+             "fieldPath": ".name"},
+            {"rule": "size(self.name) < 6", "messageExpression": "'name too long: ' + self.name",
+             "reason": "FieldValueForbidden"},
+            {"rule": "has(self.owner)", "message": "owner is required", "reason": "FieldValueRequired"},
+        ], "properties": {"name": {"type": "string"}, "owner": {"type": "string"}}}));
+        assert!(errors(&s, json!({"name": "abc", "owner": "me"})).is_empty());
+        assert_eq!(
+            errors(&s, json!({"name": "ABCDEFG"})),
+            [
+                r#"spec.name: Invalid value: "object": name must be lowercase letters"#,
+                "spec: Forbidden: name too long: ABCDEFG",
+                "spec: Required value: owner is required",
+            ]
+        );
+        let errs = s.validate(&json!({"spec": {"name": "abc"}}));
+        assert_eq!(errs[0].reason, "FieldValueRequired");
+    }
+
+    #[test]
+    fn list_macros_and_library() {
+        let s = schema(json!({"type": "object", "properties": {
+            "listeners": {"type": "array", "items": {"type": "object",
+                "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}},
+                "x-kubernetes-validations": [
+                    {"rule": "self.all(l1, self.exists_one(l2, l1.name == l2.name))",
+                     "message": "Listener name must be unique within the Gateway"},
+                    {"rule": "self.map(l, l.port).isSorted()", "message": "sorted"},
+                    {"rule": "self.map(l, l.port).sum() < 100000", "message": "sum"},
+                    {"rule": "self.map(l, l.name).indexOf('a') <= 0 && \
+                              self.map(l, l.name).lastIndexOf('zz') == -1 && 'abc'.indexOf('c') == 2",
+                     "message": "indexOf"},
+                    {"rule": "self.map(l, l.port).min() > 0 && self.map(l, l.port).max() < 1024",
+                     "message": "privileged ports"},
+                    {"rule": "self.filter(l, l.name.startsWith('x')).size() == 0 && \
+                              self.exists(l, l.name.lowerAscii() == l.name)", "message": "names"}]}}}));
+        let ok = json!({"listeners": [{"name": "a", "port": 80}, {"name": "b", "port": 443}]});
+        assert!(errors(&s, ok).is_empty());
+        let dup = json!({"listeners": [{"name": "a", "port": 443}, {"name": "a", "port": 80}]});
+        assert_eq!(
+            errors(&s, dup),
+            [
+                r#"spec.listeners: Invalid value: "array": Listener name must be unique within the Gateway"#,
+                r#"spec.listeners: Invalid value: "array": sorted"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn transition_rules_and_ratcheting() {
+        let s = schema(json!({"type": "object", "properties": {
+            "cluster": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "Value is immutable"}]},
+            "name": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$')"}]}}}));
+        // On create a transition rule does not run.
+        assert!(errors(&s, json!({"cluster": "a", "name": "ok"})).is_empty());
+        let old = json!({"spec": {"cluster": "a", "name": "BAD"}});
+        let upd = |spec| -> Vec<String> {
+            s.validate_update(&json!({"spec": spec}), &old)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        // An unchanged invalid value is kept (ratcheting); a changed one is refused.
+        assert!(upd(json!({"cluster": "a", "name": "BAD"})).is_empty());
+        assert_eq!(
+            upd(json!({"cluster": "b", "name": "STILLBAD"})),
+            [
+                r#"spec.cluster: Invalid value: "string": Value is immutable"#,
+                r#"spec.name: Invalid value: "string": failed rule: self.matches('^[a-z]+$')"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn evaluation_errors_name_the_rule() {
+        let s = schema(json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": "self.missing > 1"},
+            {"rule": "self.name > 1", "message": "bad name"}],
+            "properties": {"name": {"type": "string"}}}));
+        let errs = errors(&s, json!({"name": "a"}));
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with(r#"spec: Invalid value: "object": "#)
+                && errs[0].ends_with(": no such key: missing evaluating rule: self.missing > 1"),
+            "{}",
+            errs[0]
+        );
+        assert!(errs[1].ends_with("bad name"), "{}", errs[1]);
+    }
+
+    #[test]
+    fn root_rules_see_name_and_kind_only_in_metadata() {
+        let s = StructuralSchema::from_value(&json!({"type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"},
+                {"rule": "!has(self.metadata.labels)"}]}))
+        .unwrap();
+        let obj = json!({"kind": "Pool", "metadata": {"name": "pool-a", "labels": {"a": "b"}}});
+        assert!(s.validate(&obj).is_empty(), "{:?}", s.validate(&obj));
+        let obj = json!({"kind": "Pool", "metadata": {"name": "other"}});
+        assert_eq!(
+            s.validate(&obj)[0].to_string(),
+            r#"Invalid value: "object": failed rule: self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"#
+        );
+    }
+
+    #[test]
+    fn numbers_are_doubles() {
+        let s = schema(
+            json!({"type": "object", "properties": {"ratio": {"type": "number",
+            "x-kubernetes-validations": [{"rule": "self + 0.5 <= 2.0"}]}}}),
+        );
+        assert!(errors(&s, json!({"ratio": 1})).is_empty());
+        assert_eq!(
+            errors(&s, json!({"ratio": 2})),
+            [r#"spec.ratio: Invalid value: "number": failed rule: self + 0.5 <= 2.0"#]
+        );
+    }
+
+    #[test]
+    fn optional_old_self() {
+        let s = schema(
+            json!({"type": "object", "properties": {"mode": {"type": "string",
+            "x-kubernetes-validations": [{"rule": "!oldSelf.hasValue() || self == oldSelf.value()",
+                "optionalOldSelf": true, "message": "immutable once set"}]}}}),
+        );
+        assert!(
+            errors(&s, json!({"mode": "a"})).is_empty(),
+            "runs on create, with no old value"
+        );
+        let old = json!({"spec": {"mode": "a"}});
+        let errs = s.validate_update(&json!({"spec": {"mode": "b"}}), &old);
+        assert_eq!(
+            errs[0].to_string(),
+            r#"spec.mode: Invalid value: "string": immutable once set"#
+        );
+    }
+
+    #[test]
+    fn bad_rules_refuse_the_schema() {
+        let err = StructuralSchema::from_value(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-validations": [
+                {"rule": "self.a <= "}, {"rule": "self.a", "reason": "Nope"}]}}}))
+        .unwrap_err();
+        assert_eq!(err.errors.len(), 2, "{err}");
+        assert_eq!(
+            err.errors[0].path,
+            "properties[spec].x-kubernetes-validations[0].rule"
+        );
+        assert!(
+            err.errors[0].message.starts_with(
+                r#"Invalid value: apiextensions.ValidationRule{Rule:"self.a <= ", Message:"", "#
+            ) && err.errors[0].message.contains(": compilation failed: "),
+            "{}",
+            err.errors[0].message
+        );
+        assert_eq!(
+            err.errors[1].path,
+            "properties[spec].x-kubernetes-validations[1].reason"
+        );
+        assert_eq!(err.errors[1].reason, "FieldValueNotSupported");
+    }
+}
