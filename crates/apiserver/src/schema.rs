@@ -50,6 +50,7 @@
 //! ```
 
 pub mod builtin;
+pub mod decode;
 mod format;
 mod node;
 mod prune;
