@@ -6,6 +6,8 @@ mod common;
 mod auth;
 #[path = "kube_client/builtins.rs"]
 mod builtins;
+#[path = "kube_client/http2.rs"]
+mod http2;
 #[path = "kube_client/watch_http.rs"]
 mod watch_http;
 
