@@ -1,4 +1,5 @@
-//! `fieldValidation`: unknown fields of custom objects under `Strict`, `Warn` and `Ignore`.
+//! `fieldValidation`: unknown fields of custom and built-in objects under `Strict`, `Warn` and
+//! `Ignore`.
 
 use super::crd::{install, widget};
 use super::*;
@@ -79,6 +80,42 @@ fn strict_apply_refuses_undeclared_fields_as_the_field_manager_words_it() {
         "failed to create typed patch object (default/a; example.com/v1, Kind=Widget): \
          errors:\n  .extra: field not declared in schema\n  .spec.sise: field not declared in schema"
     );
+}
+
+#[test]
+fn strict_apply_of_a_built_in_kind_refuses_undeclared_fields_too() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let strict = WriteOptions {
+        field_manager: Some("me".into()),
+        ..with(FieldValidation::Strict)
+    };
+    let body = serde_json::to_vec(&junk_cm("a")).unwrap();
+    let apply = |opts: &WriteOptions| {
+        s.patch(
+            &cms,
+            Some("default"),
+            "a",
+            None,
+            PatchType::Apply,
+            &body,
+            opts,
+        )
+    };
+    let err = fails_unchanged(&s, 500, || apply(&strict));
+    assert_eq!(
+        err.message,
+        "failed to create typed patch object (default/a; /v1, Kind=ConfigMap): \
+         .junk: field not declared in schema"
+    );
+    // Under Warn the field is dropped, with a warning.
+    let warn = WriteOptions {
+        field_manager: Some("me".into()),
+        ..with(FieldValidation::Warn)
+    };
+    let applied = apply(&warn).unwrap();
+    assert!(applied.get("junk").is_none(), "{applied}");
+    assert_eq!(warn.warnings.take(), ["unknown field \"junk\""]);
 }
 
 #[test]
