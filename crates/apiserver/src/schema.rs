@@ -58,6 +58,7 @@
 
 pub mod builtin;
 mod cel;
+pub mod decode;
 mod format;
 mod node;
 mod prune;

@@ -6,6 +6,8 @@ mod common;
 mod auth;
 #[path = "kube_client/builtins.rs"]
 mod builtins;
+#[path = "kube_client/http2.rs"]
+mod http2;
 #[path = "kube_client/watch_http.rs"]
 mod watch_http;
 
@@ -1005,4 +1007,67 @@ async fn field_validation_strict_warn_ignore_over_http() {
     let ignore = PatchParams::default().validation_ignore();
     let patched = api.patch("a", &ignore, &patch).await.unwrap();
     assert_eq!(patched.data["spec"], json!({"size": 1}));
+}
+
+/// Built-in kinds are decoded as the real server decodes them: a value of the wrong JSON type
+/// is a 400 in Go's words, unknown fields follow `fieldValidation`.
+#[tokio::test]
+async fn built_in_objects_are_decoded_as_go_decodes_them() {
+    let server = server().await;
+    let client = client(&server).await;
+    let deploys = "/apis/apps/v1/namespaces/default/deployments";
+    let deployment = |replicas: serde_json::Value, extra: serde_json::Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "d"}},
+                        "template": {"metadata": {"labels": {"app": "d"}},
+                                     "spec": {"containers": [{"name": "c", "image": "i", "x": extra}]}}}})
+        .to_string()
+    };
+    let (status, _, body) = raw(
+        &client,
+        "POST",
+        deploys,
+        "application/json",
+        deployment(json!("3"), json!(1)),
+    )
+    .await;
+    assert_eq!((status, body["reason"].as_str()), (400, Some("BadRequest")));
+    assert_eq!(
+        body["message"],
+        "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal \
+         string into Go struct field DeploymentSpec.spec.replicas of type int32"
+    );
+    let uri = format!("{deploys}?fieldValidation=Strict");
+    let (status, _, body) = raw(
+        &client,
+        "POST",
+        &uri,
+        "application/json",
+        deployment(json!(3), json!(1)),
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "Deployment in version \"v1\" cannot be handled as a Deployment: strict decoding error: \
+         unknown field \"spec.template.spec.containers[0].x\""
+    );
+    let req = http::Request::builder()
+        .method("POST")
+        .uri(deploys)
+        .header("content-type", "application/json")
+        .body(kube_client::client::Body::from(
+            deployment(json!(3), json!(1)).into_bytes(),
+        ))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    assert_eq!(resp.status(), 201);
+    let warnings: Vec<_> = resp.headers().get_all("warning").iter().collect();
+    assert_eq!(
+        warnings,
+        ["299 - \"unknown field \\\"spec.template.spec.containers[0].x\\\"\""]
+    );
+    let api: Api<Deployment> = Api::namespaced(client, "default");
+    let stored = api.get("d").await.unwrap();
+    assert_eq!(stored.spec.unwrap().replicas, Some(3));
 }

@@ -1141,3 +1141,23 @@ async fn explain_and_validated_apply_read_the_openapi_schemas() {
     assert!(out.ok, "{}{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("bogus"), "{}", out.stderr);
 }
+
+/// kubectl speaks HTTP/2: a body over the limit gets the 413 `Status` there too, which kubectl
+/// prints as the real server's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_refused_with_413() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let big = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\ndata:\n  x: {}\n",
+        "x".repeat(3 * 1024 * 1024 + 1)
+    );
+    let stderr = k.fails(&["create", "-f", "-"], Some(&big)).await;
+    assert_eq!(
+        stderr.trim(),
+        "Error from server (RequestEntityTooLarge): error when creating \"STDIN\": \
+         Request entity too large: limit is 3145728"
+    );
+}

@@ -1,11 +1,18 @@
 //! Response encoding: JSON bodies, `Status` errors, and reading request bodies under the size
 //! limit.
+//!
+//! A body refused for its size is still read, and discarded, after the 413 is answered (up to
+//! [`DRAIN_BYTES`], for at most [`DRAIN_TIME`]): an HTTP/2 client that is still sending would
+//! otherwise see its stream reset (`RST_STREAM`) before it reads the answer, and report a
+//! framing error instead of the `Status`.
 
 use std::convert::Infallible;
+use std::pin::Pin;
+use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes, BytesMut};
 use http::{HeaderValue, Response, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited, combinators::UnsyncBoxBody};
+use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use serde_json::Value;
 
 use crate::error::ApiError;
@@ -76,27 +83,84 @@ pub fn too_large(limit: usize) -> ApiError {
     )
 }
 
+/// How many bytes of a refused body are read and discarded after the 413 (see the module
+/// docs); past this the stream is dropped.
+pub const DRAIN_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long a refused body is read and discarded after the 413.
+pub const DRAIN_TIME: Duration = Duration::from_secs(10);
+
 /// Reads a whole request body, failing with 413 past `limit` bytes (checked against
-/// `Content-Length` first, then while reading).
+/// `Content-Length` first, then while reading); a refused body is drained in the background.
 pub async fn read_body<B>(
     body: B,
     content_length: Option<u64>,
     limit: usize,
 ) -> Result<Bytes, ApiError>
 where
-    B: hyper::body::Body,
+    B: hyper::body::Body + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
+    let mut body = Box::pin(body);
     if content_length.is_some_and(|len| len > limit as u64) {
+        drain(body);
         return Err(too_large(limit));
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(too_large(limit)),
-        Err(e) => Err(ApiError::bad_request(format!(
-            "reading the request body: {e}"
-        ))),
+    // One chunk (the usual case for small bodies) is answered as is; more are joined.
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    let mut len = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?;
+        let Ok(mut data) = frame.into_data() else {
+            continue;
+        };
+        len += data.remaining();
+        if len > limit {
+            drain(body);
+            return Err(too_large(limit));
+        }
+        let chunk = data.copy_to_bytes(data.remaining());
+        match (&mut first, &mut joined) {
+            (None, _) => first = Some(chunk),
+            (Some(f), None) => {
+                let mut all = BytesMut::with_capacity(f.len() + chunk.len());
+                all.extend_from_slice(f);
+                all.extend_from_slice(&chunk);
+                joined = Some(all);
+            }
+            (Some(_), Some(all)) => all.extend_from_slice(&chunk),
+        }
     }
+    Ok(match (first, joined) {
+        (_, Some(all)) => all.freeze(),
+        (Some(f), None) => f,
+        (None, None) => Bytes::new(),
+    })
+}
+
+/// Reads and discards what is left of a refused body, in the background, so that the client
+/// finishes sending and reads the answer (see the module docs).
+fn drain<B>(mut body: Pin<Box<B>>)
+where
+    B: hyper::body::Body + Send + 'static,
+{
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    runtime.spawn(async move {
+        let read = async {
+            let mut seen = 0usize;
+            while let Some(Ok(frame)) = body.frame().await {
+                seen += frame.data_ref().map_or(0, |d| d.remaining());
+                if seen > DRAIN_BYTES {
+                    break;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_TIME, read).await;
+    });
 }
 
 #[cfg(test)]
@@ -120,6 +184,53 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(ok.len(), 10);
+    }
+
+    /// A body of `chunks`, sent through a channel of one slot: a send only completes once
+    /// the previous chunk was read.
+    fn channel_body() -> (
+        tokio::sync::mpsc::Sender<Bytes>,
+        impl hyper::body::Body<Data = Bytes, Error = std::io::Error> + Send + 'static,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(1);
+        let stream = futures::stream::unfold(rx, |mut rx| async move {
+            let chunk = rx.recv().await?;
+            Some((Ok(hyper::body::Frame::data(chunk)), rx))
+        });
+        (tx, http_body_util::StreamBody::new(stream))
+    }
+
+    #[tokio::test]
+    async fn chunks_are_joined_and_refused_bodies_drained() {
+        let (tx, body) = channel_body();
+        let sending = tokio::spawn(async move {
+            for part in ["ab", "cd", "e"] {
+                tx.send(Bytes::from(part)).await.unwrap();
+            }
+        });
+        assert_eq!(read_body(body, None, 5).await.unwrap(), "abcde");
+        sending.await.unwrap();
+
+        // Refused by Content-Length: the client can still send the whole body.
+        let (tx, body) = channel_body();
+        let err = read_body(body, Some(1000), 10).await.unwrap_err();
+        assert_eq!(err.code, 413);
+        for _ in 0..10 {
+            tx.send(Bytes::from(vec![b'x'; 100]))
+                .await
+                .expect("drained");
+        }
+        // Refused while reading.
+        let (tx, body) = channel_body();
+        let reading = tokio::spawn(read_body(body, None, 10));
+        tx.send(Bytes::from(vec![b'x'; 6])).await.unwrap();
+        tx.send(Bytes::from(vec![b'x'; 6])).await.unwrap();
+        assert_eq!(reading.await.unwrap().unwrap_err().code, 413);
+        for _ in 0..10 {
+            tx.send(Bytes::from(vec![b'x'; 100]))
+                .await
+                .expect("drained");
+        }
     }
 
     #[tokio::test]

@@ -22,8 +22,12 @@ use crate::fieldmanager::{self, shape::Shape};
 use crate::resource::ResourceInfo;
 
 /// Checks a request body: a JSON object whose `apiVersion` and `kind` (when given) are the
-/// resource's; answers it with both set.
-pub(crate) fn check_body(res: &ResourceInfo, body: Value) -> Result<Value, ApiError> {
+/// resource's, decoded as its kind (see [`decode_builtin`]); answers it with both set.
+pub(crate) fn check_body(
+    res: &ResourceInfo,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
     let Value::Object(mut map) = body else {
         return Err(ApiError::bad_request(format!(
             "the body of the request was not a JSON object: cannot be handled as a {}",
@@ -72,8 +76,34 @@ pub(crate) fn check_body(res: &ResourceInfo, body: Value) -> Result<Value, ApiEr
         )));
     }
     let mut obj = Value::Object(map);
+    decode_builtin(res, &mut obj, opts)?;
     convert::to_storage(&mut obj, &api_version);
     Ok(obj)
+}
+
+/// Decodes a built-in object as the real server's JSON decoder does (custom objects are their
+/// CRD schema's, in [`crd::validate_custom`]): a value of the wrong JSON type is a 400 worded
+/// as Go's `encoding/json` words it; fields the kind does not declare are dropped, and follow
+/// `opts.field_validation` (a 400 under `Strict`, a warning each under `Warn`).
+fn decode_builtin(
+    res: &ResourceInfo,
+    obj: &mut Value,
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
+    if res.custom {
+        return Ok(());
+    }
+    let Some(kind) = crate::schema::builtin::kind(&res.group, &res.version, &res.kind) else {
+        return Ok(());
+    };
+    match crate::schema::decode::decode(kind.definition, obj) {
+        Ok(unknown) => crd::check_unknown(res, &unknown, opts),
+        Err(message) => Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {message}",
+            kind = res.kind,
+            version = res.version,
+        ))),
+    }
 }
 
 /// Another version of the same group is accepted (the real server converts; versions of one
@@ -184,7 +214,7 @@ pub(crate) fn prepare_create(
             "create: this kind needs the store to prepare",
         ));
     }
-    let mut obj = check_body(res, body)?;
+    let mut obj = check_body(res, body, opts)?;
     // Taken, not copied: `managedFields` is removed below anyway.
     let provided = take_meta(&mut obj, "managedFields");
     let ns = scope_namespace(res, namespace, &mut obj)?;
@@ -332,7 +362,7 @@ pub(crate) fn update_with(
     opts: &WriteOptions,
     managed: Option<Value>,
 ) -> Result<Value, ApiError> {
-    let mut body = check_body(res, body)?;
+    let mut body = check_body(res, body, opts)?;
     let provided = body
         .pointer("/metadata/managedFields")
         .cloned()

@@ -400,7 +400,8 @@ pub(crate) fn check_unknown(
     }
 }
 
-/// Under `Strict`, refuses an apply configuration with fields the schema does not declare,
+/// Under `Strict`, refuses an apply configuration with fields the schema (a CRD's, or a
+/// built-in kind's) does not declare,
 /// as the real server's field manager does when it types the configuration: a 500 (a plain
 /// error upstream, not a `Status` reason) naming each field. Under `Warn` and `Ignore` the
 /// fields are left to [`validate_custom`], which prunes them (upstream refuses them
@@ -413,13 +414,21 @@ pub(crate) fn check_apply_config(
     config: &Value,
     opts: &WriteOptions,
 ) -> Result<(), ApiError> {
-    if !res.custom || opts.field_validation != FieldValidation::Strict {
+    if opts.field_validation != FieldValidation::Strict {
         return Ok(());
     }
-    let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
-        return Ok(());
+    let unknown = if res.custom {
+        let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
+            return Ok(());
+        };
+        schema.prune_reporting(&mut config.clone())
+    } else {
+        let Some(kind) = crate::schema::builtin::kind(&res.group, &res.version, &res.kind) else {
+            return Ok(());
+        };
+        // A value of the wrong type is the decoder's to answer, on the applied object.
+        crate::schema::decode::decode(kind.definition, &mut config.clone()).unwrap_or_default()
     };
-    let unknown = schema.prune_reporting(&mut config.clone());
     if unknown.is_empty() {
         return Ok(());
     }
@@ -435,9 +444,11 @@ pub(crate) fn check_apply_config(
         500,
         "",
         format!(
-            "failed to create typed patch object ({}/{name}; {}, Kind={}): {errors}",
+            // Go's `GroupVersionKind.String()`: `/v1` for the core group.
+            "failed to create typed patch object ({}/{name}; {}/{}, Kind={}): {errors}",
             namespace.unwrap_or(""),
-            res.api_version(),
+            res.group,
+            res.version,
             res.kind,
         ),
     ))

@@ -172,7 +172,7 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `force` (server-side apply).
     pub force: bool,
-    /// `fieldValidation`: what a custom object's unknown fields do to the write.
+    /// `fieldValidation`: what an object's unknown fields do to the write.
     pub field_validation: FieldValidation,
     /// Where [`FieldValidation::Warn`] reports the fields it dropped (the HTTP layer sends
     /// each as a `Warning` header). Clones of these options share it.
@@ -180,7 +180,7 @@ pub struct WriteOptions {
 }
 
 /// The `fieldValidation` directive of a write: what unknown fields (those a custom
-/// resource's structural schema prunes) do. Built-in kinds are not checked.
+/// resource's structural schema prunes, or a built-in kind's Go types do not declare) do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FieldValidation {
     /// Drop unknown fields silently.

@@ -1,4 +1,5 @@
-//! `fieldValidation`: unknown fields of custom objects under `Strict`, `Warn` and `Ignore`.
+//! `fieldValidation`: unknown fields of custom and built-in objects under `Strict`, `Warn` and
+//! `Ignore`.
 
 use super::crd::{install, widget};
 use super::*;
@@ -82,6 +83,42 @@ fn strict_apply_refuses_undeclared_fields_as_the_field_manager_words_it() {
 }
 
 #[test]
+fn strict_apply_of_a_built_in_kind_refuses_undeclared_fields_too() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let strict = WriteOptions {
+        field_manager: Some("me".into()),
+        ..with(FieldValidation::Strict)
+    };
+    let body = serde_json::to_vec(&junk_cm("a")).unwrap();
+    let apply = |opts: &WriteOptions| {
+        s.patch(
+            &cms,
+            Some("default"),
+            "a",
+            None,
+            PatchType::Apply,
+            &body,
+            opts,
+        )
+    };
+    let err = fails_unchanged(&s, 500, || apply(&strict));
+    assert_eq!(
+        err.message,
+        "failed to create typed patch object (default/a; /v1, Kind=ConfigMap): \
+         .junk: field not declared in schema"
+    );
+    // Under Warn the field is dropped, with a warning.
+    let warn = WriteOptions {
+        field_manager: Some("me".into()),
+        ..with(FieldValidation::Warn)
+    };
+    let applied = apply(&warn).unwrap();
+    assert!(applied.get("junk").is_none(), "{applied}");
+    assert_eq!(warn.warnings.take(), ["unknown field \"junk\""]);
+}
+
+#[test]
 fn warn_prunes_and_reports_each_field() {
     let s = store();
     let (_, widgets) = install(&s);
@@ -104,7 +141,7 @@ fn warn_prunes_and_reports_each_field() {
 }
 
 #[test]
-fn ignore_prunes_silently_and_built_ins_are_not_checked() {
+fn ignore_prunes_silently() {
     let s = store();
     let (_, widgets) = install(&s);
     let opts = with(FieldValidation::Ignore);
@@ -113,12 +150,110 @@ fn ignore_prunes_silently_and_built_ins_are_not_checked() {
         .unwrap();
     assert!(created.get("extra").is_none());
     assert!(opts.warnings.take().is_empty());
-    // Built-in kinds keep their behaviour under Strict.
-    let strict = with(FieldValidation::Strict);
-    let mut body = cm("c", json!({"a": "1"}));
+}
+
+/// A ConfigMap with a field its kind does not declare.
+fn junk_cm(name: &str) -> Value {
+    let mut body = cm(name, json!({"a": "1"}));
     body["junk"] = json!(1);
-    s.create(&res(&s, "", "configmaps"), Some("default"), body, &strict)
+    body
+}
+
+#[test]
+fn built_in_kinds_follow_the_directive_too() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let strict = with(FieldValidation::Strict);
+    let err = fails_unchanged(&s, 400, || {
+        s.create(&cms, Some("default"), junk_cm("c"), &strict)
+    });
+    assert_eq!(err.reason, "BadRequest");
+    assert_eq!(
+        err.message,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+         unknown field \"junk\""
+    );
+    let warn = with(FieldValidation::Warn);
+    let created = s
+        .create(&cms, Some("default"), junk_cm("w"), &warn)
         .unwrap();
+    assert!(created.get("junk").is_none(), "{created}");
+    assert_eq!(created["data"], json!({"a": "1"}));
+    assert_eq!(warn.warnings.take(), ["unknown field \"junk\""]);
+    let ignore = with(FieldValidation::Ignore);
+    let created = s
+        .create(&cms, Some("default"), junk_cm("i"), &ignore)
+        .unwrap();
+    assert!(created.get("junk").is_none(), "{created}");
+    assert!(ignore.warnings.take().is_empty());
+    // An update under Strict, and a patch (worded without the create/update prefix).
+    let mut body = s.get(&cms, Some("default"), "w", None).unwrap();
+    body["junk"] = json!(1);
+    let err = fails_unchanged(&s, 400, || {
+        s.update(&cms, Some("default"), "w", None, body.clone(), &strict)
+    });
+    assert_eq!(
+        err.message,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+         unknown field \"junk\""
+    );
+    let err = fails_unchanged(&s, 400, || {
+        s.patch(
+            &cms,
+            Some("default"),
+            "w",
+            None,
+            PatchType::Merge,
+            br#"{"data": {"b": "2"}, "colour": "red"}"#,
+            &strict,
+        )
+    });
+    assert_eq!(
+        err.message,
+        "strict decoding error: unknown field \"colour\""
+    );
+}
+
+#[test]
+fn built_in_values_of_the_wrong_type_are_refused_as_go_words_it() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    for mode in [FieldValidation::Ignore, FieldValidation::Strict] {
+        let err = fails_unchanged(&s, 400, || {
+            s.create(&cms, Some("default"), cm("n", json!({"a": 1})), &with(mode))
+        });
+        assert_eq!(err.reason, "BadRequest");
+        assert_eq!(
+            err.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot \
+             unmarshal number into Go struct field ConfigMap.data of type string"
+        );
+    }
+    let created = s
+        .create(
+            &cms,
+            Some("default"),
+            cm("n", json!({"a": "1"})),
+            &with(FieldValidation::Warn),
+        )
+        .unwrap();
+    let mut body = created.clone();
+    body["immutable"] = json!("yes");
+    let err = fails_unchanged(&s, 400, || {
+        s.update(
+            &cms,
+            Some("default"),
+            "n",
+            None,
+            body.clone(),
+            &with(FieldValidation::Warn),
+        )
+    });
+    assert_eq!(
+        err.message,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: json: cannot \
+         unmarshal string into Go struct field ConfigMap.immutable of type bool"
+    );
 }
 
 #[test]
