@@ -7,41 +7,65 @@
 
 use serde_json::{Value, json};
 
+use crate::kinds;
 use crate::resource::ResourceInfo;
 
 /// The Kubernetes version this server presents itself as.
 pub const GIT_VERSION: &str = "v1.33.0";
 
-/// The verbs of a main resource.
-const RESOURCE_VERBS: [&str; 8] = [
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-/// The verbs of the self-review resources.
-const CREATE_ONLY: [&str; 1] = ["create"];
-
-/// Whether `group` holds only the self-review resources (`crate::http::reviews`), whose only
+/// Whether `group` holds only the review resources (`crate::http::reviews`), whose only
 /// verb is create.
 pub(crate) fn is_review_group(group: &str) -> bool {
     matches!(group, "authorization.k8s.io" | "authentication.k8s.io")
 }
 
-fn verbs(r: &ResourceInfo) -> &'static [&'static str] {
-    if is_review_group(&r.group) {
-        &CREATE_ONLY
-    } else {
-        &RESOURCE_VERBS
-    }
+/// One subresource as discovery publishes it.
+struct Subresource {
+    name: &'static str,
+    /// The response kind's group, version and kind.
+    group: String,
+    version: String,
+    kind: String,
+    verbs: &'static [&'static str],
 }
 
-/// The verbs of the `status` and `scale` subresources.
-const SUBRESOURCE_VERBS: [&str; 3] = ["get", "patch", "update"];
+/// The subresources of `r` discovery publishes, sorted by name as upstream sorts them: the
+/// served `status` and `scale`, and the built-in kind's other ones (`pods/log`, ...).
+fn subresources(r: &ResourceInfo) -> Vec<Subresource> {
+    let mut subs = Vec::new();
+    let own = |name| Subresource {
+        name,
+        group: r.group.clone(),
+        version: r.version.clone(),
+        kind: r.kind.clone(),
+        verbs: kinds::GET_PATCH_UPDATE,
+    };
+    if r.status_subresource {
+        subs.push(own("status"));
+    }
+    if r.scale.is_some() {
+        subs.push(Subresource {
+            name: "scale",
+            group: "autoscaling".into(),
+            version: "v1".into(),
+            kind: "Scale".into(),
+            verbs: kinds::GET_PATCH_UPDATE,
+        });
+    }
+    if !r.custom
+        && let Some(row) = kinds::find(&r.group, &r.version, &r.plural)
+    {
+        subs.extend(row.extra.iter().map(|s| Subresource {
+            name: s.name,
+            group: s.group.into(),
+            version: s.version.into(),
+            kind: s.kind.into(),
+            verbs: s.verbs,
+        }));
+    }
+    subs.sort_by_key(|s| s.name);
+    subs
+}
 
 /// The `/version` document.
 pub fn version() -> Value {
@@ -121,6 +145,12 @@ fn groups(resources: &[ResourceInfo]) -> Vec<(String, Vec<String>)> {
     for (_, versions) in &mut groups {
         versions.sort_by_key(|v| version_priority(v));
     }
+    // Built-in groups in the real server's order, then the others as they came.
+    groups.sort_by_key(|(g, _)| {
+        kinds::rows()
+            .position(|r| r.group == *g)
+            .unwrap_or(usize::MAX)
+    });
     groups
 }
 
@@ -168,7 +198,7 @@ pub fn resource_list(resources: &[ResourceInfo], group: &str, version: &str) -> 
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": verbs(r),
+            "verbs": r.verbs(),
         });
         if !r.short_names.is_empty() {
             main["shortNames"] = json!(r.short_names);
@@ -177,17 +207,16 @@ pub fn resource_list(resources: &[ResourceInfo], group: &str, version: &str) -> 
             main["categories"] = json!(r.categories);
         }
         list.push(main);
-        if r.status_subresource {
-            list.push(json!({
-                "name": format!("{}/status", r.plural), "singularName": "", "namespaced": r.namespaced,
-                "kind": r.kind, "verbs": SUBRESOURCE_VERBS,
-            }));
-        }
-        if r.scale.is_some() {
-            list.push(json!({
-                "name": format!("{}/scale", r.plural), "singularName": "", "namespaced": r.namespaced,
-                "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": SUBRESOURCE_VERBS,
-            }));
+        for sub in subresources(r) {
+            let mut doc = json!({
+                "name": format!("{}/{}", r.plural, sub.name), "singularName": "",
+                "namespaced": r.namespaced, "kind": sub.kind, "verbs": sub.verbs,
+            });
+            if sub.group != r.group || sub.version != r.version {
+                doc["group"] = json!(sub.group);
+                doc["version"] = json!(sub.version);
+            }
+            list.push(doc);
         }
     }
     let group_version = if group.is_empty() {
@@ -257,25 +286,22 @@ pub fn aggregated(resources: &[ResourceInfo], core: bool, version: &str) -> Valu
 
 fn aggregated_resource(r: &ResourceInfo) -> Value {
     let kind = json!({ "group": r.group, "version": r.version, "kind": r.kind });
-    let mut subresources = Vec::new();
-    if r.status_subresource {
-        subresources.push(
-            json!({ "subresource": "status", "responseKind": kind, "verbs": SUBRESOURCE_VERBS }),
-        );
-    }
-    if r.scale.is_some() {
-        subresources.push(json!({
-            "subresource": "scale",
-            "responseKind": { "group": "autoscaling", "version": "v1", "kind": "Scale" },
-            "verbs": SUBRESOURCE_VERBS,
-        }));
-    }
+    let subresources: Vec<Value> = subresources(r)
+        .into_iter()
+        .map(|s| {
+            json!({
+                "subresource": s.name,
+                "responseKind": { "group": s.group, "version": s.version, "kind": s.kind },
+                "verbs": s.verbs,
+            })
+        })
+        .collect();
     let mut doc = json!({
         "resource": r.plural,
         "responseKind": kind,
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "singularResource": r.singular,
-        "verbs": verbs(r),
+        "verbs": r.verbs(),
     });
     if !r.short_names.is_empty() {
         doc["shortNames"] = json!(r.short_names);

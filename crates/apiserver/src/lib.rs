@@ -20,6 +20,11 @@
 //!   `system:public-info-viewer` role opens to anonymous clients too.
 //! - Discovery in both the plain and the aggregated (`apidiscovery.k8s.io/v2`) form, computed
 //!   per request, so a CRD's resource is served and discoverable as soon as it is created.
+//! - Every built-in resource a kube-apiserver 1.33 serves by default (61, HPA at `v2` and `v1`),
+//!   with its short names, categories, verbs and subresources as upstream publishes them; the
+//!   review kinds are answered on create (every access allowed; a `TokenReview` authenticates
+//!   the server's token) and never stored. Subresources other than `status` and `scale`
+//!   (`pods/log`, `serviceaccounts/token`, ...) are published but not served.
 //! - Answers are always JSON (protobuf is asked for with a JSON fallback by every client);
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
 //!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`),
@@ -53,6 +58,7 @@ pub mod error;
 pub mod faults;
 pub mod fieldmanager;
 pub mod http;
+pub(crate) mod kinds;
 pub mod patch;
 pub mod resource;
 pub mod schema;

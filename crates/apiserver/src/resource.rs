@@ -5,6 +5,8 @@
 //! and subresources the real kube-apiserver publishes. CRD-defined resources are built by the
 //! storage when a `CustomResourceDefinition` is created (see `storage::crd`).
 
+use crate::kinds;
+
 /// One served resource at one group/version, e.g. `apps/v1 deployments`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceInfo {
@@ -56,18 +58,20 @@ impl ResourceInfo {
         }
     }
 
-    /// The verbs served on the resource, as discovery lists them.
+    /// The verbs served on the resource, as discovery lists them: every verb for custom
+    /// resources, the built-in kind's own (e.g. `create` for reviews, no `deletecollection`
+    /// for namespaces) otherwise.
+    ///
+    /// ```
+    /// let all = crt_apiserver::resource::builtin_resources();
+    /// let cs = all.iter().find(|r| r.plural == "componentstatuses").unwrap();
+    /// assert_eq!(cs.verbs(), vec!["get", "list"]);
+    /// ```
     pub fn verbs(&self) -> Vec<&'static str> {
-        vec![
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
+        let row = (!self.custom)
+            .then(|| kinds::find(&self.group, &self.version, &self.plural))
+            .flatten();
+        row.map_or(kinds::ALL_VERBS, |r| r.verbs).to_vec()
     }
 
     /// The subresources served (`status`, `scale`), as discovery lists them.
@@ -120,46 +124,9 @@ impl ScaleInfo {
     }
 }
 
-/// One row of the built-in table; `flags` is a set of the `F_*` bits.
-struct Builtin {
-    group: &'static str,
-    plural: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-    short_names: &'static [&'static str],
-    categories: &'static [&'static str],
-    flags: u8,
-}
-
-const F_STATUS: u8 = 1;
-const F_SCALE: u8 = 2;
-const F_GENERATION: u8 = 4;
-
-const ALL: &[&str] = &["all"];
-
-#[rustfmt::skip]
-const BUILTINS: &[Builtin] = &[
-    Builtin { group: "", plural: "namespaces", kind: "Namespace", namespaced: false, short_names: &["ns"], categories: &[], flags: F_STATUS },
-    Builtin { group: "", plural: "configmaps", kind: "ConfigMap", namespaced: true, short_names: &["cm"], categories: &[], flags: 0 },
-    Builtin { group: "", plural: "secrets", kind: "Secret", namespaced: true, short_names: &[], categories: &[], flags: 0 },
-    Builtin { group: "", plural: "pods", kind: "Pod", namespaced: true, short_names: &["po"], categories: ALL, flags: F_STATUS },
-    Builtin { group: "", plural: "services", kind: "Service", namespaced: true, short_names: &["svc"], categories: ALL, flags: F_STATUS },
-    Builtin { group: "", plural: "serviceaccounts", kind: "ServiceAccount", namespaced: true, short_names: &["sa"], categories: &[], flags: 0 },
-    Builtin { group: "", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"], categories: &[], flags: 0 },
-    Builtin { group: "", plural: "nodes", kind: "Node", namespaced: false, short_names: &["no"], categories: &[], flags: F_STATUS },
-    Builtin { group: "", plural: "persistentvolumeclaims", kind: "PersistentVolumeClaim", namespaced: true, short_names: &["pvc"], categories: &[], flags: F_STATUS },
-    Builtin { group: "apps", plural: "deployments", kind: "Deployment", namespaced: true, short_names: &["deploy"], categories: ALL, flags: F_STATUS | F_SCALE | F_GENERATION },
-    Builtin { group: "apps", plural: "replicasets", kind: "ReplicaSet", namespaced: true, short_names: &["rs"], categories: ALL, flags: F_STATUS | F_SCALE | F_GENERATION },
-    Builtin { group: "apps", plural: "statefulsets", kind: "StatefulSet", namespaced: true, short_names: &["sts"], categories: ALL, flags: F_STATUS | F_SCALE | F_GENERATION },
-    Builtin { group: "apps", plural: "daemonsets", kind: "DaemonSet", namespaced: true, short_names: &["ds"], categories: ALL, flags: F_STATUS | F_GENERATION },
-    Builtin { group: "batch", plural: "jobs", kind: "Job", namespaced: true, short_names: &[], categories: ALL, flags: F_STATUS | F_GENERATION },
-    Builtin { group: "batch", plural: "cronjobs", kind: "CronJob", namespaced: true, short_names: &["cj"], categories: ALL, flags: F_STATUS | F_GENERATION },
-    Builtin { group: "coordination.k8s.io", plural: "leases", kind: "Lease", namespaced: true, short_names: &[], categories: &[], flags: 0 },
-    Builtin { group: "events.k8s.io", plural: "events", kind: "Event", namespaced: true, short_names: &["ev"], categories: &[], flags: 0 },
-    Builtin { group: "apiextensions.k8s.io", plural: "customresourcedefinitions", kind: "CustomResourceDefinition", namespaced: false, short_names: &["crd", "crds"], categories: &["api-extensions"], flags: F_STATUS | F_GENERATION },
-];
-
-/// The built-in resources, in discovery order (core group first), all at version `v1`.
+/// The built-in resources the storage holds, in discovery order (core group first): every
+/// kind of [`crate::kinds`] but the reviews, which are answered on create and never stored
+/// (see `http::reviews`).
 ///
 /// ```
 /// let all = crt_apiserver::resource::builtin_resources();
@@ -167,24 +134,36 @@ const BUILTINS: &[Builtin] = &[
 /// assert_eq!((cm.kind.as_str(), cm.short_names[0].as_str()), ("ConfigMap", "cm"));
 /// ```
 pub fn builtin_resources() -> Vec<ResourceInfo> {
-    BUILTINS
-        .iter()
-        .map(|b| ResourceInfo {
-            group: b.group.into(),
-            version: "v1".into(),
-            plural: b.plural.into(),
-            singular: b.kind.to_ascii_lowercase(),
-            kind: b.kind.into(),
-            list_kind: format!("{}List", b.kind),
-            namespaced: b.namespaced,
-            short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
-            categories: b.categories.iter().map(|s| s.to_string()).collect(),
-            status_subresource: b.flags & F_STATUS != 0,
-            scale: (b.flags & F_SCALE != 0).then(ScaleInfo::builtin),
-            generation: b.flags & F_GENERATION != 0,
-            custom: false,
-        })
+    kinds::rows()
+        .filter(|r| !r.is_review())
+        .map(from_row)
         .collect()
+}
+
+/// The review resources (`TokenReview`, `SubjectAccessReview`, ...): create only.
+pub(crate) fn review_resources() -> Vec<ResourceInfo> {
+    kinds::rows()
+        .filter(|r| r.is_review())
+        .map(from_row)
+        .collect()
+}
+
+fn from_row(b: &kinds::Row) -> ResourceInfo {
+    ResourceInfo {
+        group: b.group.into(),
+        version: b.version.into(),
+        plural: b.plural.into(),
+        singular: b.kind.to_ascii_lowercase(),
+        kind: b.kind.into(),
+        list_kind: format!("{}List", b.kind),
+        namespaced: b.namespaced,
+        short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
+        categories: b.categories.iter().map(|s| s.to_string()).collect(),
+        status_subresource: b.flags & kinds::STATUS != 0,
+        scale: (b.flags & kinds::SCALE != 0).then(ScaleInfo::builtin),
+        generation: b.flags & kinds::GENERATION != 0,
+        custom: false,
+    }
 }
 
 #[cfg(test)]

@@ -1161,3 +1161,58 @@ async fn a_body_over_the_limit_is_refused_with_413() {
          Request entity too large: limit is 3145728"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_resources_and_the_kinds_beyond_workloads() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let wide = k.ok(&["api-resources", "-o", "wide"]).await;
+    let row = |name: &str, api_version: &str| {
+        wide.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols[0] == name && cols.contains(&api_version))
+            .unwrap_or_else(|| panic!("no {name} {api_version} in:\n{wide}"))
+    };
+    assert_eq!(
+        row("roles", "rbac.authorization.k8s.io/v1")[1],
+        "rbac.authorization.k8s.io/v1"
+    );
+    assert_eq!(row("networkpolicies", "networking.k8s.io/v1")[1], "netpol");
+    assert_eq!(row("ingresses", "networking.k8s.io/v1")[1], "ing");
+    assert_eq!(row("poddisruptionbudgets", "policy/v1")[1], "pdb");
+    assert_eq!(row("priorityclasses", "scheduling.k8s.io/v1")[1], "pc");
+    assert_eq!(row("horizontalpodautoscalers", "autoscaling/v2")[1], "hpa");
+    let verbs = |name: &str, api_version: &str| row(name, api_version)[4..].join(" ");
+    assert!(
+        verbs("tokenreviews", "authentication.k8s.io/v1").contains("create"),
+        "{wide}"
+    );
+    assert!(
+        !verbs("tokenreviews", "authentication.k8s.io/v1").contains("get"),
+        "{wide}"
+    );
+    let cs = verbs("componentstatuses", "v1");
+    assert!(
+        cs.contains("get") && cs.contains("list") && !cs.contains("create"),
+        "{wide}"
+    );
+
+    let role = "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: reader\n\
+                rules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get, list]\n";
+    k.ok_with(&["create", "-f", "-"], Some(role)).await;
+    let got = k.json(&["get", "role", "reader"]).await;
+    assert_eq!(got["rules"][0]["verbs"], serde_json::json!(["get", "list"]));
+    let pc = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: high\n\
+              value: 1000\ndescription: important\n";
+    k.ok_with(&["create", "-f", "-"], Some(pc)).await;
+    let got = k.json(&["get", "pc", "high"]).await;
+    assert_eq!(got["value"], 1000);
+    assert!(k.ok(&["get", "priorityclasses"]).await.contains("high"));
+    // `kubectl auth can-i` asks a SelfSubjectAccessReview.
+    assert_eq!(
+        k.ok(&["auth", "can-i", "delete", "roles"]).await.trim(),
+        "yes"
+    );
+}

@@ -79,9 +79,10 @@ fn resource_list_has_subresources() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
+    // Sorted by name, as the real server lists them.
     assert_eq!(
         names,
-        vec!["deployments", "deployments/status", "deployments/scale"]
+        vec!["deployments", "deployments/scale", "deployments/status"]
     );
     let core = resource_list(&sample(), "", "v1").unwrap();
     assert_eq!(core["groupVersion"], "v1");
@@ -107,7 +108,7 @@ fn aggregated_discovery() {
     assert_eq!(res[1]["scope"], "Cluster");
     let apis = aggregated(&sample(), false, "v2");
     assert_eq!(
-        apis["items"][0]["versions"][0]["resources"][0]["subresources"][1]["subresource"],
+        apis["items"][0]["versions"][0]["resources"][0]["subresources"][0]["subresource"],
         "scale"
     );
     assert_eq!(apis["items"][1]["versions"][0]["version"], "v1");

@@ -45,6 +45,14 @@ where
     let sub = path.subresource.as_deref();
 
     let watching = path.legacy_watch || query.watch;
+    if sub.is_none()
+        && !res
+            .verbs()
+            .contains(&verb(method, name.is_some(), watching))
+    {
+        // e.g. `bindings` are create only, `componentstatuses` get and list only.
+        return Err(method_not_allowed());
+    }
     if method == Method::GET && watching && sub.is_none() {
         let w = storage.watch_shared(&res, ns, &query.watch_options(name))?;
         let transform = transform_for(state, &res, accept, &query);
@@ -302,6 +310,21 @@ fn crd_printer_columns(state: &AppState, res: &ResourceInfo) -> Option<Value> {
         .cloned()
 }
 
+/// The verb of a request on a main resource, as discovery names verbs.
+fn verb(method: &Method, named: bool, watching: bool) -> &'static str {
+    match *method {
+        Method::GET | Method::HEAD if watching => "watch",
+        Method::GET | Method::HEAD if named => "get",
+        Method::GET | Method::HEAD => "list",
+        Method::POST => "create",
+        Method::PUT => "update",
+        Method::PATCH => "patch",
+        Method::DELETE if named => "delete",
+        Method::DELETE => "deletecollection",
+        _ => "",
+    }
+}
+
 /// `POST` of a self review (the only verb those resources take).
 async fn serve_review<B>(
     state: &AppState,
@@ -313,11 +336,11 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let served = super::reviews::resources();
-    let scoped = path.namespace.is_none() && path.name.is_none() && !path.legacy_watch;
+    let scoped = path.name.is_none() && !path.legacy_watch;
     let Some(res) = served
         .iter()
         .find(|r| r.group == path.group && r.version == path.version && r.plural == path.plural)
-        .filter(|_| scoped)
+        .filter(|r| scoped && r.namespaced == path.namespace.is_some())
     else {
         return Err(not_found());
     };
@@ -337,5 +360,8 @@ where
         }
         ct => decode_object(ct, &body)?,
     };
-    Ok(json(201, &super::reviews::answer(&path.plural, review)?))
+    Ok(json(
+        201,
+        &super::reviews::answer(&path.plural, review, &state.token)?,
+    ))
 }

@@ -445,3 +445,100 @@ async fn crd_short_names_and_categories_are_discovered() {
     let (ar, _) = discovery.resolve_gvk(&gvk).expect("Gizmo resolved");
     assert_eq!(ar.plural, "gizmos");
 }
+
+#[tokio::test]
+async fn verbs_reviews_generation_and_two_hpa_versions() {
+    let server = server().await;
+    let client = client(&server).await;
+    let ct = "application/json";
+
+    // A verb a resource does not serve is 405, as on the real server.
+    let (status, _, body) = raw(
+        &client,
+        "GET",
+        "/api/v1/namespaces/default/bindings",
+        ct,
+        "",
+    )
+    .await;
+    assert_eq!(status, 405, "{body}");
+    let (status, _, _) = raw(&client, "GET", "/api/v1/componentstatuses", ct, "").await;
+    assert_eq!(status, 200);
+    let cs = r#"{"apiVersion":"v1","kind":"ComponentStatus","metadata":{"name":"x"}}"#;
+    let (status, _, _) = raw(&client, "POST", "/api/v1/componentstatuses", ct, cs).await;
+    assert_eq!(status, 405);
+    let (status, _, _) = raw(&client, "DELETE", "/api/v1/namespaces", ct, "").await;
+    assert_eq!(status, 405);
+
+    // Reviews are answered, not stored.
+    let token_review = |t: &str| {
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": t}})
+            .to_string()
+    };
+    let uri = "/apis/authentication.k8s.io/v1/tokenreviews";
+    let (status, _, ok) = raw(&client, "POST", uri, ct, token_review(server.token())).await;
+    assert_eq!(status, 201, "{ok}");
+    assert_eq!(ok["status"]["authenticated"], true);
+    let (_, _, no) = raw(&client, "POST", uri, ct, token_review("not-the-token")).await;
+    assert_eq!(no["status"]["authenticated"], false);
+    let (status, _, _) = raw(&client, "GET", uri, ct, "").await;
+    assert_eq!(status, 405);
+    let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+        "spec": {"user": "bob", "resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}});
+    let uri = "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews";
+    let (status, _, allowed) = raw(&client, "POST", uri, ct, sar.to_string()).await;
+    assert_eq!(status, 201, "{allowed}");
+    assert_eq!(allowed["status"]["allowed"], true);
+
+    // A PodDisruptionBudget keeps metadata.generation: bumped by a spec change only.
+    let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "web"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
+    let (status, _, created) = raw(&client, "POST", pdbs, ct, pdb.to_string()).await;
+    assert_eq!(status, 201, "{created}");
+    assert_eq!(created["metadata"]["generation"], 1);
+    let merge = "application/merge-patch+json";
+    let uri = format!("{pdbs}/web");
+    let (_, _, labelled) = raw(
+        &client,
+        "PATCH",
+        &uri,
+        merge,
+        r#"{"metadata":{"labels":{"a":"b"}}}"#,
+    )
+    .await;
+    assert_eq!(labelled["metadata"]["generation"], 1);
+    let (_, _, changed) = raw(
+        &client,
+        "PATCH",
+        &uri,
+        merge,
+        r#"{"spec":{"minAvailable":2}}"#,
+    )
+    .await;
+    assert_eq!(changed["metadata"]["generation"], 2);
+    // A Role has no spec and no generation.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "r"}, "rules": []});
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    let (status, _, created) = raw(&client, "POST", roles, ct, role.to_string()).await;
+    assert_eq!(status, 201, "{created}");
+    assert!(created["metadata"].get("generation").is_none(), "{created}");
+
+    // One HorizontalPodAutoscaler storage, at v2 and v1.
+    let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "minReplicas": 1, "maxReplicas": 3}});
+    let v2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let (status, _, created) = raw(&client, "POST", v2, ct, hpa.to_string()).await;
+    assert_eq!(status, 201, "{created}");
+    let v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/web";
+    let (status, _, seen) = raw(&client, "GET", v1, ct, "").await;
+    assert_eq!(status, 200, "{seen}");
+    assert_eq!(seen["apiVersion"], "autoscaling/v1");
+    assert_eq!(seen["spec"]["maxReplicas"], 3);
+    let (_, _, group) = raw(&client, "GET", "/apis/autoscaling", ct, "").await;
+    assert_eq!(group["preferredVersion"]["version"], "v2");
+}

@@ -1,0 +1,8 @@
+//! `coordination.k8s.io/v1`: leases (leader election).
+
+use super::{Row, row};
+
+#[rustfmt::skip]
+pub(crate) const ROWS: &[Row] = &[
+    row("coordination.k8s.io", "v1", "leases", "Lease", true),
+];

@@ -1,0 +1,8 @@
+//! `discovery.k8s.io/v1`: endpoint slices.
+
+use super::{Row, row};
+
+#[rustfmt::skip]
+pub(crate) const ROWS: &[Row] = &[
+    row("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true),
+];

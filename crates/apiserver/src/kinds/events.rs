@@ -1,0 +1,8 @@
+//! `events.k8s.io/v1`: events, stored with the core ones (see `storage::convert`).
+
+use super::{Row, row};
+
+#[rustfmt::skip]
+pub(crate) const ROWS: &[Row] = &[
+    row("events.k8s.io", "v1", "events", "Event", true).short(&["ev"]),
+];

@@ -1,0 +1,189 @@
+//! The built-in kinds, one module per API group: what a kube-apiserver 1.33 serves by default
+//! (`kubectl api-resources -o wide` on a fresh cluster) and how discovery describes each —
+//! short names, categories, verbs, subresources — and whether `metadata.generation` is kept.
+//!
+//! Each group's module holds its [`Row`]s; adding a kind is adding a row to its group's file
+//! (and the group's `ROWS` to [`ROWS`] for a new group). [`crate::resource::builtin_resources`]
+//! turns the rows into the server's resources.
+
+mod admissionregistration;
+mod apiextensions;
+mod apiregistration;
+mod apps;
+mod authentication;
+mod authorization;
+mod autoscaling;
+mod batch;
+mod certificates;
+mod coordination;
+mod core;
+mod discovery;
+mod events;
+mod flowcontrol;
+mod networking;
+mod node;
+mod policy;
+mod rbac;
+mod scheduling;
+mod storage;
+
+/// A `status` subresource is served (and status is isolated from the main resource).
+pub(crate) const STATUS: u8 = 1;
+/// A `scale` subresource is served (`.spec.replicas`, `.status.replicas`).
+pub(crate) const SCALE: u8 = 2;
+/// `metadata.generation` is kept: 1 on create, bumped on every change of `spec`.
+pub(crate) const GENERATION: u8 = 4;
+
+/// Every verb of a stored resource.
+pub(crate) const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+/// The verbs of the review kinds and `bindings`.
+pub(crate) const CREATE: &[&str] = &["create"];
+/// The verbs of the `status` and `scale` subresources.
+pub(crate) const GET_PATCH_UPDATE: &[&str] = &["get", "patch", "update"];
+
+/// The `all` category (`kubectl get all`).
+pub(crate) const CAT_ALL: &[&str] = &["all"];
+/// The `api-extensions` category.
+pub(crate) const CAT_API_EXTENSIONS: &[&str] = &["api-extensions"];
+
+/// A subresource discovery publishes besides `status` and `scale` (`pods/log`,
+/// `serviceaccounts/token`, ...). Those are listed as upstream lists them; the server does
+/// not serve them (a request gets 404).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Sub {
+    /// e.g. `log`.
+    pub(crate) name: &'static str,
+    /// The response kind's group, version and kind.
+    pub(crate) group: &'static str,
+    /// The response kind's version.
+    pub(crate) version: &'static str,
+    /// The response kind.
+    pub(crate) kind: &'static str,
+    /// The verbs.
+    pub(crate) verbs: &'static [&'static str],
+}
+
+/// A published subresource answered with a kind of the core group.
+pub(crate) const fn sub(
+    name: &'static str,
+    kind: &'static str,
+    verbs: &'static [&'static str],
+) -> Sub {
+    Sub {
+        name,
+        group: "",
+        version: "v1",
+        kind,
+        verbs,
+    }
+}
+
+/// One built-in kind at one version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Row {
+    pub(crate) group: &'static str,
+    pub(crate) version: &'static str,
+    pub(crate) plural: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) namespaced: bool,
+    pub(crate) short_names: &'static [&'static str],
+    pub(crate) categories: &'static [&'static str],
+    pub(crate) verbs: &'static [&'static str],
+    /// A set of [`STATUS`], [`SCALE`], [`GENERATION`].
+    pub(crate) flags: u8,
+    /// Published subresources besides `status` and `scale`, in upstream's order.
+    pub(crate) extra: &'static [Sub],
+}
+
+/// A row with every verb, no short name, category, subresource nor generation.
+pub(crate) const fn row(
+    group: &'static str,
+    version: &'static str,
+    plural: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Row {
+    Row {
+        group,
+        version,
+        plural,
+        kind,
+        namespaced,
+        short_names: &[],
+        categories: &[],
+        verbs: ALL_VERBS,
+        flags: 0,
+        extra: &[],
+    }
+}
+
+impl Row {
+    pub(crate) const fn short(self, short_names: &'static [&'static str]) -> Row {
+        Row {
+            short_names,
+            ..self
+        }
+    }
+    pub(crate) const fn categories(self, categories: &'static [&'static str]) -> Row {
+        Row { categories, ..self }
+    }
+    pub(crate) const fn verbs(self, verbs: &'static [&'static str]) -> Row {
+        Row { verbs, ..self }
+    }
+    pub(crate) const fn flags(self, flags: u8) -> Row {
+        Row { flags, ..self }
+    }
+    pub(crate) const fn extra(self, extra: &'static [Sub]) -> Row {
+        Row { extra, ..self }
+    }
+    /// Whether the kind is a review (answered on create, never stored).
+    pub(crate) fn is_review(&self) -> bool {
+        matches!(self.group, "authentication.k8s.io" | "authorization.k8s.io")
+    }
+}
+
+/// Every group's rows, in the order a kube-apiserver 1.33 lists its groups (core first).
+pub(crate) const GROUPS: &[&[Row]] = &[
+    core::ROWS,
+    apiregistration::ROWS,
+    apps::ROWS,
+    events::ROWS,
+    authentication::ROWS,
+    authorization::ROWS,
+    autoscaling::ROWS,
+    batch::ROWS,
+    certificates::ROWS,
+    networking::ROWS,
+    policy::ROWS,
+    rbac::ROWS,
+    storage::ROWS,
+    admissionregistration::ROWS,
+    apiextensions::ROWS,
+    scheduling::ROWS,
+    coordination::ROWS,
+    node::ROWS,
+    discovery::ROWS,
+    flowcontrol::ROWS,
+];
+
+/// Every row, in discovery order.
+pub(crate) fn rows() -> impl Iterator<Item = &'static Row> {
+    GROUPS.iter().flat_map(|g| g.iter())
+}
+
+/// The row of `group/version/plural`, if built in.
+pub(crate) fn find(group: &str, version: &str, plural: &str) -> Option<&'static Row> {
+    rows().find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+#[cfg(test)]
+mod tests;

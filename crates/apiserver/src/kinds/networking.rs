@@ -1,0 +1,14 @@
+//! `networking.k8s.io/v1`: ingresses, network policies and the service IP ranges.
+
+use super::{GENERATION, Row, STATUS, row};
+
+const G: &str = "networking.k8s.io";
+
+#[rustfmt::skip]
+pub(crate) const ROWS: &[Row] = &[
+    row(G, "v1", "ingressclasses", "IngressClass", false).flags(GENERATION),
+    row(G, "v1", "ingresses", "Ingress", true).short(&["ing"]).flags(STATUS | GENERATION),
+    row(G, "v1", "ipaddresses", "IPAddress", false).short(&["ip"]),
+    row(G, "v1", "networkpolicies", "NetworkPolicy", true).short(&["netpol"]).flags(GENERATION),
+    row(G, "v1", "servicecidrs", "ServiceCIDR", false).flags(STATUS),
+];

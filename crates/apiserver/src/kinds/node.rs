@@ -1,0 +1,8 @@
+//! `node.k8s.io/v1`: runtime classes.
+
+use super::{Row, row};
+
+#[rustfmt::skip]
+pub(crate) const ROWS: &[Row] = &[
+    row("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", false),
+];

@@ -1,0 +1,8 @@
+//! `policy/v1`: pod disruption budgets.
+
+use super::{GENERATION, Row, STATUS, row};
+
+#[rustfmt::skip]
+pub(crate) const ROWS: &[Row] = &[
+    row("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true).short(&["pdb"]).flags(STATUS | GENERATION),
+];

@@ -1,0 +1,8 @@
+//! `scheduling.k8s.io/v1`: priority classes.
+
+use super::{Row, row};
+
+#[rustfmt::skip]
+pub(crate) const ROWS: &[Row] = &[
+    row("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false).short(&["pc"]),
+];
