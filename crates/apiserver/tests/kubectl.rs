@@ -1216,3 +1216,53 @@ async fn api_resources_and_the_kinds_beyond_workloads() {
         "yes"
     );
 }
+
+/// An operator's install manifests beyond workloads (RBAC, network policy, ingress, PDB, HPA,
+/// storage and priority classes, webhook configurations, quotas...) apply with kubectl's
+/// validation on, as on a real cluster, read back with their kind, and each kind is explained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn install_manifests_beyond_workloads_apply_and_explain() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let manifests = include_str!("manifests/beyond-workloads.yaml");
+    let out = k.ok_with(&["apply", "-f", "-"], Some(manifests)).await;
+    let kinds: Vec<(String, String)> = manifests
+        .split("\n---\n")
+        .map(|doc| {
+            let field = |key: &str| {
+                doc.lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .unwrap_or_else(|| panic!("no {key} in {doc}"))
+                    .trim()
+                    .to_string()
+            };
+            (field("kind: "), field("apiVersion: "))
+        })
+        .collect();
+    assert_eq!(kinds.len(), 19);
+    for (kind, api_version) in &kinds {
+        let resource = kind.to_ascii_lowercase();
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("{resource}."))
+                || l.starts_with(&format!("{resource}/")))
+                && out.lines().all(|l| l.ends_with(" created")),
+            "{kind} not created:\n{out}"
+        );
+        let explained = k
+            .ok(&["explain", &resource, "--api-version", api_version])
+            .await;
+        assert!(
+            explained.contains(&format!("KIND:       {kind}")),
+            "{kind}: {explained}"
+        );
+    }
+    // A second apply of the same manifests changes nothing.
+    let again = k.ok_with(&["apply", "-f", "-"], Some(manifests)).await;
+    assert_eq!(again.matches("unchanged").count(), 19, "{again}");
+    let pdb = k.json(&["get", "pdb", "web"]).await;
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    let hpa = k.json(&["get", "hpa.v2.autoscaling", "web"]).await;
+    assert_eq!(hpa["spec"]["maxReplicas"], 5);
+}
