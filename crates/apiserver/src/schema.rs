@@ -62,6 +62,7 @@ pub mod decode;
 mod format;
 mod node;
 mod prune;
+mod rule;
 #[cfg(test)]
 mod tests;
 mod validate;

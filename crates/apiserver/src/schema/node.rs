@@ -62,7 +62,7 @@ pub(crate) struct Node {
     pub one_of: Vec<Node>,
     pub not: Option<Box<Node>>,
     /// `x-kubernetes-validations`, compiled.
-    pub rules: Vec<std::sync::Arc<super::cel::Rule>>,
+    pub rules: Vec<std::sync::Arc<super::rule::Rule>>,
 }
 
 const TYPES: [&str; 6] = ["object", "array", "string", "integer", "number", "boolean"];
@@ -235,7 +235,7 @@ impl Node {
             all_of: r.schemas("allOf", errors),
             any_of: r.schemas("anyOf", errors),
             one_of: r.schemas("oneOf", errors),
-            rules: super::cel::parse_rules(m, path, errors),
+            rules: super::rule::parse_rules(m, path, errors),
             ..Node::default()
         };
         if let Some(ty) = &n.ty

@@ -1,0 +1,332 @@
+//! The compiled form of one `x-kubernetes-validations` entry: parsing and checking a rule when
+//! its CRD is written (see [`cel`](super::cel) for evaluation). A leaf under `node`, which holds
+//! the compiled rules of each schema node, and `cel`, which evaluates them.
+
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr};
+use cel::{Env, IdedExpr, Program, Value as Cel};
+use serde_json::{Map, Value};
+
+use super::FieldError;
+
+/// The environment every rule compiles and runs in.
+pub(super) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    // Both extensions only declare overloads; neither fails on a fresh stdlib.
+    let _ = env.add_extension(cel::extensions::strings);
+    let _ = env.add_extension(cel::extensions::lists);
+    // Kubernetes' list indexOf/lastIndexOf, beside the strings extension's.
+    for (name, last) in [("indexOf", false), ("lastIndexOf", true)] {
+        let op: cel::common::functions::Function = if last {
+            |args| list_index_of(args, true)
+        } else {
+            |args| list_index_of(args, false)
+        };
+        let _ = env.add_member_overload(
+            name,
+            &format!("list.{name}(dyn)"),
+            cel::common::types::LIST_TYPE,
+            vec![cel::common::types::DYN_TYPE],
+            op,
+        );
+    }
+    Arc::new(env)
+});
+
+/// `list.indexOf(x)` / `list.lastIndexOf(x)`: the index of the first (last) element equal to
+/// `x`, or -1.
+pub(super) fn list_index_of<'b, 'v>(
+    args: Vec<cel::common::value::CowVal<'b, 'v>>,
+    last: bool,
+) -> Result<cel::common::value::CowVal<'b, 'v>, cel::ExecutionError> {
+    let [list, x] = args.as_slice() else {
+        return Err(cel::ExecutionError::invalid_argument_count(2, args.len()));
+    };
+    let list = Cel::try_from(list.as_ref())?;
+    let x = Cel::try_from(x.as_ref())?;
+    let Cel::List(items) = list else {
+        return Err(cel::ExecutionError::function_error("indexOf", "not a list"));
+    };
+    let found = if last {
+        items.iter().rposition(|i| *i == x)
+    } else {
+        items.iter().position(|i| *i == x)
+    };
+    let i = found.map_or(-1, |i| i as i64);
+    Ok(cel::common::value::CowVal::owned(
+        cel::common::types::CelInt::from(i),
+    ))
+}
+
+/// One `x-kubernetes-validations` entry, compiled.
+pub(crate) struct Rule {
+    /// Its index in the node's `x-kubernetes-validations`.
+    pub(super) index: usize,
+    pub(super) source: String,
+    pub(super) program: Program,
+    pub(super) message: Option<String>,
+    pub(super) message_expression: Option<Program>,
+    pub(super) reason: &'static str,
+    pub(super) field_path: Option<String>,
+    pub(super) optional_old_self: bool,
+    pub(super) transition: bool,
+}
+
+impl fmt::Debug for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Rule").field("rule", &self.source).finish()
+    }
+}
+
+pub(super) const REASONS: [&str; 4] = [
+    "FieldValueInvalid",
+    "FieldValueForbidden",
+    "FieldValueRequired",
+    "FieldValueDuplicate",
+];
+
+/// Go's `%#v` of an `apiextensions.ValidationRule`, the value upstream prints in a CRD's
+/// rule errors.
+pub(super) fn go_rule(m: &Map<String, Value>) -> String {
+    let s = |k: &str| super::quote(m.get(k).and_then(Value::as_str).unwrap_or(""));
+    let reason = match m.get("reason").and_then(Value::as_str) {
+        Some(r) => format!("\"{r}\""),
+        None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
+    };
+    let optional = match m.get("optionalOldSelf").and_then(Value::as_bool) {
+        Some(b) => format!("(*bool)({b})"),
+        None => "(*bool)(nil)".into(),
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, OptionalOldSelf:{optional}}}",
+        s("rule"),
+        s("message"),
+        s("messageExpression"),
+        s("fieldPath"),
+    )
+}
+
+/// Compiles a rule; the error is worded as upstream's (`compilation failed: ERROR:
+/// <input>:1:11: Syntax error: ...`, cel-go's wording, which the cel crate shares).
+pub(super) fn compile(src: &str) -> Result<Program, String> {
+    let p = ENV
+        .compile(src)
+        .map_err(|e| format!("compilation failed: {e}"))?;
+    let mut undeclared = Vec::new();
+    free_idents(p.expression(), &mut Vec::new(), &mut undeclared);
+    if let Some((id, name)) = undeclared.first() {
+        let (line, col, text) = position(src, p.source_info().offset_for(*id));
+        return Err(format!(
+            "compilation failed: ERROR: <input>:{line}:{col}: undeclared reference to '{name}' (in container '')\n | {text}\n | {}^",
+            ".".repeat(col - 1)
+        ));
+    }
+    Ok(p)
+}
+
+/// Names a rule may use without declaring them: its variables and the type names.
+pub(super) const DECLARED: [&str; 13] = [
+    "self",
+    "oldSelf",
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "optional",
+];
+
+/// The identifiers of `e` that are neither declared nor bound by a macro's comprehension,
+/// with their expression ids: the cel crate checks no names when it parses, cel-go does.
+pub(super) fn free_idents(e: &IdedExpr, bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
+    match &e.expr {
+        Expr::Ident(name)
+            if !name.starts_with('@')
+                && !DECLARED.contains(&name.as_str())
+                && !bound.contains(name) =>
+        {
+            out.push((e.id, name.clone()));
+        }
+        Expr::Call(c) => {
+            if let Some(t) = &c.target {
+                free_idents(t, bound, out);
+            }
+            for a in &c.args {
+                free_idents(a, bound, out);
+            }
+        }
+        Expr::Comprehension(c) => {
+            free_idents(&c.iter_range, bound, out);
+            let before = bound.len();
+            bound.push(c.iter_var.clone());
+            bound.extend(c.iter_var2.clone());
+            bound.push(c.accu_var.clone());
+            for x in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+                free_idents(x, bound, out);
+            }
+            bound.truncate(before);
+        }
+        Expr::List(l) => {
+            for x in &l.elements {
+                free_idents(x, bound, out);
+            }
+        }
+        Expr::Map(m) => entries(&m.entries, bound, out),
+        Expr::Struct(st) => entries(&st.entries, bound, out),
+        Expr::Select(sel) => free_idents(&sel.operand, bound, out),
+        _ => {}
+    }
+}
+
+pub(super) fn entries(es: &[IdedEntryExpr], bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
+    for e in es {
+        match &e.expr {
+            EntryExpr::StructField(f) => free_idents(&f.value, bound, out),
+            EntryExpr::MapEntry(m) => {
+                free_idents(&m.key, bound, out);
+                free_idents(&m.value, bound, out);
+            }
+        }
+    }
+}
+
+/// 1-based line and column of a character offset in `src`, and that line's text.
+pub(super) fn position(src: &str, offset: Option<(u32, u32)>) -> (usize, usize, &str) {
+    let at = offset.map_or(0, |(start, _)| start as usize);
+    let mut seen = 0;
+    for (i, line) in src.split('\n').enumerate() {
+        let len = line.chars().count();
+        if at <= seen + len {
+            return (i + 1, at - seen + 1, line);
+        }
+        seen += len + 1;
+    }
+    (1, 1, src)
+}
+
+pub(super) fn names_old_self(p: &Program) -> bool {
+    p.references().has_variable("oldSelf")
+}
+
+/// Parses and compiles the `x-kubernetes-validations` of one schema node; problems go to
+/// `errors` with paths under `path` (the node's path in the schema).
+pub(crate) fn parse_rules(
+    m: &Map<String, Value>,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Vec<Arc<Rule>> {
+    let at = if path.is_empty() {
+        "x-kubernetes-validations".to_string()
+    } else {
+        format!("{path}.x-kubernetes-validations")
+    };
+    let list = match m.get("x-kubernetes-validations") {
+        None | Some(Value::Null) => return Vec::new(),
+        Some(Value::Array(a)) => a,
+        Some(other) => {
+            errors.push(FieldError::new(
+                &at,
+                "FieldValueInvalid",
+                format!("Invalid value: {other}: must be a list of validation rules"),
+            ));
+            return Vec::new();
+        }
+    };
+    let mut rules = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
+        let here = format!("{at}[{i}]");
+        let Value::Object(e) = entry else {
+            errors.push(FieldError::new(
+                &here,
+                "FieldValueInvalid",
+                format!("Invalid value: {entry}: must be a validation rule"),
+            ));
+            continue;
+        };
+        let str_of = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_string);
+        let source = str_of("rule").unwrap_or_default();
+        if source.trim().is_empty() {
+            errors.push(FieldError::new(
+                &format!("{here}.rule"),
+                "FieldValueRequired",
+                "Required value: rule is not specified",
+            ));
+            continue;
+        }
+        let program = match compile(&source) {
+            Ok(p) => p,
+            Err(why) => {
+                errors.push(FieldError::new(
+                    &format!("{here}.rule"),
+                    "FieldValueInvalid",
+                    format!("Invalid value: {}: {why}", go_rule(e)),
+                ));
+                continue;
+            }
+        };
+        let message_expression = match str_of("messageExpression") {
+            None => None,
+            Some(src) => match compile(&src) {
+                Ok(p) => Some(p),
+                Err(why) => {
+                    errors.push(FieldError::new(
+                        &format!("{here}.messageExpression"),
+                        "FieldValueInvalid",
+                        format!("Invalid value: {}: messageExpression {why}", go_rule(e)),
+                    ));
+                    continue;
+                }
+            },
+        };
+        let reason = match str_of("reason") {
+            None => "FieldValueInvalid",
+            Some(r) => match REASONS.iter().find(|x| **x == r) {
+                Some(x) => x,
+                None => {
+                    let supported: Vec<String> = REASONS.iter().map(|x| super::quote(x)).collect();
+                    errors.push(FieldError::new(
+                        &format!("{here}.reason"),
+                        "FieldValueNotSupported",
+                        format!(
+                            "Unsupported value: {}: supported values: {}",
+                            super::quote(&r),
+                            supported.join(", ")
+                        ),
+                    ));
+                    continue;
+                }
+            },
+        };
+        let transition = names_old_self(&program);
+        let optional_old_self = e.get("optionalOldSelf").and_then(Value::as_bool) == Some(true);
+        if optional_old_self && !transition {
+            errors.push(FieldError::new(
+                &format!("{here}.optionalOldSelf"),
+                "FieldValueForbidden",
+                "Forbidden: may not be set if rule does not use oldSelf",
+            ));
+            continue;
+        }
+        rules.push(Arc::new(Rule {
+            index: i,
+            source,
+            program,
+            message: str_of("message")
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty()),
+            message_expression,
+            reason,
+            field_path: str_of("fieldPath").filter(|s| !s.is_empty()),
+            optional_old_self,
+            transition,
+        }));
+    }
+    rules
+}
