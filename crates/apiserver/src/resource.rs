@@ -125,8 +125,8 @@ impl ScaleInfo {
 }
 
 /// The built-in resources the storage holds, in discovery order (core group first): every
-/// kind of [`crate::kinds`] but the reviews, which are answered on create and never stored
-/// (see `http::reviews`).
+/// kind in the (private) `kinds` module except the reviews, which are answered on create and
+/// never stored (see `http::reviews`).
 ///
 /// ```
 /// let all = crt_apiserver::resource::builtin_resources();
