@@ -66,6 +66,7 @@ pub mod server;
 pub mod storage;
 pub mod table;
 pub mod tls;
+pub(crate) mod validation;
 
 pub use error::{ApiError, Error};
 pub use faults::Faults;

@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 
 use super::convert::{self, to_version};
 use super::gc::{self, Task};
-use super::invalid::{FieldError, invalid, name_format, validate_name};
 use super::store::{ObjKey, State, obj_key, res_key};
-use super::{WriteOptions, crd, meta, objectmeta, rules};
+use super::{WriteOptions, crd, meta, rules};
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
 use crate::resource::ResourceInfo;
+use crate::validation::{self, FieldError, invalid, name_format, validate_name};
 
 /// Checks a request body: a JSON object whose `apiVersion` and `kind` (when given) are the
 /// resource's, decoded as its kind (see [`decode_builtin`]); answers it with both set.
@@ -240,7 +240,7 @@ pub(crate) fn prepare_create(
     if !name.is_empty() {
         errs.extend(validate_name(name_format(res), &name, "metadata.name"));
     }
-    errs.extend(objectmeta::validate(&res.kind, &obj)?);
+    errs.extend(validation::validate_object_meta(&res.kind, &obj)?);
     // System fields: whatever the client sent is replaced (one lookup of `metadata` for all).
     let m = meta::meta_mut(&mut obj);
     m.insert("uid".into(), Value::from(meta::new_uid()));
@@ -272,7 +272,7 @@ pub(crate) fn prepare_create(
         _ => {
             rules::normalize(res, &mut obj)?;
             rules::apply_defaults(res, &mut obj, &mut next_ip);
-            errs.extend(rules::validate_required(res, &obj));
+            errs.extend(validation::validate(res, &obj, None));
         }
     }
     match (res.group.as_str(), res.plural.as_str()) {
@@ -597,7 +597,7 @@ pub(crate) fn commit_update(
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let name = key.1.clone();
-    let mut errs = objectmeta::validate(&res.kind, &new)?;
+    let mut errs = validation::validate_object_meta(&res.kind, &new)?;
     if meta::uid(&new) != meta::uid(&old) {
         errs.push(FieldError::invalid(
             "metadata.uid",
@@ -621,8 +621,7 @@ pub(crate) fn commit_update(
     if res.custom {
         errs.extend(crd::validate_custom(st, res, &mut new, Some(&old), opts)?);
     } else {
-        errs.extend(rules::validate_immutable(res, &old, &new));
-        errs.extend(rules::validate_required(res, &new));
+        errs.extend(validation::validate(res, &new, Some(&old)));
     }
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
         errs.extend(crd::prepare_update(&old, &mut new));

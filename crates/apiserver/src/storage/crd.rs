@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::invalid::{
-    FieldError, NameFormat, is_dns1123_label, is_dns1123_subdomain, validate_name,
-};
 use super::meta;
 use super::store::{State, res_key};
 use super::{FieldValidation, WriteOptions};
 use crate::error::ApiError;
 use crate::resource::{ResourceInfo, ScaleInfo};
 use crate::schema::StructuralSchema;
+use crate::validation::{
+    FieldError, NameFormat, is_dns1123_label, is_dns1123_subdomain, validate_name,
+};
 
 fn s<'a>(v: &'a Value, path: &str) -> &'a str {
     meta::get_path(v, path)

@@ -16,10 +16,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::invalid::{FieldError, invalid_kind};
 use super::meta;
 use super::store::{Loc, ObjKey, State};
 use crate::error::ApiError;
+use crate::validation::{FieldError, invalid_kind};
 
 /// The finalizer of foreground deletion.
 pub(crate) const FOREGROUND: &str = "foregroundDeletion";

@@ -56,10 +56,10 @@
 //! `commit.rs` (checks and commits shared by every create and update) and `gc.rs` (deletion,
 //! GC, namespace termination, CRD cleanup: the synchronous controllers), which store through
 //! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
-//! window, fan-out to watchers). Rules and helpers: `rules.rs` per-kind defaults and immutable
-//! fields · `objectmeta.rs` metadata checks · `invalid.rs` 422 wording and name formats ·
+//! window, fan-out to watchers). Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
-//! versions · `meta.rs` JSON metadata helpers. No two of these modules import each other,
+//! versions · `meta.rs` JSON metadata helpers. Validation (metadata, per-kind rules, the 422
+//! wording) is [`crate::validation`]'s. No two of these modules import each other,
 //! directly or through others (`crates/crt/tests/module_cycles.rs` checks it).
 
 // `ApiError` (the contract's error, ~128 bytes) is returned by value everywhere, as the HTTP
@@ -73,9 +73,7 @@ mod crd;
 mod delete;
 mod events;
 mod gc;
-mod invalid;
 mod meta;
-mod objectmeta;
 mod read;
 mod rules;
 mod scale;

@@ -10,13 +10,13 @@ use serde_json::{Value, json};
 
 use super::commit::current;
 use super::convert::to_version;
-use super::invalid::{FieldError, invalid_kind};
 use super::select::Selection;
 use super::store::obj_key;
 use super::store::{Data, ObjKey, State, res_key};
 use super::{ListOptions, scale};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+use crate::validation::{FieldError, invalid_kind};
 
 /// The message of an expired continue token, as the real server words it.
 pub(crate) const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the returned list.";

@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 
 use base64::Engine;
 
-use super::invalid::FieldError;
 use super::meta;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -234,127 +233,6 @@ pub(crate) fn namespace_on_create(obj: &mut Value) {
     }
 }
 
-/// The required fields of a few kinds (the checks controllers most often hit).
-pub(crate) fn validate_required(res: &ResourceInfo, obj: &Value) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let has = |path: &str| meta::get_path(obj, path).is_some_and(|v| !v.is_null());
-    let nonempty_array = |path: &str| {
-        meta::get_path(obj, path)
-            .and_then(Value::as_array)
-            .is_some_and(|a| !a.is_empty())
-    };
-    match gp(res) {
-        ("", "pods") => {
-            if !nonempty_array(".spec.containers") {
-                errs.push(FieldError::required("spec.containers", ""));
-            }
-        }
-        ("apps", "deployments")
-        | ("apps", "replicasets")
-        | ("apps", "statefulsets")
-        | ("apps", "daemonsets") => {
-            if !has(".spec.selector") {
-                errs.push(FieldError::required("spec.selector", ""));
-            } else if let (Some(sel), Some(labels)) = (
-                meta::get_path(obj, ".spec.selector.matchLabels").and_then(Value::as_object),
-                meta::get_path(obj, ".spec.template.metadata.labels").and_then(Value::as_object),
-            ) && sel.iter().any(|(k, v)| labels.get(k) != Some(v))
-            {
-                errs.push(FieldError::invalid(
-                    "spec.template.metadata.labels",
-                    &Value::Object(labels.clone()),
-                    "`selector` does not match template `labels`",
-                ));
-            }
-            if !nonempty_array(".spec.template.spec.containers") {
-                errs.push(FieldError::required("spec.template.spec.containers", ""));
-            }
-        }
-        ("batch", "jobs") => {
-            if !nonempty_array(".spec.template.spec.containers") {
-                errs.push(FieldError::required("spec.template.spec.containers", ""));
-            }
-        }
-        ("coordination.k8s.io", "leases") | ("", "configmaps") | ("", "secrets") => {}
-        _ => {}
-    }
-    errs
-}
-
-/// Fields that cannot change on update (`old` is the stored object, `new` the proposed one).
-pub(crate) fn validate_immutable(res: &ResourceInfo, old: &Value, new: &Value) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    let changed = |path: &str| meta::get_path(old, path) != meta::get_path(new, path);
-    let immutable = |path: &str| {
-        FieldError::invalid(
-            path.trim_start_matches('.'),
-            meta::get_path(new, path).unwrap_or(&Value::Null),
-            "field is immutable",
-        )
-    };
-    match gp(res) {
-        ("", "configmaps") | ("", "secrets") => {
-            if meta::get_path(old, ".immutable") == Some(&Value::Bool(true)) {
-                let msg = "field is immutable when `immutable` is set";
-                if meta::get_path(new, ".immutable") != Some(&Value::Bool(true)) {
-                    errs.push(FieldError::forbidden("immutable", msg));
-                }
-                for f in ["data", "binaryData", "stringData"] {
-                    if changed(f) {
-                        errs.push(FieldError::forbidden(f, msg));
-                    }
-                }
-            }
-            if res.plural == "secrets" && changed(".type") {
-                errs.push(immutable(".type"));
-            }
-        }
-        ("apps", "deployments")
-        | ("apps", "replicasets")
-        | ("apps", "statefulsets")
-        | ("apps", "daemonsets") => {
-            if changed(".spec.selector") {
-                errs.push(immutable(".spec.selector"));
-            }
-        }
-        ("batch", "jobs") => {
-            if changed(".spec.selector") {
-                errs.push(immutable(".spec.selector"));
-            }
-            if changed(".spec.template") {
-                errs.push(immutable(".spec.template"));
-            }
-            if changed(".spec.completions") {
-                errs.push(immutable(".spec.completions"));
-            }
-        }
-        ("", "services") => {
-            let old_ip = meta::get_path(old, ".spec.clusterIP")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let new_ip = meta::get_path(new, ".spec.clusterIP")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if !old_ip.is_empty() && old_ip != new_ip {
-                errs.push(immutable(".spec.clusterIP"));
-            }
-        }
-        ("", "persistentvolumeclaims") => {
-            if changed(".spec.storageClassName")
-                || changed(".spec.accessModes")
-                || changed(".spec.volumeMode")
-            {
-                errs.push(FieldError::forbidden(
-                    "spec",
-                    "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
-                ));
-            }
-        }
-        _ => {}
-    }
-    errs
-}
-
 /// Services keep their clusterIP when an update leaves it out (the real server copies it).
 pub(crate) fn carry_over(res: &ResourceInfo, old: &Value, new: &mut Value) {
     if gp(res) == ("", "services") {
@@ -420,14 +298,5 @@ mod tests {
         assert_eq!(a["spec"]["clusterIP"], "10.96.0.1");
         assert_eq!(b["spec"]["clusterIP"], "10.96.0.2");
         assert_eq!(a["spec"]["ports"][0]["targetPort"], 80);
-    }
-
-    #[test]
-    fn immutable_configmap() {
-        let old = json!({"immutable": true, "data": {"a": "1"}});
-        let new = json!({"immutable": true, "data": {"a": "2"}});
-        let errs = validate_immutable(&res("configmaps"), &old, &new);
-        assert_eq!(errs.len(), 1);
-        assert_eq!(errs[0].field, "data");
     }
 }

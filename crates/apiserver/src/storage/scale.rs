@@ -3,12 +3,12 @@
 use serde_json::{Value, json};
 
 use super::commit::{check_precondition, commit_update, current, set_managed};
-use super::invalid::{FieldError, invalid_kind};
 use super::store::State;
 use super::store::obj_key;
 use super::{PatchType, WriteOptions, apply_patch, meta};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+use crate::validation::{FieldError, invalid_kind};
 
 /// The label selector of a built-in workload (`spec.selector`, a `LabelSelector` object) as
 /// the string form `Scale.status.selector` carries.

@@ -17,17 +17,15 @@ pub(crate) struct FieldError {
     pub(crate) message: String,
 }
 
+// `duplicate`, `not_found` and `too_many` serve the group validators being ported.
+#[allow(dead_code)]
 impl FieldError {
     /// `Invalid value: <value>: <detail>`.
     pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Self {
-        let shown = match value {
-            Value::String(s) => format!("{s:?}"),
-            other => other.to_string(),
-        };
         FieldError {
             reason: "FieldValueInvalid",
             field: field.into(),
-            message: format!("Invalid value: {shown}: {detail}"),
+            message: format!("Invalid value: {}: {detail}", shown(value)),
         }
     }
 
@@ -54,6 +52,43 @@ impl FieldError {
         }
     }
 
+    /// `Duplicate value: <value>`.
+    pub(crate) fn duplicate(field: impl Into<String>, value: &Value) -> Self {
+        FieldError {
+            reason: "FieldValueDuplicate",
+            field: field.into(),
+            message: format!("Duplicate value: {}", shown(value)),
+        }
+    }
+
+    /// `Not found: <value>`.
+    pub(crate) fn not_found(field: impl Into<String>, value: &Value) -> Self {
+        FieldError {
+            reason: "FieldValueNotFound",
+            field: field.into(),
+            message: format!("Not found: {}", shown(value)),
+        }
+    }
+
+    /// `Too long: may not be more than <max> bytes` (`field.TooLong` of 1.32 and 1.33; the value is
+    /// never shown).
+    pub(crate) fn too_long(field: impl Into<String>, max: usize) -> Self {
+        FieldError {
+            reason: "FieldValueTooLong",
+            field: field.into(),
+            message: format!("Too long: may not be more than {max} bytes"),
+        }
+    }
+
+    /// `Too many: <actual>: must have at most <max> items`.
+    pub(crate) fn too_many(field: impl Into<String>, actual: usize, max: usize) -> Self {
+        FieldError {
+            reason: "FieldValueTooMany",
+            field: field.into(),
+            message: format!("Too many: {actual}: must have at most {max} items"),
+        }
+    }
+
     /// `Unsupported value: <value>: supported values: ...`.
     pub(crate) fn not_supported(
         field: impl Into<String>,
@@ -70,6 +105,14 @@ impl FieldError {
             field: field.into(),
             message: format!("Unsupported value: {value}: supported values: {list}"),
         }
+    }
+}
+
+/// A bad value as upstream prints it: strings quoted, numbers and booleans bare.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
     }
 }
 

@@ -5,7 +5,7 @@
 use crt_labels::validation::{is_qualified_name, is_valid_label_value};
 use serde_json::Value;
 
-use super::invalid::FieldError;
+use super::field::FieldError;
 use crate::error::ApiError;
 
 /// The most bytes all annotations of an object may take.
@@ -84,11 +84,10 @@ pub(crate) fn validate(kind: &str, obj: &Value) -> Result<Vec<FieldError>, ApiEr
         }
     }
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-        errs.push(FieldError {
-            reason: "FieldValueTooLong",
-            field: "metadata.annotations".into(),
-            message: format!("Too long: may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"),
-        });
+        errs.push(FieldError::too_long(
+            "metadata.annotations",
+            TOTAL_ANNOTATION_SIZE_LIMIT,
+        ));
     }
     if let Some(fins) = meta.get("finalizers").filter(|v| !v.is_null()) {
         let Some(list) = fins.as_array() else {
