@@ -58,6 +58,7 @@
 
 pub mod builtin;
 mod cel;
+mod cel_lib;
 pub mod decode;
 mod format;
 mod node;

@@ -15,8 +15,8 @@
 //! `exists`, `exists_one`, `map`, `filter`), its strings extension (`lowerAscii`,
 //! `upperAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `lastIndexOf`, `substring`,
 //! `format`) and its lists extension, plus Kubernetes' list library (`isSorted`, `sum`,
-//! `min`, `max`, `indexOf`, `lastIndexOf`). Not there (yet): the url, ip, cidr, quantity,
-//! format and regex-extraction (`find`, `findAll`) libraries. The cel crate checks no types when
+//! `min`, `max`, `indexOf`, `lastIndexOf`), and the quantity, url, ip, cidr, format and regex
+//! (`find`, `findAll`) libraries of `cel_lib`. The cel crate checks no types when
 //! compiling; this module checks names (`undeclared reference to 'x'`, as cel-go), but an
 //! unknown function, or a field the schema does not declare, is an evaluation error on write
 //! (`no such key: x evaluating rule: ...`) rather than a compilation error on the CRD.
@@ -295,6 +295,7 @@ fn check_rule(
     }
     let mut ctx = Context::with_env(ENV.clone());
     add_k8s_lists(&mut ctx);
+    super::cel_lib::register(&mut ctx);
     let view = |x: &Value| {
         if path.is_empty() {
             to_cel_typed(node, &root_view(x))

@@ -127,9 +127,13 @@ pub(super) fn compile(src: &str) -> Result<Program, String> {
 }
 
 /// Names a rule may use without declaring them: its variables and the type names.
-pub(super) const DECLARED: [&str; 13] = [
+pub(super) const DECLARED: [&str; 15] = [
     "self",
     "oldSelf",
+    // The format library's entry point (`format.dns1123Label()`), and the ip library's
+    // namespace (`ip.isCanonical(s)`).
+    "format",
+    "ip",
     "int",
     "uint",
     "double",

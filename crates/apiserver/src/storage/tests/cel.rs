@@ -286,3 +286,124 @@ fn a_crd_with_a_rule_that_does_not_compile_is_refused() {
     );
     assert!(s.resolve("example.com", "v1", "machinepools").is_none());
 }
+
+/// A CRD whose rules use Kubernetes' quantity, url, ip/cidr and format libraries, in the
+/// shapes Cluster API (machine resources, pod CIDRs) and Gateway API (hostnames, URLs)
+/// publish.
+fn network_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "networks.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "networks", "kind": "Network"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{
+                        "rule": "quantity(self.memoryRequest).compareTo(quantity(self.memoryLimit)) <= 0",
+                        "message": "memoryRequest must not exceed memoryLimit",
+                    }],
+                    "properties": {
+                        "memoryRequest": {"type": "string", "x-kubernetes-validations": [
+                            {"rule": "isQuantity(self)", "message": "must be a quantity"}]},
+                        "memoryLimit": {"type": "string"},
+                        "podCIDR": {"type": "string", "x-kubernetes-validations": [
+                            {"rule": "isCIDR(self) && cidr(self).ip().family() == 4",
+                             "message": "must be an IPv4 CIDR"}]},
+                        "gateway": {"type": "string", "x-kubernetes-validations": [{
+                            "rule": "isIP(self) && cidr('10.0.0.0/8').containsIP(self)",
+                            "messageExpression": "'gateway ' + self + ' is outside 10.0.0.0/8'"}]},
+                        "endpoint": {"type": "string", "x-kubernetes-validations": [{
+                            "rule": "isURL(self) && url(self).getScheme() == 'https'",
+                            "message": "must be an https URL"}]},
+                        "hostname": {"type": "string", "x-kubernetes-validations": [{
+                            "rule": "!format.dns1123Subdomain().validate(self).hasValue()",
+                            "messageExpression": "format.dns1123Subdomain().validate(self).value().join(', ')"}]},
+                    },
+                }}}},
+            }],
+        },
+    })
+}
+
+#[test]
+fn kubernetes_cel_libraries_in_crd_rules() {
+    let s = store();
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    s.create(&crds, None, network_crd(), &w()).unwrap();
+    let nets = s.resolve("example.com", "v1", "networks").unwrap();
+    let net = |name: &str, spec: Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Network",
+               "metadata": {"name": name}, "spec": spec})
+    };
+    let valid = json!({"memoryRequest": "512Mi", "memoryLimit": "1Gi", "podCIDR": "192.168.0.0/16",
+                       "gateway": "10.1.2.3", "endpoint": "https://example.com:8443/api",
+                       "hostname": "api.example.com"});
+    s.create(&nets, Some("default"), net("good", valid.clone()), &w())
+        .unwrap();
+
+    let mut bad = valid.clone();
+    bad["memoryRequest"] = json!("2Gi");
+    bad["podCIDR"] = json!("fd00::/8");
+    bad["gateway"] = json!("192.168.1.1");
+    bad["endpoint"] = json!("http://example.com");
+    bad["hostname"] = json!("Not_A_Host");
+    let err = fails_unchanged(&s, 422, || {
+        s.create(&nets, Some("default"), net("bad", bad), &w())
+    });
+    let causes: Vec<(String, String)> = err.details.as_ref().unwrap()["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["field"].as_str().unwrap().to_string(),
+                c["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        (
+            "spec",
+            r#"Invalid value: "object": memoryRequest must not exceed memoryLimit"#,
+        ),
+        (
+            "spec.endpoint",
+            r#"Invalid value: "string": must be an https URL"#,
+        ),
+        (
+            "spec.gateway",
+            r#"Invalid value: "string": gateway 192.168.1.1 is outside 10.0.0.0/8"#,
+        ),
+        (
+            "spec.hostname",
+            "Invalid value: \"string\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        ),
+        (
+            "spec.podCIDR",
+            r#"Invalid value: "string": must be an IPv4 CIDR"#,
+        ),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(f, m)| (f.to_string(), m.to_string()))
+        .collect();
+    assert_eq!(causes, want);
+
+    // A value the library cannot parse fails the rule through an evaluation error.
+    let mut unparsable = valid;
+    unparsable["memoryLimit"] = json!("lots");
+    let err = fails_unchanged(&s, 422, || {
+        s.create(&nets, Some("default"), net("unparsable", unparsable), &w())
+    });
+    assert!(
+        err.message
+            .contains("quantities must match the regular expression"),
+        "{}",
+        err.message
+    );
+}
