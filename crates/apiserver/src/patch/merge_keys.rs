@@ -21,6 +21,8 @@ pub(crate) enum Ty {
     Pod,
     /// `PodTemplateSpec` (`metadata` + `spec`).
     PodTemplate,
+    /// The `PodTemplate` kind (`metadata` + `template`, a `PodTemplateSpec`).
+    PodTemplateKind,
     /// `PodSpec`.
     PodSpec,
     /// `Container` (also init and ephemeral containers).
@@ -91,8 +93,8 @@ impl Ty {
         use Ty::*;
         match (self, name) {
             (
-                Object | Pod | PodTemplate | Workload | CronJob | JobTemplate | Service | Node
-                | ServiceAccount,
+                Object | Pod | PodTemplate | PodTemplateKind | Workload | CronJob | JobTemplate
+                | Service | Node | ServiceAccount,
                 "metadata",
             ) => plain(ObjectMeta),
             (ObjectMeta, "ownerReferences") => keyed(Any, "uid"),
@@ -119,7 +121,7 @@ impl Ty {
             (PodStatus, "resourceClaimStatuses") => keyed(Any, "name"),
 
             (Workload, "spec") => plain(WorkloadSpec),
-            (WorkloadSpec, "template") => plain(PodTemplate),
+            (WorkloadSpec | PodTemplateKind, "template") => plain(PodTemplate),
             (CronJob, "spec") => plain(CronJobSpec),
             (CronJobSpec, "jobTemplate") => plain(JobTemplate),
             (JobTemplate, "spec") => plain(WorkloadSpec),
@@ -146,6 +148,10 @@ impl Ty {
 /// assert_eq!(keys.merge_key(&["spec", "template", "spec", "containers"]), Some("name"));
 /// assert_eq!(keys.merge_key(&["spec", "template", "spec", "containers", "env"]), Some("name"));
 /// assert_eq!(keys.merge_key(&["spec", "template", "spec", "tolerations"]), None);
+/// // The PodTemplate kind holds its PodTemplateSpec in `template`.
+/// let keys = MergeKeys::builtin("", "PodTemplate");
+/// assert_eq!(keys.merge_key(&["template", "spec", "containers"]), Some("name"));
+/// assert_eq!(keys.merge_key(&["metadata", "ownerReferences"]), Some("uid"));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MergeKeys {
@@ -160,7 +166,7 @@ impl MergeKeys {
     pub fn builtin(group: &str, kind: &str) -> MergeKeys {
         let root = match (group, kind) {
             ("", "Pod") => Ty::Pod,
-            ("", "PodTemplate") => Ty::PodTemplate,
+            ("", "PodTemplate") => Ty::PodTemplateKind,
             ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
             | ("", "ReplicationController")
             | ("batch", "Job") => Ty::Workload,
