@@ -441,3 +441,57 @@ fn resource_version_match_is_checked() {
     assert_eq!(list("Sometimes", Some("1")).unwrap_err().code, 422);
     assert!(list("NotOlderThan", Some("0")).is_ok());
 }
+
+#[test]
+fn hpas_written_at_v1_are_read_at_v2_and_back() {
+    let s = store();
+    let v1 = res(&s, "autoscaling", "horizontalpodautoscalers");
+    let v2 = s
+        .resolve("autoscaling", "v2", "horizontalpodautoscalers")
+        .unwrap();
+    let body = json!({
+        "apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "web"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "minReplicas": 1, "maxReplicas": 5, "targetCPUUtilizationPercentage": 60},
+    });
+    let created = s.create(&v1, Some("default"), body, &w()).unwrap();
+    assert_eq!(created["apiVersion"], "autoscaling/v1");
+    assert_eq!(created["spec"]["targetCPUUtilizationPercentage"], 60);
+    let as_v2 = s.get(&v2, Some("default"), "web", None).unwrap();
+    assert_eq!(as_v2["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        as_v2["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 60}}}])
+    );
+    assert!(
+        as_v2["spec"]
+            .get("targetCPUUtilizationPercentage")
+            .is_none()
+    );
+
+    // A v2 client adds a memory metric; a v1 client's read-modify-write keeps it.
+    let mut with_memory = as_v2.clone();
+    with_memory["spec"]["metrics"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"type": "Resource", "resource": {"name": "memory",
+            "target": {"type": "AverageValue", "averageValue": "500Mi"}}}));
+    s.update(&v2, Some("default"), "web", None, with_memory, &w())
+        .unwrap();
+    let mut read = s.get(&v1, Some("default"), "web", None).unwrap();
+    assert!(
+        read["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"]
+            .as_str()
+            .unwrap()
+            .contains("memory")
+    );
+    read["spec"]["maxReplicas"] = json!(8);
+    s.update(&v1, Some("default"), "web", None, read, &w())
+        .unwrap();
+    let after = s.get(&v2, Some("default"), "web", None).unwrap();
+    assert_eq!(after["spec"]["maxReplicas"], 8);
+    assert_eq!(after["spec"]["metrics"].as_array().unwrap().len(), 2);
+    assert!(after["metadata"].get("annotations").is_none());
+}
