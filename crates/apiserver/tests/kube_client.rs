@@ -8,6 +8,8 @@ mod auth;
 mod builtins;
 #[path = "kube_client/http2.rs"]
 mod http2;
+#[path = "kube_client/pod_actions.rs"]
+mod pod_actions;
 #[path = "kube_client/validation.rs"]
 mod validation;
 #[path = "kube_client/watch_http.rs"]

@@ -97,6 +97,9 @@ where
             ));
         }
     }
+    if let Some(answer) = pod_action(storage, &res, &path, method, content_type, &body, &write)? {
+        return Ok(json(201, &answer));
+    }
     let transform = transform_for(state, &res, accept, &query);
     let (code, answer) = match (method, name) {
         (&Method::GET | &Method::HEAD, Some(name)) if transform.is_none() => {
@@ -149,6 +152,38 @@ where
         _ => answer,
     };
     Ok(with_warnings(json(code, &answer), &write))
+}
+
+/// The writes that act on a pod rather than store what they are sent: a `Binding` (to
+/// `bindings` or `pods/NAME/binding`) and an `Eviction` (`pods/NAME/eviction`). `None` for
+/// any other request.
+fn pod_action(
+    storage: &crate::storage::Storage,
+    res: &ResourceInfo,
+    path: &ResourcePath,
+    method: &Method,
+    content_type: Option<&str>,
+    body: &[u8],
+    write: &crate::storage::WriteOptions,
+) -> Result<Option<Value>, ApiError> {
+    if method != Method::POST || !res.group.is_empty() {
+        return Ok(None);
+    }
+    let ns = path.namespace.as_deref().unwrap_or("");
+    let name = path.name.as_deref();
+    let answer = match (res.plural.as_str(), name, path.subresource.as_deref()) {
+        ("bindings", None, None) => {
+            storage.bind(ns, None, &decode_object(content_type, body)?, write)?
+        }
+        ("pods", Some(pod), Some("binding")) => {
+            storage.bind(ns, Some(pod), &decode_object(content_type, body)?, write)?
+        }
+        ("pods", Some(pod), Some("eviction")) => {
+            storage.evict(ns, pod, &decode_object(content_type, body)?, write)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(answer))
 }
 
 /// Adds the warnings a write collected as `Warning` headers.
@@ -232,6 +267,7 @@ fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> 
         Some("status") if res.status_subresource => Ok(()),
         Some("scale") if res.scale.is_some() => Ok(()),
         Some("finalize") if res.group.is_empty() && res.plural == "namespaces" => Ok(()),
+        Some("binding" | "eviction") if res.group.is_empty() && res.plural == "pods" => Ok(()),
         Some(_) => Err(not_found()),
     }
 }

@@ -52,7 +52,8 @@
 //! ## Files
 //! The verbs: `write.rs` create/update/patch · `apply.rs` server-side apply requests ·
 //! `scale.rs` the Scale subresource · `read.rs` get/list/pagination · `delete.rs` delete and
-//! delete collection · `watch.rs` starting a watch, bookmarks. The verbs write through
+//! delete collection · `watch.rs` starting a watch, bookmarks · `bind.rs` binding a pod to a node ·
+//! `evict.rs` evicting a pod under its disruption budget. The verbs write through
 //! `commit.rs` (checks and commits shared by every create and update) and `gc.rs` (deletion,
 //! GC, namespace termination, CRD cleanup: the synchronous controllers), which store through
 //! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
@@ -67,11 +68,13 @@
 #![allow(clippy::result_large_err)]
 
 mod apply;
+mod bind;
 mod commit;
 mod convert;
 mod crd;
 mod delete;
 mod events;
+mod evict;
 mod gc;
 mod meta;
 mod read;
@@ -546,6 +549,38 @@ impl Storage {
     ) -> Result<Value, ApiError> {
         self.with(res, |st, res| {
             delete::delete(st, res, namespace, name, opts)
+        })
+    }
+
+    /// Binds a pod to a node (`POST` of a `Binding` to `bindings`, or to `pods/NAME/binding`
+    /// with `pod` the name in the URL): sets the pod's `spec.nodeName`. Answers a `Status` of
+    /// `Success` (201); the Binding is not stored.
+    pub fn bind(
+        &self,
+        namespace: &str,
+        pod: Option<&str>,
+        binding: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let pods = self.resolve("", "v1", "pods").ok_or_else(not_served)?;
+        self.with(&pods, |st, pods| {
+            bind::bind(st, pods, namespace, pod, binding, opts)
+        })
+    }
+
+    /// Evicts a pod (`POST` of a `policy/v1 Eviction` to `pods/NAME/eviction`): deletes it
+    /// unless its PodDisruptionBudget allows no disruption (429). Answers a `Status` of
+    /// `Success` (201).
+    pub fn evict(
+        &self,
+        namespace: &str,
+        pod: &str,
+        eviction: &Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        let pods = self.resolve("", "v1", "pods").ok_or_else(not_served)?;
+        self.with(&pods, |st, pods| {
+            evict::evict(st, pods, namespace, pod, eviction, opts)
         })
     }
 

@@ -16,31 +16,7 @@ fn selector_string(sel: &Value) -> String {
     if let Some(s) = sel.as_str() {
         return s.to_string();
     }
-    let labels = sel
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()));
-    let exprs = sel
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|e| crt_labels::MatchExpression {
-            key: e
-                .get("key")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            operator: e
-                .get("operator")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
-            values: meta::string_list(e.get("values")),
-        });
-    crt_labels::LabelSelector::from_parts(labels.collect::<Vec<_>>(), exprs.collect::<Vec<_>>())
+    super::select::label_selector(sel)
         .map(|s| s.to_string())
         .unwrap_or_default()
 }

@@ -155,6 +155,37 @@ impl Selection {
     }
 }
 
+/// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`) as a selector; `None`
+/// when it does not form one.
+pub(crate) fn label_selector(sel: &Value) -> Option<crt_labels::LabelSelector> {
+    let labels = sel
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()));
+    let exprs = sel
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|e| crt_labels::MatchExpression {
+            key: e
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            operator: e
+                .get("operator")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            values: meta::string_list(e.get("values")),
+        });
+    crt_labels::LabelSelector::from_parts(labels.collect::<Vec<_>>(), exprs.collect::<Vec<_>>())
+        .ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

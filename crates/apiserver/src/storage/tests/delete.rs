@@ -486,3 +486,54 @@ fn delete_answers_the_held_object_or_the_outcome() {
     assert_eq!(pending["kind"], "ConfigMap");
     assert!(pending["metadata"]["deletionTimestamp"].is_string());
 }
+
+#[test]
+fn an_eviction_the_disruption_budget_does_not_allow_is_a_429() {
+    let s = store();
+    let pods = res(&s, "", "pods");
+    let pdbs = res(&s, "policy", "poddisruptionbudgets");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "db-0", "labels": {"app": "db"}},
+        "spec": {"containers": [{"name": "c", "image": "postgres"}]}});
+    s.create(&pods, Some("default"), pod, &w()).unwrap();
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}});
+    s.create(&pdbs, Some("default"), pdb, &w()).unwrap();
+    let eviction =
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "db-0"}});
+    let cause = |e: &ApiError| {
+        assert_eq!(
+            (e.code, e.reason.as_str()),
+            (429, "TooManyRequests"),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.message,
+            "Cannot evict pod as it would violate the pod's disruption budget."
+        );
+        let d = e.details.as_ref().unwrap();
+        assert_eq!(d["causes"][0]["reason"], "DisruptionBudget");
+        d["causes"][0]["message"].as_str().unwrap().to_string()
+    };
+    let err = s.evict("default", "db-0", &eviction, &w()).unwrap_err();
+    assert_eq!(
+        cause(&err),
+        "The disruption budget db is still being processed by the server."
+    );
+    let status = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db"},
+        "status": {"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1,
+                   "desiredHealthy": 1, "expectedPods": 1}});
+    s.update(&pdbs, Some("default"), "db", Some("status"), status, &w())
+        .unwrap();
+    let err = s.evict("default", "db-0", &eviction, &w()).unwrap_err();
+    assert_eq!(
+        cause(&err),
+        "The disruption budget db needs 1 healthy pods and has 1 currently"
+    );
+    assert!(
+        s.get(&pods, Some("default"), "db-0", None).is_ok(),
+        "the pod stays"
+    );
+}

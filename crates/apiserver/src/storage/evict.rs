@@ -1,0 +1,150 @@
+//! Evicting a pod (`POST .../pods/NAME/eviction` with a `policy/v1 Eviction`): the pod is
+//! deleted unless a PodDisruptionBudget covering it allows no disruption, as upstream's
+//! `EvictionREST` decides. With no disruption controller running (as in envtest), a budget
+//! whose status was never computed refuses every eviction of the pods it covers.
+
+use serde_json::{Value, json};
+
+use super::bind::created_status;
+use super::commit::commit_update;
+use super::gc::namespace_range;
+use super::store::{State, obj_key, res_key};
+use super::{DeleteOptions, WriteOptions, delete, meta, select};
+use crate::error::ApiError;
+use crate::resource::ResourceInfo;
+
+/// 429 `TooManyRequests` naming the budget in a `DisruptionBudget` cause.
+fn refused(cause: String) -> ApiError {
+    ApiError::new(
+        429,
+        "TooManyRequests",
+        "Cannot evict pod as it would violate the pod's disruption budget.",
+    )
+    .with_details(json!({"causes": [{"reason": "DisruptionBudget", "message": cause}]}))
+}
+
+/// Evicts pod `name`: checks its disruption budget (and takes one disruption from it), then
+/// deletes the pod with the Eviction's `deleteOptions`.
+pub(crate) fn evict(
+    st: &mut State,
+    pods: &ResourceInfo,
+    namespace: &str,
+    name: &str,
+    eviction: &Value,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
+    let in_body = meta::name(eviction);
+    if !in_body.is_empty() && in_body != name {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    let key = obj_key(pods, Some(namespace), name);
+    let pod = st
+        .get(&res_key(pods), &key)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found("pods", name))?;
+    let phase = meta::get_path(&pod, ".status.phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let terminal = matches!(phase, "Succeeded" | "Failed");
+    if !terminal && !meta::is_deleting(&pod) {
+        take_disruption(st, namespace, &pod, opts)?;
+    }
+    let delete_opts = delete_options(eviction.get("deleteOptions"));
+    delete::delete(st, pods, Some(namespace), name, &delete_opts)?;
+    Ok(created_status())
+}
+
+/// The budget covering `pod`, if any, must allow a disruption; one is taken from it.
+fn take_disruption(
+    st: &mut State,
+    namespace: &str,
+    pod: &Value,
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
+    let Some(pdbs_res) = st
+        .registry
+        .resolve("policy", "v1", "poddisruptionbudgets")
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let labels: std::collections::BTreeMap<String, String> = pod
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+        .collect();
+    let covering: Vec<_> = st
+        .data
+        .get(&res_key(&pdbs_res))
+        .into_iter()
+        .flat_map(|objs| objs.range(namespace_range(namespace)))
+        .filter(|(_, pdb)| {
+            pdb.pointer("/spec/selector")
+                .and_then(select::label_selector)
+                .is_some_and(|s| !s.is_everything() && s.matches(&labels))
+        })
+        .map(|(k, pdb)| (k.clone(), pdb.clone()))
+        .collect();
+    let (key, pdb) = match covering.as_slice() {
+        [] => return Ok(()),
+        [one] => one.clone(),
+        _ => {
+            return Err(ApiError::new(
+                500,
+                "InternalError",
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+            ));
+        }
+    };
+    let pdb_name = key.1.clone();
+    let generation = meta::get_path(&pdb, ".metadata.generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let observed = meta::get_path(&pdb, ".status.observedGeneration").and_then(Value::as_i64);
+    if observed.is_none_or(|o| o < generation) {
+        return Err(refused(format!(
+            "The disruption budget {pdb_name} is still being processed by the server."
+        )));
+    }
+    let allowed = meta::get_path(&pdb, ".status.disruptionsAllowed")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    if allowed <= 0 {
+        let desired = meta::get_path(&pdb, ".status.desiredHealthy")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let current = meta::get_path(&pdb, ".status.currentHealthy")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        return Err(refused(format!(
+            "The disruption budget {pdb_name} needs {desired} healthy pods and has {current} currently"
+        )));
+    }
+    let mut new = (*pdb).clone();
+    meta::set_path(&mut new, ".status.disruptionsAllowed", json!(allowed - 1));
+    meta::set_path(
+        &mut new,
+        &format!(".status.disruptedPods.{}", meta::name(pod)),
+        Value::from(meta::now()),
+    );
+    let key = obj_key(&pdbs_res, Some(namespace), &pdb_name);
+    commit_update(st, &pdbs_res, key, pdb, new, opts)?;
+    Ok(())
+}
+
+/// The `deleteOptions` of an Eviction.
+fn delete_options(v: Option<&Value>) -> DeleteOptions {
+    let v = v.unwrap_or(&Value::Null);
+    let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
+    DeleteOptions {
+        propagation_policy: s("/propagationPolicy"),
+        dry_run: false,
+        precondition_uid: s("/preconditions/uid"),
+        precondition_resource_version: s("/preconditions/resourceVersion"),
+        grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
+    }
+}
