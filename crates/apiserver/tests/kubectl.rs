@@ -1089,6 +1089,17 @@ async fn explain_and_validated_apply_read_the_openapi_schemas() {
     assert!(cm.contains("binaryData"), "{cm}");
     let containers = k.ok(&["explain", "pods.spec.containers"]).await;
     assert!(containers.contains("<[]Container>"), "{containers}");
+    // The same from `/openapi/v2`, which kubectl reads in protobuf.
+    let v2 = k
+        .ok(&[
+            "explain",
+            "--output",
+            "plaintext-openapiv2",
+            "deployments.spec.replicas",
+        ])
+        .await;
+    assert!(v2.contains("replicas <integer>"), "{v2}");
+    assert!(v2.contains("Number of desired pods"), "{v2}");
 
     let crd = CRD.replace(
         "size: {type: integer}",
@@ -1106,6 +1117,15 @@ async fn explain_and_validated_apply_read_the_openapi_schemas() {
     assert!(spec.contains("How big the widget is."), "{spec}");
     let size = k.ok(&["explain", "widgets.spec.size"]).await;
     assert!(size.contains("<integer>"), "{size}");
+    let v2 = k
+        .ok(&[
+            "explain",
+            "--output",
+            "plaintext-openapiv2",
+            "widgets.spec.size",
+        ])
+        .await;
+    assert!(v2.contains("size <integer>"), "{v2}");
 
     // Client-side apply with kubectl's default validation, for built-in and custom kinds.
     k.ok_with(&["apply", "-f", "-"], Some(&configmap("applied", "")))
@@ -1341,8 +1361,9 @@ async fn patchable_builtin_kinds(
 /// real cluster, and goes through kubectl as a user drives it, with kubectl's default (strict)
 /// validation: `apply` creates it, a second `apply` leaves it `unchanged`, an edited manifest
 /// `apply`s as `configured` (kubectl's three-way strategic merge patch, computed from the
-/// OpenAPI schema's patch metadata) and the edit is read back, `explain` describes the kind, and
-/// `create --validate=strict` creates some.
+/// OpenAPI schema's patch metadata) and the edit is read back, `explain` describes the kind
+/// (from `/openapi/v3`, and from `/openapi/v2` in protobuf), and `create --validate=strict`
+/// creates some.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_builtin_kind_applies_reapplies_edits_and_explains() {
     let server = common::server().await;
@@ -1456,6 +1477,22 @@ async fn every_builtin_kind_applies_reapplies_edits_and_explains() {
             explained.contains(&format!("KIND:       {kind}\n"))
                 && explained.contains(&format!("VERSION:    {version}\n")),
             "{api_version} {kind}: {explained}"
+        );
+        // And from `/openapi/v2`, in protobuf.
+        let explained = k
+            .ok(&[
+                "explain",
+                plural,
+                "--api-version",
+                api_version,
+                "--output",
+                "plaintext-openapiv2",
+            ])
+            .await;
+        assert!(
+            explained.contains(&format!("KIND:     {kind}\n"))
+                && explained.contains(&format!("VERSION:  {api_version}\n")),
+            "{api_version} {kind} (v2): {explained}"
         );
     }
 
