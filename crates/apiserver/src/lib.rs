@@ -25,11 +25,12 @@
 //!   review kinds are answered on create (every access allowed; a `TokenReview` authenticates
 //!   the server's token) and never stored. Subresources other than `status` and `scale`
 //!   (`pods/log`, `serviceaccounts/token`, ...) are published but not served.
-//! - Answers are always JSON (protobuf is asked for with a JSON fallback by every client);
+//! - Answers are JSON (protobuf is asked for with a JSON fallback by every client), but for
+//!   `/openapi/v2`, which clients ask for in protobuf only;
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
 //!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`),
 //!   any other gets 415.
-//! - OpenAPI v3 documents (and `/openapi/v2`, in JSON only) carry the served kinds' schemas
+//! - OpenAPI v3 documents (and `/openapi/v2`, in JSON and in gnostic's protobuf) carry the served kinds' schemas
 //!   (built-in kinds from k8s-openapi, custom resources from their CRD), with merge keys and
 //!   `x-kubernetes-group-version-kind`, so `kubectl explain` works; their PATCH operations
 //!   declare the `fieldValidation` parameter, so kubectl leaves validation to the server. Custom

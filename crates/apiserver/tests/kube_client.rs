@@ -8,6 +8,8 @@ mod auth;
 mod builtins;
 #[path = "kube_client/http2.rs"]
 mod http2;
+#[path = "kube_client/openapi_v2.rs"]
+mod openapi_v2;
 #[path = "kube_client/pod_actions.rs"]
 mod pod_actions;
 #[path = "kube_client/validation.rs"]

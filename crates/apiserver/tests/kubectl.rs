@@ -1089,6 +1089,17 @@ async fn explain_and_validated_apply_read_the_openapi_schemas() {
     assert!(cm.contains("binaryData"), "{cm}");
     let containers = k.ok(&["explain", "pods.spec.containers"]).await;
     assert!(containers.contains("<[]Container>"), "{containers}");
+    // The same from `/openapi/v2`, which kubectl reads in protobuf.
+    let v2 = k
+        .ok(&[
+            "explain",
+            "--output",
+            "plaintext-openapiv2",
+            "deployments.spec.replicas",
+        ])
+        .await;
+    assert!(v2.contains("replicas <integer>"), "{v2}");
+    assert!(v2.contains("Number of desired pods"), "{v2}");
 
     let crd = CRD.replace(
         "size: {type: integer}",
@@ -1106,6 +1117,15 @@ async fn explain_and_validated_apply_read_the_openapi_schemas() {
     assert!(spec.contains("How big the widget is."), "{spec}");
     let size = k.ok(&["explain", "widgets.spec.size"]).await;
     assert!(size.contains("<integer>"), "{size}");
+    let v2 = k
+        .ok(&[
+            "explain",
+            "--output",
+            "plaintext-openapiv2",
+            "widgets.spec.size",
+        ])
+        .await;
+    assert!(v2.contains("size <integer>"), "{v2}");
 
     // Client-side apply with kubectl's default validation, for built-in and custom kinds.
     k.ok_with(&["apply", "-f", "-"], Some(&configmap("applied", "")))
@@ -1265,4 +1285,251 @@ async fn install_manifests_beyond_workloads_apply_and_explain() {
     assert_eq!(pdb["spec"]["minAvailable"], 1);
     let hpa = k.json(&["get", "hpa.v2.autoscaling", "web"]).await;
     assert_eq!(hpa["spec"]["maxReplicas"], 5);
+}
+
+/// The manifests of tests/manifests, by file name: together one or more objects of every
+/// built-in kind that can be applied.
+const MANIFESTS: &[(&str, &str)] = &[
+    ("core.yaml", include_str!("manifests/core.yaml")),
+    ("workloads.yaml", include_str!("manifests/workloads.yaml")),
+    (
+        "beyond-workloads.yaml",
+        include_str!("manifests/beyond-workloads.yaml"),
+    ),
+    ("cluster.yaml", include_str!("manifests/cluster.yaml")),
+];
+
+/// The documents of a YAML stream, as JSON.
+fn yaml_documents(yaml: &str) -> Vec<Value> {
+    use serde::Deserialize;
+    serde_yaml_ng::Deserializer::from_str(yaml)
+        .map(|doc| Value::deserialize(doc).expect("manifest parses"))
+        .filter(|doc| !doc.is_null())
+        .collect()
+}
+
+fn api_version_kind(doc: &Value) -> (String, String) {
+    let field = |key: &str| {
+        doc[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {key} in {doc}"))
+            .to_string()
+    };
+    (field("apiVersion"), field("kind"))
+}
+
+/// The built-in kinds the server can patch, by `(apiVersion, kind)`, with their plural: read
+/// from discovery, so a kind added to the server is in this set without anyone editing a test.
+async fn patchable_builtin_kinds(
+    client: &kube_client::Client,
+) -> std::collections::BTreeMap<(String, String), String> {
+    let builtins = crt_apiserver::resource::builtin_resources();
+    let mut group_versions: Vec<(String, String)> = builtins
+        .iter()
+        .map(|r| (r.group.clone(), r.version.clone()))
+        .collect();
+    group_versions.sort();
+    group_versions.dedup();
+    let mut kinds = std::collections::BTreeMap::new();
+    for (group, version) in group_versions {
+        let (uri, api_version) = if group.is_empty() {
+            (format!("/api/{version}"), version.clone())
+        } else {
+            (
+                format!("/apis/{group}/{version}"),
+                format!("{group}/{version}"),
+            )
+        };
+        let (code, _, list) = common::get_accept(client, &uri, "application/json").await;
+        assert_eq!(code, 200, "{uri}: {list}");
+        for r in list["resources"].as_array().unwrap() {
+            let plural = r["name"].as_str().unwrap();
+            let builtin = builtins
+                .iter()
+                .any(|b| b.group == group && b.version == version && b.plural == plural);
+            let patchable = r["verbs"].as_array().unwrap().iter().any(|v| v == "patch");
+            if builtin && patchable {
+                let kind = r["kind"].as_str().unwrap().to_string();
+                kinds.insert((api_version.clone(), kind), plural.to_string());
+            }
+        }
+    }
+    kinds
+}
+
+/// Every built-in kind that can be applied has a manifest in tests/manifests, written as for a
+/// real cluster, and goes through kubectl as a user drives it, with kubectl's default (strict)
+/// validation: `apply` creates it, a second `apply` leaves it `unchanged`, an edited manifest
+/// `apply`s as `configured` (kubectl's three-way strategic merge patch, computed from the
+/// OpenAPI schema's patch metadata) and the edit is read back, `explain` describes the kind
+/// (from `/openapi/v3`, and from `/openapi/v2` in protobuf), and `create --validate=strict`
+/// creates some.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_builtin_kind_applies_reapplies_edits_and_explains() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let client = common::client(&server).await;
+
+    // Every manifest file is in MANIFESTS.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/manifests");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".yaml"))
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = MANIFESTS.iter().map(|(n, _)| n.to_string()).collect();
+    listed.sort();
+    assert_eq!(files, listed, "MANIFESTS lists every file of {dir:?}");
+
+    let docs: Vec<Value> = MANIFESTS
+        .iter()
+        .flat_map(|(_, yaml)| yaml_documents(yaml))
+        .collect();
+
+    // Every built-in kind that can be patched has a manifest.
+    let kinds = patchable_builtin_kinds(&client).await;
+    let covered: std::collections::BTreeSet<(String, String)> =
+        docs.iter().map(api_version_kind).collect();
+    let missing: Vec<&(String, String)> = kinds.keys().filter(|k| !covered.contains(*k)).collect();
+    assert!(
+        missing.is_empty(),
+        "built-in kinds without a manifest in tests/manifests: {missing:?}"
+    );
+    // Bindings (create only) and ComponentStatuses (read only) are the only ones left out.
+    assert_eq!(
+        kinds.len() + 2,
+        crt_apiserver::resource::builtin_resources().len()
+    );
+    let unknown: Vec<&(String, String)> =
+        covered.iter().filter(|k| !kinds.contains_key(*k)).collect();
+    assert!(unknown.is_empty(), "not built-in kinds: {unknown:?}");
+
+    let stream = MANIFESTS
+        .iter()
+        .map(|(_, yaml)| *yaml)
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let each_line_ends = |out: &str, word: &str| {
+        assert_eq!(out.lines().count(), docs.len(), "{out}");
+        assert!(
+            out.lines().all(|l| l.ends_with(&format!(" {word}"))),
+            "not all {word}:\n{out}"
+        );
+    };
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&stream)).await;
+    each_line_ends(&out, "created");
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&stream)).await;
+    each_line_ends(&out, "unchanged");
+
+    // An edit of every object: a new label.
+    let edited: Vec<String> = docs
+        .iter()
+        .map(|doc| {
+            let mut doc = doc.clone();
+            let meta = doc["metadata"].as_object_mut().unwrap();
+            let labels = meta
+                .entry("labels")
+                .or_insert_with(|| serde_json::json!({}));
+            labels["example.com/edited"] = "yes".into();
+            serde_json::to_string(&doc).unwrap()
+        })
+        .collect();
+    let edited = edited.join("\n---\n");
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&edited)).await;
+    each_line_ends(&out, "configured");
+    let got: Value = serde_json::from_str(
+        &k.ok_with(&["get", "-f", "-", "-o", "json"], Some(&stream))
+            .await,
+    )
+    .unwrap();
+    let items = got["items"].as_array().unwrap();
+    assert_eq!(items.len(), docs.len());
+    for (doc, item) in docs.iter().zip(items) {
+        assert_eq!(api_version_kind(doc), api_version_kind(item));
+        assert_eq!(doc["metadata"]["name"], item["metadata"]["name"]);
+        assert_eq!(
+            item["metadata"]["labels"]["example.com/edited"], "yes",
+            "{item}"
+        );
+        // What the manifest says is still there: the patch changed only the label.
+        for (key, value) in doc.as_object().unwrap() {
+            assert!(item.get(key).is_some(), "{key} lost: {item}");
+            if let Some(labels) = value.get("labels").and_then(Value::as_object) {
+                for (label, v) in labels {
+                    assert_eq!(&item[key]["labels"][label], v, "{item}");
+                }
+            }
+        }
+    }
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&edited)).await;
+    each_line_ends(&out, "unchanged");
+
+    // `kubectl explain` of every kind, at its version.
+    for ((api_version, kind), plural) in &kinds {
+        let explained = k
+            .ok(&["explain", plural, "--api-version", api_version])
+            .await;
+        let version = api_version.rsplit('/').next().unwrap();
+        assert!(
+            explained.contains(&format!("KIND:       {kind}\n"))
+                && explained.contains(&format!("VERSION:    {version}\n")),
+            "{api_version} {kind}: {explained}"
+        );
+        // And from `/openapi/v2`, in protobuf.
+        let explained = k
+            .ok(&[
+                "explain",
+                plural,
+                "--api-version",
+                api_version,
+                "--output",
+                "plaintext-openapiv2",
+            ])
+            .await;
+        assert!(
+            explained.contains(&format!("KIND:     {kind}\n"))
+                && explained.contains(&format!("VERSION:  {api_version}\n")),
+            "{api_version} {kind} (v2): {explained}"
+        );
+    }
+
+    // `kubectl create --validate=strict` of some, renamed.
+    let some = [
+        ("v1", "Secret"),
+        ("v1", "Service"),
+        ("apps/v1", "Deployment"),
+        ("coordination.k8s.io/v1", "Lease"),
+        ("events.k8s.io/v1", "Event"),
+        ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema"),
+        ("storage.k8s.io/v1", "CSIDriver"),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ];
+    let created: Vec<String> = some
+        .iter()
+        .map(|(api_version, kind)| {
+            let mut doc = docs
+                .iter()
+                .find(|d| api_version_kind(d) == (api_version.to_string(), kind.to_string()))
+                .unwrap()
+                .clone();
+            let name = format!("{}-strict", doc["metadata"]["name"].as_str().unwrap());
+            doc["metadata"]["name"] = name.into();
+            serde_json::to_string(&doc).unwrap()
+        })
+        .collect();
+    let created = created.join("\n---\n");
+    let out = k
+        .ok_with(&["create", "--validate=strict", "-f", "-"], Some(&created))
+        .await;
+    assert_eq!(out.lines().count(), some.len(), "{out}");
+    assert!(out.lines().all(|l| l.ends_with("-strict created")), "{out}");
+    let got: Value = serde_json::from_str(
+        &k.ok_with(&["get", "-f", "-", "-o", "json"], Some(&created))
+            .await,
+    )
+    .unwrap();
+    assert_eq!(got["items"].as_array().unwrap().len(), some.len());
 }

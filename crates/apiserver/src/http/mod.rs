@@ -148,7 +148,17 @@ where
         Route::GroupVersion(g, v) => {
             discovery::resource_list(&resources(), &g, &v).ok_or_else(response::not_found)?
         }
-        Route::OpenApiV2 => openapi::v2(&resources(), &crds(state)),
+        Route::OpenApiV2 => {
+            let doc = openapi::v2(&resources(), &crds(state));
+            if openapi::proto::wants_protobuf(accept) {
+                return Ok(response::bytes_response(
+                    200,
+                    openapi::proto::CONTENT_TYPE,
+                    openapi::proto::encode(&doc).into(),
+                ));
+            }
+            doc
+        }
         Route::OpenApiV3Root => openapi::v3_root(&resources(), &crds(state)),
         Route::OpenApiV3(g, v) => openapi::v3_group_version(&resources(), &crds(state), &g, &v)
             .ok_or_else(response::not_found)?,

@@ -15,8 +15,10 @@
 //!   the kind's `x-kubernetes-group-version-kind` and the `fieldValidation` query parameter:
 //!   kubectl (1.27+) looks for exactly that to leave field validation to the server. Custom
 //!   resources honour it; built-in kinds are not checked.
-//! - `/openapi/v2` is the same in Swagger 2.0 JSON (`definitions`, refs `#/definitions/...`).
-//!   It has no protobuf form: kubectl asks v2 for protobuf only as a fallback when v3 fails.
+//! - `/openapi/v2` is the same in Swagger 2.0 JSON (`definitions`, refs `#/definitions/...`),
+//!   and in protobuf ([`proto`]: gnostic's `openapi.v2.Document`) for clients that ask for it:
+//!   client-go's discovery asks v2 only in protobuf (`kubectl explain --output
+//!   plaintext-openapiv2`, and kubectl's fallback when a v3 document is missing).
 //!
 //! The built-in part of a group version's document is computed once per process (per set of
 //! served built-in resources); documents of group versions with custom resources are computed
@@ -32,6 +34,8 @@ use crate::discovery::GIT_VERSION;
 use crate::patch::MergeKeys;
 use crate::resource::ResourceInfo;
 use crate::schema::builtin;
+
+pub mod proto;
 
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 const DEFS: &str = "#/$defs/";
