@@ -57,12 +57,12 @@
 //! ```
 
 pub mod builtin;
-mod cel;
+pub(crate) mod cel;
 pub mod decode;
 mod format;
 mod node;
 mod prune;
-mod rule;
+pub(crate) mod rule;
 #[cfg(test)]
 mod tests;
 mod validate;
