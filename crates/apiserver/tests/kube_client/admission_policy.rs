@@ -82,7 +82,20 @@ async fn created(client: &Client, uri: &str, body: Value) {
 async fn deny_refuses_creates_updates_patches_and_applies_until_the_binding_goes() {
     let server = server().await;
     let client = client(&server).await;
-    created(&client, POLICIES, max_replicas_policy("max-replicas")).await;
+    let mut policy = max_replicas_policy("max-replicas");
+    policy["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("failurePolicy");
+    let (status, stored) = post(&client, POLICIES, &policy).await;
+    assert_eq!(status, 201, "{stored}");
+    // Upstream's defaults.
+    assert_eq!(stored["spec"]["failurePolicy"], "Fail");
+    let constraints = &stored["spec"]["matchConstraints"];
+    assert_eq!(constraints["matchPolicy"], "Equivalent");
+    assert_eq!(constraints["namespaceSelector"], json!({}));
+    assert_eq!(constraints["objectSelector"], json!({}));
+    assert_eq!(constraints["resourceRules"][0]["scope"], "*");
     let b = binding(
         "max-replicas-binding",
         "max-replicas",
