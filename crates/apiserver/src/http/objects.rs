@@ -113,7 +113,7 @@ where
             check_body_namespace(&res, ns, &obj)?;
             // The stored object is encoded as it is, not copied.
             let created = storage.create_shared(&res, ns, obj, &write)?;
-            return Ok(with_warnings(json(201, &created), &write));
+            return Ok(with_warnings(json(201, &created), &write.warnings));
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode_object(content_type, &body)?;
@@ -131,10 +131,11 @@ where
                 storage.patch(&res, ns, name, sub, patch, &body, &write)?,
             )
         }
-        (&Method::DELETE, Some(name)) if sub.is_none() => (
-            200,
-            storage.delete(&res, ns, name, &query.delete_options(&body)?)?,
-        ),
+        (&Method::DELETE, Some(name)) if sub.is_none() => {
+            let opts = query.delete_options(&body)?;
+            let deleted = storage.delete(&res, ns, name, &opts)?;
+            return Ok(with_warnings(json(200, &deleted), &opts.warnings));
+        }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
             let opts = query.delete_options(&body)?;
             (
@@ -148,12 +149,12 @@ where
         Some(transform) if method == Method::GET && sub.is_none() => transform(answer),
         _ => answer,
     };
-    Ok(with_warnings(json(code, &answer), &write))
+    Ok(with_warnings(json(code, &answer), &write.warnings))
 }
 
-/// Adds the warnings a write collected as `Warning` headers.
-fn with_warnings(mut resp: Response<Body>, write: &crate::storage::WriteOptions) -> Response<Body> {
-    for w in write.warnings.take() {
+/// Adds the warnings a write (or a delete) collected as `Warning` headers.
+fn with_warnings(mut resp: Response<Body>, warnings: &crate::storage::Warnings) -> Response<Body> {
+    for w in warnings.take() {
         // `299 - "text"`, the text quoted as an HTTP quoted-string, as the real server sends it.
         let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {

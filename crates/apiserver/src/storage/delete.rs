@@ -11,7 +11,7 @@ use super::convert::to_version;
 use super::gc::{Outcome, Policy, delete_one, finalizers_for, held_by_spec, marked, run_queue};
 use super::rules::SYSTEM_NAMESPACES;
 use super::store::{Loc, State, obj_key, res_key};
-use super::{DeleteOptions, ListOptions, Warnings, admit, meta, select::Selection};
+use super::{DeleteOptions, ListOptions, admit, meta, select::Selection};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -86,7 +86,6 @@ pub(crate) fn delete(
         )
         .with_details(json!({"name": name, "kind": "namespaces"})));
     }
-    // A delete's warnings have no way to the answer here: only a denial counts.
     admit::admit(
         st,
         res,
@@ -95,7 +94,7 @@ pub(crate) fn delete(
         None,
         Some(&obj),
         opts.dry_run,
-        &Warnings::default(),
+        &opts.warnings,
     )?;
     if opts.dry_run {
         let fins = finalizers_for(&loc, &obj, policy);

@@ -276,6 +276,9 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// `gracePeriodSeconds`.
     pub grace_period_seconds: Option<i64>,
+    /// Where a delete's warnings go (an admission policy's `Warn`; the HTTP layer sends each
+    /// as a `Warning` header). Clones of these options share it.
+    pub warnings: Warnings,
 }
 
 /// One event on a watch, as sent on the wire (`{"type": ..., "object": ...}`).

@@ -443,7 +443,20 @@ async fn policies_do_not_apply_to_the_admission_configuration() {
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
     let (status, body) = post(&client, "/api/v1/namespaces/default/configmaps", &cm).await;
     assert_eq!(status, 422, "{body}");
-    // Deletes are admitted too.
+    // Deletes are admitted too: a Warn binding's warning reaches the answer.
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "deletes"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": [""],
+            "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["configmaps"]}]},
+            "validations": [{"expression": "object == null && oldObject.metadata.name != 'keep'",
+                "messageExpression": "'deleting ' + oldObject.metadata.name"}]}});
+    created(&client, POLICIES, policy).await;
+    created(
+        &client,
+        BINDINGS,
+        binding("deletes", "deletes", json!(["Warn"]), json!({})),
+    )
+    .await;
     let keep = "/api/v1/namespaces/default/configmaps/keep";
     let (status, _, body) = raw(&client, "DELETE", keep, "application/json", "").await;
     assert_eq!(status, 422, "{body}");
@@ -463,4 +476,76 @@ async fn policies_do_not_apply_to_the_admission_configuration() {
     .await;
     assert_eq!(status, 200, "{body}");
     created(&client, "/api/v1/namespaces/default/configmaps", cm).await;
+    let req = http::Request::builder()
+        .method("DELETE")
+        .uri(keep)
+        .body(kube_client::client::Body::empty())
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let warnings: Vec<_> = resp.headers().get_all("warning").iter().collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"Validation failed for ValidatingAdmissionPolicy 'deletes' with binding \
+          'deletes': deleting keep\""
+        ]
+    );
+}
+
+#[tokio::test]
+async fn subresources_match_only_the_rules_that_name_them() {
+    let server = server().await;
+    let client = client(&server).await;
+    created(
+        &client,
+        &deployments("default"),
+        deployment("web", 2, json!({})),
+    )
+    .await;
+    for (name, resource) in [
+        ("frozen", "deployments"),
+        ("no-scaling", "deployments/scale"),
+    ] {
+        let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name},
+            "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["apps"],
+                "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": [resource]}]},
+                "validations": [{"expression": "false", "message": name}]}});
+        created(&client, POLICIES, policy).await;
+        created(
+            &client,
+            BINDINGS,
+            binding(name, name, json!(["Deny"]), json!({})),
+        )
+        .await;
+    }
+    let web = format!("{}/web", deployments("default"));
+    let merge = "application/merge-patch+json";
+    // The object itself: refused by the policy on deployments.
+    let patch = json!({"metadata": {"labels": {"a": "b"}}}).to_string();
+    let (status, _, body) = raw(&client, "PATCH", &web, merge, patch).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: frozen"),
+        "{body}"
+    );
+    // Its status: neither rule names it.
+    let patch = json!({"status": {"observedGeneration": 1}}).to_string();
+    let (status, _, body) = raw(&client, "PATCH", &format!("{web}/status"), merge, patch).await;
+    assert_eq!(status, 200, "{body}");
+    // Its scale: refused by the policy on deployments/scale only.
+    let patch = json!({"spec": {"replicas": 4}}).to_string();
+    let (status, _, body) = raw(&client, "PATCH", &format!("{web}/scale"), merge, patch).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: no-scaling"),
+        "{body}"
+    );
 }
