@@ -138,10 +138,8 @@ where
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
             let opts = query.delete_options(&body)?;
-            (
-                200,
-                storage.delete_collection(&res, ns, &query.list_options(), &opts)?,
-            )
+            let deleted = storage.delete_collection(&res, ns, &query.list_options(), &opts)?;
+            return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         _ => return Err(method_not_allowed()),
     };

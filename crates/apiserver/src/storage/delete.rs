@@ -148,16 +148,32 @@ pub(crate) fn delete_collection(
                 .collect()
         })
         .unwrap_or_default();
+    // The system namespaces are never deleted, by a collection delete either.
+    let protected = |key: &super::store::ObjKey| {
+        res.group.is_empty()
+            && res.plural == "namespaces"
+            && SYSTEM_NAMESPACES[..3].contains(&key.1.as_str())
+    };
+    // Every deletion is admitted before any is carried out: a denied one changes nothing.
+    for (_, obj) in selected.iter().filter(|(k, _)| !protected(k)) {
+        admit::admit(
+            st,
+            res,
+            Operation::Delete,
+            None,
+            None,
+            Some(obj),
+            opts.dry_run,
+            &opts.warnings,
+        )?;
+    }
     let mut items = Vec::new();
     for (key, obj) in selected {
         let loc = Loc {
             res: rk.clone(),
             key,
         };
-        if res.group.is_empty()
-            && res.plural == "namespaces"
-            && SYSTEM_NAMESPACES[..3].contains(&loc.key.1.as_str())
-        {
+        if protected(&loc.key) {
             continue;
         }
         if opts.dry_run {

@@ -57,8 +57,8 @@
 //! GC, namespace termination, CRD cleanup: the synchronous controllers), which store through
 //! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
 //! window, fan-out to watchers). Admission: `admit.rs` calls `crate::admission` from every
-//! commit (create, update, delete) once the object is final, with the store as its `Lookup`.
-//! Rules and helpers: `rules.rs` per-kind defaults and status ·
+//! commit (create, update, delete, delete collection) once the object is final, with the
+//! store as its `Lookup`. Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
 //! versions · `meta.rs` JSON metadata helpers. Validation (metadata, per-kind rules, the 422
 //! wording) is [`crate::validation`]'s. No two of these modules import each other,

@@ -460,6 +460,12 @@ async fn policies_do_not_apply_to_the_admission_configuration() {
     let keep = "/api/v1/namespaces/default/configmaps/keep";
     let (status, _, body) = raw(&client, "DELETE", keep, "application/json", "").await;
     assert_eq!(status, 422, "{body}");
+    let all = "/api/v1/namespaces/default/configmaps";
+    let (status, _, body) = raw(&client, "DELETE", all, "application/json", "").await;
+    assert_eq!(
+        status, 422,
+        "a collection delete is admitted item by item: {body}"
+    );
     assert_eq!(
         body["message"],
         "configmaps \"keep\" is forbidden: ValidatingAdmissionPolicy 'deny-all' with binding \
