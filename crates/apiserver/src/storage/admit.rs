@@ -9,15 +9,19 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Warnings;
 use super::meta;
 use super::store::{State, res_key};
-use super::{Warnings, convert::storage_key};
 use crate::admission::{self, Attributes, Operation, policy};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::validation::FieldError;
 
 const GROUP: &str = "admissionregistration.k8s.io";
+/// The storage keys (`plural.group`) of policies and bindings, written out so that the check
+/// every write makes allocates nothing.
+const POLICIES: &str = "validatingadmissionpolicies.admissionregistration.k8s.io";
+const BINDINGS: &str = "validatingadmissionpolicybindings.admissionregistration.k8s.io";
 
 /// The store, read by admission.
 struct View<'a>(&'a State);
@@ -40,9 +44,8 @@ impl admission::Lookup for View<'_> {
     }
 
     fn policy(&self, name: &str) -> Option<Arc<Value>> {
-        let key = storage_key(GROUP, "validatingadmissionpolicies");
         self.0
-            .get(&key, &(String::new(), name.to_string()))
+            .get(POLICIES, &(String::new(), name.to_string()))
             .cloned()
     }
 
@@ -92,8 +95,7 @@ pub(crate) fn admit(
     dry_run: bool,
     warnings: &Warnings,
 ) -> Result<(), ApiError> {
-    let bindings_key = storage_key(GROUP, "validatingadmissionpolicybindings");
-    let Some(bindings) = st.data.get(&bindings_key).filter(|b| !b.is_empty()) else {
+    let Some(bindings) = st.data.get(BINDINGS).filter(|b| !b.is_empty()) else {
         return Ok(());
     };
     let bindings: Vec<Arc<Value>> = bindings.values().cloned().collect();
@@ -127,5 +129,20 @@ pub(crate) fn validate_config(res: &ResourceInfo, obj: &Value) -> Vec<FieldError
         (GROUP, "validatingadmissionpolicies") => policy::validate_policy(obj),
         (GROUP, "validatingadmissionpolicybindings") => policy::validate_binding(obj),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::convert::storage_key;
+
+    #[test]
+    fn the_keys_are_the_storage_keys() {
+        assert_eq!(POLICIES, storage_key(GROUP, "validatingadmissionpolicies"));
+        assert_eq!(
+            BINDINGS,
+            storage_key(GROUP, "validatingadmissionpolicybindings")
+        );
     }
 }
