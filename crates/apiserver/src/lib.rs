@@ -39,6 +39,10 @@
 //! - Objects' keys come out sorted, as Go encodes unstructured objects (built-in kinds from a
 //!   real server keep Go's field order; no client may rely on either); a watch line names its
 //!   `type` before its `object`, as clients that decode it without buffering need.
+//! - ValidatingAdmissionPolicies (`admissionregistration.k8s.io/v1`) enforced on every create,
+//!   update, patch, apply and delete their bindings select: `Deny` refuses with upstream's
+//!   wording, `Warn` answers `Warning` headers, params come from the objects a binding's
+//!   `paramRef` names.
 //! - The Table form for `kubectl get`, `PartialObjectMetadata` for metadata-only clients.
 //! - Server-side apply (`application/apply-patch+yaml`, YAML or JSON) with `managedFields`
 //!   recorded for every write, conflicts worded as the real server words them, `force`, and
@@ -54,6 +58,7 @@
 // through the request path; it is built once per failure, so boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+pub(crate) mod admission;
 pub mod discovery;
 pub mod error;
 pub mod faults;

@@ -57,13 +57,13 @@
 //! ```
 
 pub mod builtin;
-mod cel;
+pub(crate) mod cel;
 mod cel_lib;
 pub mod decode;
 mod format;
 mod node;
 mod prune;
-mod rule;
+pub(crate) mod rule;
 #[cfg(test)]
 mod tests;
 mod validate;

@@ -2,6 +2,8 @@
 
 mod common;
 
+#[path = "kube_client/admission_policy.rs"]
+mod admission_policy;
 #[path = "kube_client/auth.rs"]
 mod auth;
 #[path = "kube_client/builtins.rs"]

@@ -1533,3 +1533,87 @@ async fn every_builtin_kind_applies_reapplies_edits_and_explains() {
     .unwrap();
     assert_eq!(got["items"].as_array().unwrap().len(), some.len());
 }
+
+/// A ValidatingAdmissionPolicy applied with kubectl: its `Deny` binding's refusal and its
+/// `Warn` binding's warning are what kubectl prints for a real cluster's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validating_admission_policy_denies_and_warns() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let policy = |name: &str, max: u32| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+             metadata:\n  name: {name}\nspec:\n  failurePolicy: Fail\n  matchConstraints:\n    \
+             resourceRules:\n    - apiGroups: [\"apps\"]\n      apiVersions: [\"v1\"]\n      \
+             operations: [\"CREATE\", \"UPDATE\"]\n      resources: [\"deployments\"]\n  \
+             validations:\n  - expression: \"object.spec.replicas <= {max}\"\n---\n\
+             apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+             metadata:\n  name: {name}\nspec:\n  policyName: {name}\n"
+        )
+    };
+    let manifests = format!(
+        "{}  validationActions: [Deny]\n---\n{}  validationActions: [Warn]\n",
+        policy("max-replicas", 5),
+        policy("few-replicas", 2)
+    );
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&manifests)).await;
+    assert_eq!(out.matches(" created").count(), 4, "{out}");
+
+    let deployment = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  \
+             replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    \
+             metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      \
+             - {{name: web, image: nginx}}\n"
+        )
+    };
+    let err = k.fails(&["apply", "-f", "-"], Some(&deployment(6))).await;
+    assert!(
+        err.contains(
+            "The deployments \"web\" is invalid: : ValidatingAdmissionPolicy 'max-replicas' with \
+             binding 'max-replicas' denied request: failed expression: object.spec.replicas <= 5"
+        ),
+        "{err}"
+    );
+    let err = k
+        .fails(
+            &[
+                "create",
+                "deployment",
+                "big",
+                "--image=nginx",
+                "--replicas=7",
+            ],
+            None,
+        )
+        .await;
+    assert!(
+        err.contains(
+            "error: failed to create deployment: deployments.apps \"big\" is forbidden: \
+             ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas' denied \
+             request: failed expression: object.spec.replicas <= 5"
+        ),
+        "{err}"
+    );
+
+    // Over the Warn policy's limit, within the Deny one's: created, with kubectl's warning.
+    let out = k.run(&["apply", "-f", "-"], Some(&deployment(3))).await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("deployment.apps/web created"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains(
+            "Warning: Validation failed for ValidatingAdmissionPolicy 'few-replicas' with \
+             binding 'few-replicas': failed expression: object.spec.replicas <= 2"
+        ),
+        "{}",
+        out.stderr
+    );
+    let web = k.json(&["get", "deployment", "web"]).await;
+    assert_eq!(web["spec"]["replicas"], 3);
+}

@@ -116,7 +116,7 @@ where
             check_body_namespace(&res, ns, &obj)?;
             // The stored object is encoded as it is, not copied.
             let created = storage.create_shared(&res, ns, obj, &write)?;
-            return Ok(with_warnings(json(201, &created), &write));
+            return Ok(with_warnings(json(201, &created), &write.warnings));
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode_object(content_type, &body)?;
@@ -134,16 +134,15 @@ where
                 storage.patch(&res, ns, name, sub, patch, &body, &write)?,
             )
         }
-        (&Method::DELETE, Some(name)) if sub.is_none() => (
-            200,
-            storage.delete(&res, ns, name, &query.delete_options(&body)?)?,
-        ),
+        (&Method::DELETE, Some(name)) if sub.is_none() => {
+            let opts = query.delete_options(&body)?;
+            let deleted = storage.delete(&res, ns, name, &opts)?;
+            return Ok(with_warnings(json(200, &deleted), &opts.warnings));
+        }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
             let opts = query.delete_options(&body)?;
-            (
-                200,
-                storage.delete_collection(&res, ns, &query.list_options(), &opts)?,
-            )
+            let deleted = storage.delete_collection(&res, ns, &query.list_options(), &opts)?;
+            return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         _ => return Err(method_not_allowed()),
     };
@@ -151,7 +150,7 @@ where
         Some(transform) if method == Method::GET && sub.is_none() => transform(answer),
         _ => answer,
     };
-    Ok(with_warnings(json(code, &answer), &write))
+    Ok(with_warnings(json(code, &answer), &write.warnings))
 }
 
 /// The writes that act on a pod rather than store what they are sent: a `Binding` (to
@@ -186,9 +185,9 @@ fn pod_action(
     Ok(Some(answer))
 }
 
-/// Adds the warnings a write collected as `Warning` headers.
-fn with_warnings(mut resp: Response<Body>, write: &crate::storage::WriteOptions) -> Response<Body> {
-    for w in write.warnings.take() {
+/// Adds the warnings a write (or a delete) collected as `Warning` headers.
+fn with_warnings(mut resp: Response<Body>, warnings: &crate::storage::Warnings) -> Response<Body> {
+    for w in warnings.take() {
         // `299 - "text"`, the text quoted as an HTTP quoted-string, as the real server sends it.
         let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {

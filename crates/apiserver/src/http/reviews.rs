@@ -12,11 +12,11 @@ use serde_json::{Value, json};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
-/// The username the bearer token authenticates as.
-pub const USERNAME: &str = "crt-admin";
+/// The username the bearer token authenticates as (the one identity admission sees too).
+pub const USERNAME: &str = crate::admission::USERNAME;
 
 /// The groups the bearer token's holder belongs to.
-const GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
+const GROUPS: [&str; 2] = crate::admission::GROUPS;
 
 /// The review resources, served next to storage's (create only).
 pub fn resources() -> Vec<ResourceInfo> {

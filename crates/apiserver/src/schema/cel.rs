@@ -130,7 +130,7 @@ fn to_cel_typed(node: &Node, v: &Value) -> Cel {
 
 /// A JSON value as CEL sees it: integers as `int`, other numbers as `double`, objects as
 /// maps with string keys.
-fn to_cel(v: &Value) -> Cel {
+pub(crate) fn to_cel(v: &Value) -> Cel {
     match v {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),
@@ -174,7 +174,7 @@ fn extreme(l: &[Cel], keep: std::cmp::Ordering) -> Result<Cel, cel::ExecutionErr
 }
 
 /// Kubernetes' list library: `isSorted`, `sum`, `min`, `max` on lists.
-fn add_k8s_lists(ctx: &mut Context<'_, '_>) {
+pub(crate) fn add_k8s_lists(ctx: &mut Context<'_, '_>) {
     let _ = ctx.add_function("min", |This(l): This<Arc<Vec<Cel>>>| {
         extreme(&l, std::cmp::Ordering::Less)
     });

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::FieldError;
 
 /// The environment every rule compiles and runs in.
-pub(super) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+pub(crate) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
     // Both extensions only declare overloads; neither fails on a fresh stdlib.
     let _ = env.add_extension(cel::extensions::strings);
@@ -149,7 +149,7 @@ pub(super) const DECLARED: [&str; 15] = [
 
 /// The identifiers of `e` that are neither declared nor bound by a macro's comprehension,
 /// with their expression ids: the cel crate checks no names when it parses, cel-go does.
-pub(super) fn free_idents(e: &IdedExpr, bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
+pub(crate) fn free_idents(e: &IdedExpr, bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
     match &e.expr {
         Expr::Ident(name)
             if !name.starts_with('@')
@@ -202,7 +202,7 @@ pub(super) fn entries(es: &[IdedEntryExpr], bound: &mut Vec<String>, out: &mut V
 }
 
 /// 1-based line and column of a character offset in `src`, and that line's text.
-pub(super) fn position(src: &str, offset: Option<(u32, u32)>) -> (usize, usize, &str) {
+pub(crate) fn position(src: &str, offset: Option<(u32, u32)>) -> (usize, usize, &str) {
     let at = offset.map_or(0, |(start, _)| start as usize);
     let mut seen = 0;
     for (i, line) in src.split('\n').enumerate() {

@@ -106,6 +106,6 @@ pub(crate) fn bind(
             list.push(scheduled);
         }
     }
-    commit_update(st, pods, key, old, new, opts)?;
+    commit_update(st, pods, key, old, new, Some("binding"), opts)?;
     Ok(created_status())
 }

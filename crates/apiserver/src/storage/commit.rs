@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 use super::convert::{self, to_version};
 use super::gc::{self, Task};
 use super::store::{ObjKey, State, obj_key, res_key};
-use super::{WriteOptions, crd, meta, rules};
+use super::{WriteOptions, admit, crd, meta, rules};
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
 use crate::resource::ResourceInfo;
@@ -280,7 +281,7 @@ pub(crate) fn prepare_create(
         ("apiextensions.k8s.io", "customresourcedefinitions") => {
             errs.extend(crd::prepare_create(&mut obj))
         }
-        _ => {}
+        _ => errs.extend(admit::validate_config(res, &obj)),
     }
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
@@ -324,6 +325,16 @@ pub(crate) fn commit_create(
             "create not allowed while custom resource definition is terminating",
         ));
     }
+    admit::admit(
+        st,
+        res,
+        Operation::Create,
+        None,
+        Some(&obj),
+        None,
+        opts.dry_run,
+        &opts.warnings,
+    )?;
     let key = (ns, name.clone());
     let rk = res_key(res);
     if st.get(&rk, &key).is_some() {
@@ -392,7 +403,7 @@ pub(crate) fn update_with(
         subresource,
         managed,
     );
-    commit_update(st, res, key, old, new, opts)
+    commit_update(st, res, key, old, new, subresource, opts)
 }
 
 /// Sets `new`'s `managedFields`: `managed` when server-side apply computed them; otherwise
@@ -586,14 +597,16 @@ fn prepare_status_update(old: &Value, body: Value) -> Value {
     new
 }
 
-/// Validates a proposed update and commits it: generation, no-op detection, finalizer
-/// removal of a deleting object, then the follow-ups (GC, namespace and CRD re-checks).
+/// Validates a proposed update of the object or its `subresource`, runs admission on it, and
+/// commits it: generation, no-op detection, finalizer removal of a deleting object, then the
+/// follow-ups (GC, namespace and CRD re-checks).
 pub(crate) fn commit_update(
     st: &mut State,
     res: &ResourceInfo,
     key: ObjKey,
     old: Arc<Value>,
     mut new: Value,
+    subresource: Option<&str>,
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let name = key.1.clone();
@@ -627,9 +640,20 @@ pub(crate) fn commit_update(
         errs.extend(crd::prepare_update(&old, &mut new));
         crd::track_stored_versions(&mut new);
     }
+    errs.extend(admit::validate_config(res, &new));
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
     }
+    admit::admit(
+        st,
+        res,
+        Operation::Update,
+        subresource,
+        Some(&new),
+        Some(&old),
+        opts.dry_run,
+        &opts.warnings,
+    )?;
     let spec_changed = if res.custom && !res.status_subresource {
         !meta::same_outside_metadata(&old, &new)
     } else {

@@ -11,7 +11,8 @@ use super::convert::to_version;
 use super::gc::{Outcome, Policy, delete_one, finalizers_for, held_by_spec, marked, run_queue};
 use super::rules::SYSTEM_NAMESPACES;
 use super::store::{Loc, State, obj_key, res_key};
-use super::{DeleteOptions, ListOptions, meta, select::Selection};
+use super::{DeleteOptions, ListOptions, admit, meta, select::Selection};
+use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
@@ -85,6 +86,16 @@ pub(crate) fn delete(
         )
         .with_details(json!({"name": name, "kind": "namespaces"})));
     }
+    admit::admit(
+        st,
+        res,
+        Operation::Delete,
+        None,
+        None,
+        Some(&obj),
+        opts.dry_run,
+        &opts.warnings,
+    )?;
     if opts.dry_run {
         let fins = finalizers_for(&loc, &obj, policy);
         if fins.is_empty() && !held_by_spec(&obj) {
@@ -137,16 +148,32 @@ pub(crate) fn delete_collection(
                 .collect()
         })
         .unwrap_or_default();
+    // The system namespaces are never deleted, by a collection delete either.
+    let protected = |key: &super::store::ObjKey| {
+        res.group.is_empty()
+            && res.plural == "namespaces"
+            && SYSTEM_NAMESPACES[..3].contains(&key.1.as_str())
+    };
+    // Every deletion is admitted before any is carried out: a denied one changes nothing.
+    for (_, obj) in selected.iter().filter(|(k, _)| !protected(k)) {
+        admit::admit(
+            st,
+            res,
+            Operation::Delete,
+            None,
+            None,
+            Some(obj),
+            opts.dry_run,
+            &opts.warnings,
+        )?;
+    }
     let mut items = Vec::new();
     for (key, obj) in selected {
         let loc = Loc {
             res: rk.clone(),
             key,
         };
-        if res.group.is_empty()
-            && res.plural == "namespaces"
-            && SYSTEM_NAMESPACES[..3].contains(&loc.key.1.as_str())
-        {
+        if protected(&loc.key) {
             continue;
         }
         if opts.dry_run {

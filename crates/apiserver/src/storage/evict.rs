@@ -132,7 +132,7 @@ fn take_disruption(
         Value::from(meta::now()),
     );
     let key = obj_key(&pdbs_res, Some(namespace), &pdb_name);
-    commit_update(st, &pdbs_res, key, pdb, new, opts)?;
+    commit_update(st, &pdbs_res, key, pdb, new, Some("status"), opts)?;
     Ok(())
 }
 
@@ -146,5 +146,6 @@ fn delete_options(v: Option<&Value>) -> DeleteOptions {
         precondition_uid: s("/preconditions/uid"),
         precondition_resource_version: s("/preconditions/resourceVersion"),
         grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
+        warnings: Default::default(),
     }
 }

@@ -57,7 +57,9 @@
 //! `commit.rs` (checks and commits shared by every create and update) and `gc.rs` (deletion,
 //! GC, namespace termination, CRD cleanup: the synchronous controllers), which store through
 //! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
-//! window, fan-out to watchers). Rules and helpers: `rules.rs` per-kind defaults and status ·
+//! window, fan-out to watchers). Admission: `admit.rs` calls `crate::admission` from every
+//! commit (create, update, delete, delete collection) once the object is final, with the
+//! store as its `Lookup`. Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
 //! versions · `meta.rs` JSON metadata helpers. Validation (metadata, per-kind rules, the 422
 //! wording) is [`crate::validation`]'s. No two of these modules import each other,
@@ -67,6 +69,7 @@
 // layer consumes it; boxing it would change the shared contract for no measurable gain.
 #![allow(clippy::result_large_err)]
 
+mod admit;
 mod apply;
 mod bind;
 mod commit;
@@ -276,6 +279,9 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// `gracePeriodSeconds`.
     pub grace_period_seconds: Option<i64>,
+    /// Where a delete's warnings go (an admission policy's `Warn`; the HTTP layer sends each
+    /// as a `Warning` header). Clones of these options share it.
+    pub warnings: Warnings,
 }
 
 /// One event on a watch, as sent on the wire (`{"type": ..., "object": ...}`).

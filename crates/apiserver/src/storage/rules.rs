@@ -158,7 +158,36 @@ pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Value, next_cluster_i
                 default_pod_spec(spec);
             }
         }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            default_at(obj, ".spec.failurePolicy", json!("Fail"));
+            if let Some(m) = obj.pointer_mut("/spec/matchConstraints") {
+                default_match_resources(m);
+            }
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            if let Some(m) = obj.pointer_mut("/spec/matchResources") {
+                default_match_resources(m);
+            }
+        }
         _ => {}
+    }
+}
+
+/// Defaults of an admission policy's `MatchResources` (upstream's `SetDefaults_MatchResources`
+/// and `SetDefaults_Rule`): `Equivalent`, empty selectors, rules of every scope.
+fn default_match_resources(m: &mut Value) {
+    if !m.is_object() {
+        return;
+    }
+    default_at(m, ".matchPolicy", json!("Equivalent"));
+    default_at(m, ".namespaceSelector", json!({}));
+    default_at(m, ".objectSelector", json!({}));
+    for rules in ["resourceRules", "excludeResourceRules"] {
+        if let Some(list) = m.get_mut(rules).and_then(Value::as_array_mut) {
+            for r in list.iter_mut().filter(|r| r.is_object()) {
+                default_at(r, ".scope", json!("*"));
+            }
+        }
     }
 }
 

@@ -119,7 +119,7 @@ pub(crate) fn update(
         Some("scale"),
         managed,
     );
-    let stored = commit_update(st, res, key, old, new, opts)?;
+    let stored = commit_update(st, res, key, old, new, Some("scale"), opts)?;
     Ok(to_scale(res, &stored))
 }
 

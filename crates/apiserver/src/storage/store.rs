@@ -144,6 +144,8 @@ pub(crate) struct State {
     pub(crate) config: StorageConfig,
     /// Next ClusterIP to hand out (10.96.0.0/12).
     pub(crate) next_cluster_ip: u32,
+    /// The ValidatingAdmissionPolicies, compiled once per resourceVersion.
+    pub(crate) policies: crate::admission::policy::Cache,
 }
 
 impl State {
@@ -161,6 +163,7 @@ impl State {
             registry: Registry::new(),
             config,
             next_cluster_ip: 1,
+            policies: Default::default(),
         }
     }
 

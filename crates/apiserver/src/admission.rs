@@ -1,0 +1,128 @@
+//! Admission: what a kube-apiserver asks of a write after it is decoded, defaulted and
+//! validated, and before it is stored. Each admission plugin lives in its own file under
+//! `admission/`:
+//!
+//! - `policy`: ValidatingAdmissionPolicy and its Binding (`admissionregistration.k8s.io/v1`),
+//!   the CEL policies upstream's `plugin/policy/validating` enforces: `matchConstraints` and
+//!   the binding's `matchResources`, `matchConditions`, `paramKind`/`paramRef`, `variables`,
+//!   `validations` with `Deny`, `Warn` and `Audit` actions, and `failurePolicy`.
+//! - admission webhooks (`ValidatingWebhookConfiguration`, `MutatingWebhookConfiguration`) are
+//!   meant to sit beside it as `webhook`, taking the same [`Attributes`] and [`Lookup`].
+//!
+//! # Contract with storage
+//! This module never imports `storage`: the storage layer calls it inside a write, once the
+//! object is final, with the request described by [`Attributes`] and the store seen through
+//! [`Lookup`] (namespaces, parameter objects, policies). An answer is either the warnings the
+//! write carries to its response (`Warning` headers) or the [`ApiError`](crate::error::ApiError) that refuses it. The
+//! storage layer keeps a [`policy::Cache`] so that a policy's CEL is compiled once per
+//! resourceVersion, not once per write.
+//!
+//! Writes to the admission configuration itself (policies, bindings, webhook configurations)
+//! are never subject to admission, as upstream exempts them, so that no policy can lock the
+//! server's configuration.
+
+pub(crate) mod policy;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+/// The username of the one identity the server knows (the bearer token's holder).
+pub(crate) const USERNAME: &str = "crt-admin";
+
+/// The groups of that identity (as `system:masters` on a real cluster).
+pub(crate) const GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
+
+/// The operation of a request, as admission names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// A create (POST, or an apply that creates).
+    Create,
+    /// An update (PUT, PATCH, apply, of the object or a subresource).
+    Update,
+    /// A delete.
+    Delete,
+}
+
+impl Operation {
+    /// `CREATE`, `UPDATE` or `DELETE`.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
+/// A request as admission sees it (upstream's `admission.Attributes`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Attributes<'a> {
+    /// What the request does.
+    pub(crate) operation: Operation,
+    /// The resource's API group (`""` for the core group).
+    pub(crate) group: &'a str,
+    /// The version the request speaks.
+    pub(crate) version: &'a str,
+    /// The kind of the object.
+    pub(crate) kind: &'a str,
+    /// The resource (plural).
+    pub(crate) resource: &'a str,
+    /// The subresource written, `""` for the object itself.
+    pub(crate) subresource: &'a str,
+    /// Whether the resource is namespaced.
+    pub(crate) namespaced: bool,
+    /// The object's namespace (`""` when cluster-scoped).
+    pub(crate) namespace: &'a str,
+    /// The object's name.
+    pub(crate) name: &'a str,
+    /// The object as it would be stored (`None` on delete).
+    pub(crate) object: Option<&'a Value>,
+    /// The stored object (`None` on create).
+    pub(crate) old_object: Option<&'a Value>,
+    /// `dryRun=All`.
+    pub(crate) dry_run: bool,
+}
+
+impl Attributes<'_> {
+    /// `resource.group`, or `resource` for the core group, as errors name it.
+    pub(crate) fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.resource.to_string()
+        } else {
+            format!("{}.{}", self.resource, self.group)
+        }
+    }
+
+    /// Whether the request writes the admission configuration itself, which upstream exempts
+    /// from admission (`IsExemptAdmissionConfigurationResource`).
+    pub(crate) fn is_exempt(&self) -> bool {
+        self.group == "admissionregistration.k8s.io"
+            && matches!(
+                self.resource,
+                "validatingadmissionpolicies"
+                    | "validatingadmissionpolicybindings"
+                    | "mutatingadmissionpolicies"
+                    | "mutatingadmissionpolicybindings"
+                    | "validatingwebhookconfigurations"
+                    | "mutatingwebhookconfigurations"
+            )
+    }
+}
+
+/// The store, as admission reads it.
+pub(crate) trait Lookup {
+    /// The namespace named `name`.
+    fn namespace(&self, name: &str) -> Option<Arc<Value>>;
+    /// The ValidatingAdmissionPolicy named `name`.
+    fn policy(&self, name: &str) -> Option<Arc<Value>>;
+    /// Whether the resource serving `api_version`/`kind` is namespaced; `None` when no
+    /// resource serves that kind.
+    fn kind_scope(&self, api_version: &str, kind: &str) -> Option<bool>;
+    /// The object of that kind at `namespace`/`name` (`namespace` `""` for cluster-scoped).
+    fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str)
+    -> Option<Arc<Value>>;
+    /// The objects of that kind in `namespace` (`None`: in every namespace, or
+    /// cluster-scoped).
+    fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Arc<Value>>;
+}
