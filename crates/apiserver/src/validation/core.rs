@@ -749,6 +749,61 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sizes_count_decoded_bytes() {
+        assert_eq!(decoded_len(""), 0);
+        assert_eq!(decoded_len("eA=="), 1);
+        assert_eq!(decoded_len("eHk="), 2);
+        assert_eq!(decoded_len("eHl6"), 3);
+    }
+
+    #[test]
+    fn port_names_follow_is_valid_port_name() {
+        assert!(port_name_problems("http").is_empty());
+        assert!(port_name_problems("web-8080").is_empty());
+        assert_eq!(
+            port_name_problems("8080"),
+            vec!["must contain at least one letter (a-z)"]
+        );
+        assert_eq!(
+            port_name_problems("-a--b"),
+            vec![
+                "must not contain consecutive hyphens",
+                "must not begin or end with a hyphen"
+            ]
+        );
+        assert_eq!(port_name_problems("a-very-long-port-name").len(), 1);
+    }
+
+    #[test]
+    fn an_update_leaving_out_defaulted_service_fields_is_valid() {
+        let old = json!({"spec": {"type": "ClusterIP", "sessionAffinity": "None",
+            "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+            "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}});
+        let new = json!({"spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+            "ports": [{"port": 80}]}});
+        let mut errs = Vec::new();
+        service(&new, Some(&old), &mut errs);
+        assert_eq!(errs, vec![]);
+    }
+
+    #[test]
+    fn a_changed_cluster_ip_is_refused() {
+        let old = json!({"spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+            "ports": [{"port": 80}]}});
+        // The storage carries the old clusterIPs over when an update leaves them out.
+        let new = json!({"spec": {"clusterIP": "10.96.0.9", "clusterIPs": ["10.96.0.1"],
+            "ports": [{"port": 80}]}});
+        let mut errs = Vec::new();
+        service(&new, Some(&old), &mut errs);
+        assert_eq!(errs.len(), 1);
+        assert_eq!(errs[0].field, "spec.clusterIPs");
+        assert_eq!(
+            errs[0].message,
+            "Invalid value: []string{\"10.96.0.1\"}: first value must match `clusterIP`"
+        );
+    }
+
+    #[test]
     fn an_immutable_config_map_keeps_its_data() {
         let old = json!({"immutable": true, "data": {"a": "1"}});
         let new = json!({"immutable": true, "data": {"a": "2"}});
