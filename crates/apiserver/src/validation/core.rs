@@ -152,7 +152,10 @@ pub(crate) fn secret(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError
     }
 }
 
-/// Why base64 `b64` is not a JSON object, worded as Go's `json.Unmarshal` into a map.
+/// Why base64 `b64` is not a JSON object, worded as Go's `json.Unmarshal` into a map: exact
+/// for empty input, a non-object value and a first character no JSON value starts with;
+/// other syntax errors get the first-character wording (Go's names the offending byte
+/// further in).
 fn json_object_problem(b64: &str) -> Option<String> {
     use base64::Engine;
     let bytes = base64::engine::general_purpose::STANDARD

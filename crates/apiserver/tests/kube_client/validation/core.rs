@@ -199,6 +199,16 @@ async fn core_bad_inputs_are_refused_as_upstream_refuses_them() {
             r#"Secret "docker-empty" is invalid: data[.dockerconfigjson]: Required value"#,
         ),
         Case::create(
+            "ValidateSecret: .dockerconfigjson is JSON (json.Unmarshal's error)",
+            object("v1", "Secret", "docker-not-json", json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "eA=="}})),
+            r#"Secret "docker-not-json" is invalid: data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": invalid character 'x' looking for beginning of value"#,
+        ),
+        Case::create(
+            "ValidateSecret: .dockerconfigjson is a JSON object (json.Unmarshal's error)",
+            object("v1", "Secret", "docker-array", json!({"type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "W10="}})),
+            r#"Secret "docker-array" is invalid: data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": json: cannot unmarshal array into Go value of type map[string]interface {}"#,
+        ),
+        Case::create(
             "ValidateSecret: kubernetes.io/basic-auth requires username or password",
             object("v1", "Secret", "basic-empty", json!({"type": "kubernetes.io/basic-auth"})),
             r#"Secret "basic-empty" is invalid: [data[username]: Required value, data[password]: Required value]"#,
@@ -237,6 +247,12 @@ async fn core_bad_inputs_are_refused_as_upstream_refuses_them() {
             svc("port-high-default", json!({"ports": [{"port": 99999}]})),
             r#"Service "port-high-default" is invalid: [spec.ports[0].port: Invalid value: 99999: must be between 1 and 65535, inclusive, spec.ports[0].targetPort: Invalid value: 99999: must be between 1 and 65535, inclusive]"#,
         ),
+        Case::create(
+            "validateServicePort: every problem of a port, in upstream's order",
+            svc("port-zero-icmp", json!({"ports": [{"port": 0, "protocol": "ICMP", "targetPort": 80}]})),
+            r#"Service "port-zero-icmp" is invalid: [spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive, spec.ports[0].protocol: Unsupported value: "ICMP": supported values: "SCTP", "TCP", "UDP"]"#,
+        )
+        .causes(&[("FieldValueInvalid", "spec.ports[0].port"), ("FieldValueNotSupported", "spec.ports[0].protocol")]),
         Case::create(
             "validateServicePort: a name is required when there is more than one port",
             svc("unnamed-ports", json!({"ports": [{"port": 80}, {"port": 443}]})),
@@ -344,6 +360,17 @@ async fn core_bad_inputs_are_refused_as_upstream_refuses_them() {
                 "reportingController": "example.com/ctl", "reportingInstance": "ctl-1"})),
             r#"Event.events.k8s.io "ev-info" is invalid: type: Invalid value: "": has invalid value: Info"#,
         ),
+        Case::update(
+            "ValidateEventUpdate (events.k8s.io/v1): reason is immutable (checked twice upstream; the summary dedupes)",
+            object("events.k8s.io/v1", "Event", "ev-reason", json!({"regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+                "eventTime": "2024-01-01T00:00:00.000000Z", "reason": "Started", "action": "Start", "type": "Normal",
+                "reportingController": "example.com/ctl", "reportingInstance": "ctl-1"})),
+            object("events.k8s.io/v1", "Event", "ev-reason", json!({"regarding": {"kind": "Pod", "name": "p", "namespace": "default"},
+                "eventTime": "2024-01-01T00:00:00.000000Z", "reason": "Restarted", "action": "Start", "type": "Normal",
+                "reportingController": "example.com/ctl", "reportingInstance": "ctl-1"})),
+            r#"Event.events.k8s.io "ev-reason" is invalid: reason: Invalid value: "Restarted": field is immutable"#,
+        )
+        .causes(&[("FieldValueInvalid", "reason"), ("FieldValueInvalid", "reason")]),
         // --- Lease (ValidateLeaseSpec)
         Case::create(
             "ValidateLeaseSpec: leaseDurationSeconds must be greater than 0",
