@@ -4,10 +4,12 @@
 
 use std::net::IpAddr;
 
-use crt_labels::validation::is_qualified_name;
 use serde_json::Value;
 
-use super::field::{NameFormat, config_key_problems, go_strings, validate_name};
+use super::field::{
+    NameFormat, config_key_problems, go_strings, is_dns1123_label, qualified_name_problems,
+    validate_name,
+};
 use super::objectmeta::validate_labels;
 use super::{FieldError, array_at, at, immutable, str_at};
 
@@ -203,7 +205,7 @@ fn immutable_data(obj: &Value, old: &Value, fields: &[&str], errs: &mut Vec<Fiel
 pub(crate) fn namespace(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
     for f in array_at(obj, &["spec", "finalizers"]) {
         let Some(name) = f.as_str() else { continue };
-        for msg in is_qualified_name(name) {
+        for msg in qualified_name_problems(name) {
             errs.push(FieldError::invalid("spec.finalizers", f, &msg));
         }
         if !name.contains('/') && !["kubernetes", "orphan", "foregroundDeletion"].contains(&name) {
@@ -252,7 +254,7 @@ pub(crate) fn legacy_event(obj: &Value, errs: &mut Vec<FieldError>) {
         if controller.is_empty() {
             errs.push(FieldError::required("reportingController", ""));
         }
-        for msg in is_qualified_name(controller) {
+        for msg in qualified_name_problems(controller) {
             errs.push(FieldError::invalid(
                 "reportingController",
                 &Value::from(controller),
@@ -493,7 +495,9 @@ fn service_port(p: &Value, i: usize, ports: &[Value], errs: &mut Vec<FieldError>
     if ports.len() > 1 && name.is_empty() {
         errs.push(FieldError::required(path("name"), ""));
     } else if !name.is_empty() {
-        errs.extend(validate_name(NameFormat::Label, name, &path("name")));
+        if !is_dns1123_label(name) {
+            errs.extend(validate_name(NameFormat::Label, name, &path("name")));
+        }
         if ports[..i]
             .iter()
             .any(|q| q.get("name").and_then(Value::as_str) == Some(name))
@@ -552,7 +556,7 @@ fn service_port(p: &Value, i: usize, ports: &[Value], errs: &mut Vec<FieldError>
         }
     }
     if let Some(app) = p.get("appProtocol").and_then(Value::as_str) {
-        for msg in is_qualified_name(app) {
+        for msg in qualified_name_problems(app) {
             errs.push(FieldError::invalid(
                 path("appProtocol"),
                 &Value::from(app),

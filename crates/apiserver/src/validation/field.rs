@@ -312,6 +312,35 @@ pub(crate) fn validate_name(format: NameFormat, name: &str, field: &str) -> Vec<
         .collect()
 }
 
+/// Whether `s` is a qualified name (a label key): an optional DNS-1123 subdomain and `/`, then
+/// 1 to 63 of `[-A-Za-z0-9_.]` starting and ending with an alphanumeric character. The cheap
+/// check of the valid case; [`qualified_name_problems`] words what is wrong.
+pub(crate) fn is_qualified(s: &str) -> bool {
+    let name_ok = |n: &str| {
+        let b = n.as_bytes();
+        !b.is_empty()
+            && b.len() <= 63
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    };
+    match s.split_once('/') {
+        None => name_ok(s),
+        Some((prefix, name)) => !prefix.is_empty() && is_dns1123_subdomain(prefix) && name_ok(name),
+    }
+}
+
+/// upstream's `IsQualifiedName`: the problems of a qualified name, allocation-free when it is
+/// valid (the words are `crt_labels`').
+pub(crate) fn qualified_name_problems(s: &str) -> Vec<String> {
+    if is_qualified(s) {
+        Vec::new()
+    } else {
+        crt_labels::validation::is_qualified_name(s)
+    }
+}
+
 const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
 
 /// upstream's `IsConfigMapKey`: the problems of a ConfigMap or Secret key (empty when valid).
@@ -361,6 +390,30 @@ mod tests {
             validate_name(NameFormat::Subdomain, &"a".repeat(254), "metadata.name").len(),
             1
         );
+    }
+
+    #[test]
+    fn the_cheap_qualified_name_check_agrees_with_the_worded_one() {
+        for s in [
+            "app",
+            "app.kubernetes.io/name",
+            "a/b/c",
+            "/x",
+            "x/",
+            "Example.com/x",
+            "-x",
+            "x_",
+            "a.b_c-d",
+            "",
+            &"a".repeat(63),
+            &"a".repeat(64),
+        ] {
+            assert_eq!(
+                is_qualified(s),
+                crt_labels::validation::is_qualified_name(s).is_empty(),
+                "{s}"
+            );
+        }
     }
 
     #[test]

@@ -9,10 +9,12 @@
 //! qualified name is reported at `metadata.finalizers`, one that is neither standard nor
 //! domain-qualified at `metadata.finalizers[i]`.
 
-use crt_labels::validation::{is_qualified_name, is_valid_label_value};
+use crt_labels::validation::is_valid_label_value;
 use serde_json::{Map, Value};
 
-use super::field::{FieldError, go_strings, name_format, name_problems, validate_name};
+use super::field::{
+    FieldError, go_strings, name_format, name_problems, qualified_name_problems, validate_name,
+};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 
@@ -125,9 +127,9 @@ pub(crate) fn validate(res: &ResourceInfo, obj: &Value) -> Result<Vec<FieldError
             total += k.len() + v.as_str().map_or(0, str::len);
             // Annotation keys are qualified names, case aside.
             let problems = if k.bytes().any(|c| c.is_ascii_uppercase()) {
-                is_qualified_name(&k.to_lowercase())
+                qualified_name_problems(&k.to_lowercase())
             } else {
-                is_qualified_name(k)
+                qualified_name_problems(k)
             };
             for msg in problems {
                 errs.push(FieldError::invalid(
@@ -170,7 +172,7 @@ pub(crate) fn validate_labels(
     errs: &mut Vec<FieldError>,
 ) {
     for (k, v) in labels {
-        for msg in is_qualified_name(k) {
+        for msg in qualified_name_problems(k) {
             errs.push(FieldError::invalid(field, &Value::from(k.as_str()), &msg));
         }
         if let Some(v) = v.as_str() {
@@ -262,7 +264,7 @@ fn validate_finalizers(list: &[Value], kube_rule: bool, errs: &mut Vec<FieldErro
     let (mut orphan, mut foreground) = (false, false);
     for f in list {
         let Some(name) = f.as_str() else { continue };
-        for msg in is_qualified_name(name) {
+        for msg in qualified_name_problems(name) {
             errs.push(FieldError::invalid("metadata.finalizers", f, &msg));
         }
         orphan |= name == "orphan";

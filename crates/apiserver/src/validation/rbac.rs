@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::field::{NameFormat, name_problems, validate_name};
+use super::field::{NameFormat, is_dns1123_subdomain, name_problems, validate_name};
 use super::{FieldError, array_at, str_at};
 
 const GROUP: &str = "rbac.authorization.k8s.io";
@@ -150,7 +150,7 @@ fn validate_subject(subject: &Value, i: usize, namespaced: bool, errs: &mut Vec<
     let group = s("apiGroup");
     match s("kind") {
         "ServiceAccount" => {
-            if !name.is_empty() {
+            if !name.is_empty() && !is_dns1123_subdomain(name) {
                 errs.extend(validate_name(NameFormat::Subdomain, name, &path("name")));
             }
             if !group.is_empty() {
