@@ -8,7 +8,8 @@
 //!   ...`, ...), the 422 Status built from a list of them ([`invalid`]), and name formats.
 //! - `path.rs`: [`Path`], a field path printed as `field.Path` prints it (`spec.ports[0]`).
 //! - `objectmeta.rs`: the metadata checks every object gets.
-//! - One file per API group with the rules of its kinds (`core.rs`, `apps.rs`, `batch.rs`, ...).
+//! - One file per API group with the rules of its kinds (`core.rs`, `apps.rs`, `batch.rs`,
+//!   `rbac.rs`, `coordination.rs`, `events.rs`, ...).
 //!   [`validate`] maps a resource to its group's validator: adding a kind's validation is adding
 //!   a function in its group's file and an arm in [`validator`].
 //!
@@ -24,16 +25,19 @@
 
 mod apps;
 mod batch;
+mod coordination;
 mod core;
+mod events;
 mod field;
 mod objectmeta;
 mod path;
+mod rbac;
 
 use serde_json::Value;
 
 pub(crate) use field::{
     FieldError, NameFormat, invalid, invalid_kind, is_dns1123_label, is_dns1123_subdomain,
-    name_format, validate_name,
+    validate_name,
 };
 pub(crate) use objectmeta::validate as validate_object_meta;
 #[allow(unused_imports)]
@@ -51,6 +55,14 @@ pub(crate) fn validator(res: &ResourceInfo) -> Option<Validator> {
         ("", "configmaps") => core::config_map,
         ("", "secrets") => core::secret,
         ("", "services") => core::service,
+        ("", "namespaces") => core::namespace,
+        ("", "events") => core::event,
+        ("events.k8s.io", "events") => events::event,
+        ("coordination.k8s.io", "leases") => coordination::lease,
+        ("rbac.authorization.k8s.io", "roles") => rbac::role,
+        ("rbac.authorization.k8s.io", "clusterroles") => rbac::cluster_role,
+        ("rbac.authorization.k8s.io", "rolebindings") => rbac::role_binding,
+        ("rbac.authorization.k8s.io", "clusterrolebindings") => rbac::cluster_role_binding,
         ("", "pods") => core::pod,
         ("", "persistentvolumeclaims") => core::persistent_volume_claim,
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => apps::workload,

@@ -1617,3 +1617,50 @@ async fn validating_admission_policy_denies_and_warns() {
     let web = k.json(&["get", "deployment", "web"]).await;
     assert_eq!(web["spec"]["replicas"], 3);
 }
+
+/// Bad built-in objects are refused with upstream's 422, which kubectl prints as it prints a
+/// real server's: `The <Kind> "<name>" is invalid: <field>: <message>` (validated client-side
+/// first, as `kubectl apply` does by default, then by the server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_prints_upstreams_validation_errors() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let cases = [
+        (
+            "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  \
+             - port: 99999\n    targetPort: 8080\n",
+            "The Service \"web\" is invalid: spec.ports[0].port: Invalid value: 99999: \
+             must be between 1 and 65535, inclusive",
+        ),
+        (
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: reader\n\
+             rules:\n- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: []\n",
+            "The Role \"reader\" is invalid: rules[0].verbs: Required value: \
+             verbs must contain at least one value",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  \
+             \"bad key\": x\n",
+            "The ConfigMap \"settings\" is invalid: data[bad key]: Invalid value: \"bad key\": \
+             a valid config key must consist of alphanumeric characters, '-', '_' or '.' \
+             (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is \
+             '[-._a-zA-Z0-9]+')",
+        ),
+    ];
+    for (manifest, want) in cases {
+        let stderr = k.fails(&["apply", "-f", "-"], Some(manifest)).await;
+        assert_eq!(stderr.trim(), want);
+    }
+    // Nothing was stored.
+    let listed = k
+        .ok(&["get", "services,roles,configmaps", "-o", "name"])
+        .await;
+    assert!(
+        !listed.contains("service/web")
+            && !listed.contains("role.rbac.authorization.k8s.io/reader")
+            && !listed.contains("configmap/settings"),
+        "{listed}"
+    );
+}

@@ -20,7 +20,7 @@ use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
 use crate::resource::ResourceInfo;
-use crate::validation::{self, FieldError, invalid, name_format, validate_name};
+use crate::validation::{self, FieldError, invalid};
 
 /// Checks a request body: a JSON object whose `apiVersion` and `kind` (when given) are the
 /// resource's, decoded as its kind (see [`decode_builtin`]); answers it with both set.
@@ -238,10 +238,7 @@ pub(crate) fn prepare_create(
         }
     }
     let name = meta::name(&obj).to_string();
-    if !name.is_empty() {
-        errs.extend(validate_name(name_format(res), &name, "metadata.name"));
-    }
-    errs.extend(validation::validate_object_meta(&res.kind, &obj)?);
+    errs.extend(validation::validate_object_meta(res, &obj)?);
     // System fields: whatever the client sent is replaced (one lookup of `metadata` for all).
     let m = meta::meta_mut(&mut obj);
     m.insert("uid".into(), Value::from(meta::new_uid()));
@@ -610,7 +607,7 @@ pub(crate) fn commit_update(
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let name = key.1.clone();
-    let mut errs = validation::validate_object_meta(&res.kind, &new)?;
+    let mut errs = validation::validate_object_meta(res, &new)?;
     if meta::uid(&new) != meta::uid(&old) {
         errs.push(FieldError::invalid(
             "metadata.uid",

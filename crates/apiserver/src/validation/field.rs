@@ -29,6 +29,26 @@ impl FieldError {
         }
     }
 
+    /// `Invalid value: <go>: <detail>` where `go` is the bad value already printed as Go's
+    /// `%#v` prints it (`[]string{"a"}`, `rbac.RoleRef{...}`): for values that are not one
+    /// JSON scalar.
+    pub(crate) fn invalid_go(field: impl Into<String>, go: &str, detail: &str) -> Self {
+        FieldError {
+            reason: "FieldValueInvalid",
+            field: field.into(),
+            message: format!("Invalid value: {go}: {detail}"),
+        }
+    }
+
+    /// `Duplicate value: <go>` with the value printed as Go prints it (a struct key).
+    pub(crate) fn duplicate_go(field: impl Into<String>, go: &str) -> Self {
+        FieldError {
+            reason: "FieldValueDuplicate",
+            field: field.into(),
+            message: format!("Duplicate value: {go}"),
+        }
+    }
+
     /// `Required value[: <detail>]`.
     pub(crate) fn required(field: impl Into<String>, detail: &str) -> Self {
         let message = if detail.is_empty() {
@@ -129,13 +149,17 @@ pub(crate) fn invalid_kind(kind: &str, group: &str, name: &str, errors: &[FieldE
     } else {
         format!("{kind}.{group}")
     };
-    let summary = if errors.len() == 1 {
-        format!("{}: {}", errors[0].field, errors[0].message)
+    // `ErrorList.ToAggregate` drops repeated messages from the summary (the causes keep them).
+    let mut items: Vec<String> = Vec::with_capacity(errors.len());
+    for e in errors {
+        let item = format!("{}: {}", e.field, e.message);
+        if !items.contains(&item) {
+            items.push(item);
+        }
+    }
+    let summary = if items.len() == 1 {
+        items.remove(0)
     } else {
-        let items: Vec<String> = errors
-            .iter()
-            .map(|e| format!("{}: {}", e.field, e.message))
-            .collect();
         format!("[{}]", items.join(", "))
     };
     let causes: Vec<Value> = errors
@@ -177,15 +201,18 @@ pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_label)
 }
 
-/// The name format a kind requires.
+/// The name format a kind requires (upstream's `ValidateNameFunc` of the kind).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NameFormat {
-    /// Most kinds.
+    /// Most kinds (`NameIsDNSSubdomain`).
     Subdomain,
-    /// Namespaces.
+    /// Namespaces (`ValidateNamespaceName`, a DNS-1123 label).
     Label,
-    /// Services.
+    /// Services (`NameIsDNS1035Label`).
     Dns1035,
+    /// RBAC roles and bindings (`path.IsValidPathSegmentName`): anything but `.`, `..`, `/`
+    /// and `%`.
+    PathSegment,
 }
 
 /// The name format of a resource.
@@ -193,48 +220,156 @@ pub(crate) fn name_format(res: &ResourceInfo) -> NameFormat {
     match (res.group.as_str(), res.plural.as_str()) {
         ("", "namespaces") => NameFormat::Label,
         ("", "services") => NameFormat::Dns1035,
+        (
+            "rbac.authorization.k8s.io",
+            "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings",
+        ) => NameFormat::PathSegment,
         _ => NameFormat::Subdomain,
+    }
+}
+
+/// The problems of `name` in `format` as upstream's name functions word them (empty when
+/// valid). `prefix` is a `generateName`: a trailing `-` is then allowed.
+pub(crate) fn name_problems(format: NameFormat, name: &str, prefix: bool) -> Vec<String> {
+    let masked;
+    let name = if prefix && format != NameFormat::PathSegment {
+        masked = mask_trailing_dash(name);
+        masked.as_str()
+    } else {
+        name
+    };
+    let mut out = Vec::new();
+    match format {
+        NameFormat::Subdomain => {
+            if name.len() > 253 {
+                out.push("must be no more than 253 characters".to_string());
+            }
+            if !name.split('.').all(is_label) {
+                out.push(DNS1123_SUBDOMAIN_MSG.to_string());
+            }
+        }
+        NameFormat::Label => {
+            if name.len() > 63 {
+                out.push("must be no more than 63 characters".to_string());
+            }
+            if !is_label(name) {
+                // `IsDNS1123Label`: a valid subdomain that is not a label has dots.
+                out.push(if name.len() <= 253 && name.split('.').all(is_label) {
+                    "must not contain dots".to_string()
+                } else {
+                    DNS1123_LABEL_MSG.to_string()
+                });
+            }
+        }
+        NameFormat::Dns1035 => {
+            if name.len() > 63 {
+                out.push("must be no more than 63 characters".to_string());
+            }
+            if !is_label(name) || !name.as_bytes()[0].is_ascii_lowercase() {
+                out.push(DNS1035_LABEL_MSG.to_string());
+            }
+        }
+        NameFormat::PathSegment => {
+            if name == "." || name == ".." {
+                out.push(format!("may not be '{name}'"));
+            } else {
+                for bad in ["/", "%"] {
+                    if name.contains(bad) {
+                        out.push(format!("may not contain '{bad}'"));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// upstream's `maskTrailingDash`: a generated name's prefix may end in `-` (it drops the last
+/// two characters and appends `a`, as upstream does).
+fn mask_trailing_dash(name: &str) -> String {
+    if name.len() > 1 && name.ends_with('-') {
+        let mut s = name[..name.len() - 2].to_string();
+        s.push('a');
+        s
+    } else {
+        name.to_string()
     }
 }
 
 /// The errors of a name (`field` is e.g. `metadata.name`).
 pub(crate) fn validate_name(format: NameFormat, name: &str, field: &str) -> Vec<FieldError> {
-    let value = Value::from(name);
-    let mut errs = Vec::new();
-    match format {
-        NameFormat::Subdomain => {
-            if name.len() > 253 {
-                errs.push(FieldError::invalid(
-                    field,
-                    &value,
-                    "must be no more than 253 characters",
-                ));
-            }
-            if !name.split('.').all(is_label) {
-                errs.push(FieldError::invalid(field, &value, DNS1123_SUBDOMAIN_MSG));
-            }
-        }
-        NameFormat::Label | NameFormat::Dns1035 => {
-            if name.len() > 63 {
-                errs.push(FieldError::invalid(
-                    field,
-                    &value,
-                    "must be no more than 63 characters",
-                ));
-            }
-            let ok = is_label(name)
-                && (format == NameFormat::Label || name.as_bytes()[0].is_ascii_lowercase());
-            if !ok {
-                let msg = if format == NameFormat::Label {
-                    DNS1123_LABEL_MSG
-                } else {
-                    DNS1035_LABEL_MSG
-                };
-                errs.push(FieldError::invalid(field, &value, msg));
-            }
-        }
+    if format == NameFormat::Subdomain && is_dns1123_subdomain(name) {
+        return Vec::new();
     }
-    errs
+    let problems = name_problems(format, name, false);
+    if problems.is_empty() {
+        return Vec::new();
+    }
+    let value = Value::from(name);
+    problems
+        .iter()
+        .map(|msg| FieldError::invalid(field, &value, msg))
+        .collect()
+}
+
+/// Whether `s` is a qualified name (a label key): an optional DNS-1123 subdomain and `/`, then
+/// 1 to 63 of `[-A-Za-z0-9_.]` starting and ending with an alphanumeric character. The cheap
+/// check of the valid case; [`qualified_name_problems`] words what is wrong.
+pub(crate) fn is_qualified(s: &str) -> bool {
+    let name_ok = |n: &str| {
+        let b = n.as_bytes();
+        !b.is_empty()
+            && b.len() <= 63
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    };
+    match s.split_once('/') {
+        None => name_ok(s),
+        Some((prefix, name)) => !prefix.is_empty() && is_dns1123_subdomain(prefix) && name_ok(name),
+    }
+}
+
+/// upstream's `IsQualifiedName`: the problems of a qualified name, allocation-free when it is
+/// valid (the words are `crt_labels`').
+pub(crate) fn qualified_name_problems(s: &str) -> Vec<String> {
+    if is_qualified(s) {
+        Vec::new()
+    } else {
+        crt_labels::validation::is_qualified_name(s)
+    }
+}
+
+const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+
+/// upstream's `IsConfigMapKey`: the problems of a ConfigMap or Secret key (empty when valid).
+pub(crate) fn config_key_problems(key: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if key.len() > 253 {
+        out.push("must be no more than 253 characters");
+    }
+    let charset = !key.is_empty()
+        && key
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if !charset {
+        out.push(CONFIG_KEY_MSG);
+    }
+    if key == "." {
+        out.push("must not be '.'");
+    } else if key == ".." {
+        out.push("must not be '..'");
+    } else if key.starts_with("..") {
+        out.push("must not start with '..'");
+    }
+    out
+}
+
+/// A list of strings as Go's `%#v` prints a `[]string`: `[]string{"a", "b"}`.
+pub(crate) fn go_strings<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let quoted: Vec<String> = items.into_iter().map(|s| format!("{s:?}")).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
 }
 
 #[cfg(test)]
@@ -255,6 +390,30 @@ mod tests {
             validate_name(NameFormat::Subdomain, &"a".repeat(254), "metadata.name").len(),
             1
         );
+    }
+
+    #[test]
+    fn the_cheap_qualified_name_check_agrees_with_the_worded_one() {
+        for s in [
+            "app",
+            "app.kubernetes.io/name",
+            "a/b/c",
+            "/x",
+            "x/",
+            "Example.com/x",
+            "-x",
+            "x_",
+            "a.b_c-d",
+            "",
+            &"a".repeat(63),
+            &"a".repeat(64),
+        ] {
+            assert_eq!(
+                is_qualified(s),
+                crt_labels::validation::is_qualified_name(s).is_empty(),
+                "{s}"
+            );
+        }
     }
 
     #[test]

@@ -406,14 +406,31 @@ async fn events_of_both_apis_are_one_resource() {
             "e1",
             None,
             PatchType::Merge,
-            br#"{"note":"again"}"#,
+            br#"{"series":{"count":2,"lastObservedTime":"2024-01-01T00:01:00.000000Z"}}"#,
             &w(),
         )
         .unwrap();
-    assert_eq!(patched["note"], "again");
+    assert_eq!(patched["series"]["count"], 2);
     assert_eq!(
-        s.get(&core, Some("default"), "e1", None).unwrap()["message"],
-        "again"
+        s.get(&core, Some("default"), "e1", None).unwrap()["series"]["count"],
+        2
+    );
+    // The note of an events.k8s.io Event is immutable (`ValidateEventUpdate`).
+    let err = s
+        .patch(
+            &v1,
+            Some("default"),
+            "e1",
+            None,
+            PatchType::Merge,
+            br#"{"note":"again"}"#,
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "Event.events.k8s.io \"e1\" is invalid: message: Invalid value: \"again\": field is immutable"
     );
 }
 
