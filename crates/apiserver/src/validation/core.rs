@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{FieldError, array_at, at, immutable, str_at};
+use super::{FieldError, at, immutable, str_at};
 
 /// `ValidateConfigMap` / `ValidateConfigMapUpdate`.
 pub(crate) fn config_map(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) {
@@ -42,13 +42,6 @@ pub(crate) fn service(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldErro
         if !old_ip.is_empty() && old_ip != str_at(obj, &["spec", "clusterIP"]) {
             immutable(obj, old, &["spec", "clusterIP"], errs);
         }
-    }
-}
-
-/// `ValidatePod` / `ValidatePodUpdate`.
-pub(crate) fn pod(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
-    if array_at(obj, &["spec", "containers"]).is_empty() {
-        errs.push(FieldError::required("spec.containers", ""));
     }
 }
 
