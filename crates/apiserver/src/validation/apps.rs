@@ -12,8 +12,8 @@ use super::FieldError;
 use super::at::At;
 use super::pod::{
     go_int_or_string, go_label_selector, invalid_go, label_selector, nonnegative, not_supported_go,
-    restart_always, s, selector_is_empty, selector_matches, selector_parses,
-    selector_selects_template, template_spec,
+    restart_always, s, selector_is_empty, selector_parses, selector_selects_template,
+    template_spec,
 };
 
 const PERCENT_MSG: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
@@ -250,10 +250,7 @@ pub(crate) fn daemon_set(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldE
     let tpl = template(spec);
     let tpl_at = at.child("template");
     if sel.is_none_or(selector_parses) {
-        let tpl_labels = tpl.get("metadata").and_then(|m| m.get("labels"));
-        if !selector_matches(sel, tpl_labels) {
-            selector_selects_template(sel, tpl, &tpl_at, errs);
-        }
+        selector_selects_template(sel, tpl, &tpl_at, errs);
     }
     if let Some(sel) = sel.filter(|s| selector_is_empty(s)) {
         errs.push(invalid_go(

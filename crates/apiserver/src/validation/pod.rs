@@ -1490,6 +1490,13 @@ pub(crate) fn replication_controller(
     let empty = Value::Null;
     let spec = obj.get("spec").unwrap_or(&empty);
     nonnegative(spec, "minReadySeconds", &spec_at, errs);
+    let tpl_labels = spec
+        .get("template")
+        .and_then(|t| t.get("metadata"))
+        .and_then(|m| m.get("labels"));
+    if obj_nonempty(spec, "selector").is_none() && tpl_labels.is_none_or(unset_map) {
+        errs.push(FieldError::required(spec_at.child("selector").path(), ""));
+    }
     nonnegative(spec, "replicas", &spec_at, errs);
     let Some(template) = spec.get("template").filter(|v| !v.is_null()) else {
         errs.push(FieldError::required(spec_at.child("template").path(), ""));
@@ -1512,6 +1519,10 @@ pub(crate) fn replication_controller(
     }
     template_spec(template, &tpl_at, errs);
     restart_always(template, &tpl_at, "ReplicationController", errs);
+}
+
+fn unset_map(v: &Value) -> bool {
+    v.as_object().is_none_or(Map::is_empty)
 }
 
 fn obj_nonempty<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {

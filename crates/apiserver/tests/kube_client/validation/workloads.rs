@@ -261,6 +261,23 @@ fn pod_cases() -> Vec<Case> {
             "Pod \"deadline\" is invalid: spec.activeDeadlineSeconds: Invalid value: 60: must be less than or equal to previous value",
         ),
         Case::create(
+            "validateInitContainers: names unique across containers and init containers",
+            pod("init-dup", json!({}), json!({"initContainers": [{"name": "app", "image": "busybox"}]})),
+            "Pod \"init-dup\" is invalid: spec.initContainers[0].name: Duplicate value: \"app\"",
+        ),
+        Case::create(
+            "ValidatePodTemplateSpecForRC: selector matches the template's labels",
+            object("v1", "ReplicationController", "rc-mismatch", json!({"spec": {"selector": {"app": "web"},
+                "template": {"metadata": {"labels": {"app": "other"}}, "spec": {"containers": [app()]}}}})),
+            "ReplicationController \"rc-mismatch\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`",
+        ),
+        Case::create(
+            "ValidatePodTemplateSpecForRC: restartPolicy Always",
+            object("v1", "ReplicationController", "rc-never", json!({"spec": {"selector": {"app": "web"},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"restartPolicy": "Never", "containers": [app()]}}}})),
+            "ReplicationController \"rc-never\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+        ),
+        Case::create(
             "ValidatePodTemplateSpec: a PodTemplate's containers need images",
             object("v1", "PodTemplate", "tpl", json!({"template": {"spec": {"containers": [{"name": "app"}]}}})),
             "PodTemplate \"tpl\" is invalid: template.spec.containers[0].image: Required value",
@@ -501,6 +518,12 @@ async fn valid_workloads_are_accepted() {
             "PodTemplate",
             "ok-tpl",
             json!({"template": template(json!({"app": "web"}), "Always")}),
+        ),
+        object(
+            "v1",
+            "ReplicationController",
+            "ok-rc",
+            json!({"spec": {"template": template(json!({"app": "web"}), "Always")}}),
         ),
     ] {
         let uri = super::collection(&obj);
