@@ -9,7 +9,12 @@
 //! - `path.rs`: [`Path`], a field path printed as `field.Path` prints it (`spec.ports[0]`).
 //! - `objectmeta.rs`: the metadata checks every object gets.
 //! - One file per API group with the rules of its kinds (`core.rs`, `apps.rs`, `batch.rs`,
-//!   `rbac.rs`, `coordination.rs`, `events.rs`, ...).
+//!   `rbac.rs`, `coordination.rs`, `events.rs`, ...); `pod.rs` holds the pod spec and pod
+//!   template rules every workload shares (Pods, PodTemplates, ReplicationControllers, apps,
+//!   batch), with `quantity.rs` (resource quantities: parsing, comparing, canonical printing)
+//!   and `cron.rs` (CronJob schedules as robfig/cron parses them).
+//! - `at.rs`: [`At`](at::At), a field path kept on the stack and printed only when an error is
+//!   reported, so that valid objects cost no path allocations.
 //!   [`validate`] maps a resource to its group's validator: adding a kind's validation is adding
 //!   a function in its group's file and an arm in [`validator`].
 //!
@@ -24,13 +29,17 @@
 //! - No module here imports `storage`: the storage verbs call validation, not the reverse.
 
 mod apps;
+mod at;
 mod batch;
 mod coordination;
 mod core;
+mod cron;
 mod events;
 mod field;
 mod objectmeta;
 mod path;
+mod pod;
+mod quantity;
 mod rbac;
 
 use serde_json::Value;
@@ -63,10 +72,16 @@ pub(crate) fn validator(res: &ResourceInfo) -> Option<Validator> {
         ("rbac.authorization.k8s.io", "clusterroles") => rbac::cluster_role,
         ("rbac.authorization.k8s.io", "rolebindings") => rbac::role_binding,
         ("rbac.authorization.k8s.io", "clusterrolebindings") => rbac::cluster_role_binding,
-        ("", "pods") => core::pod,
+        ("", "pods") => pod::pod,
+        ("", "podtemplates") => pod::pod_template,
+        ("", "replicationcontrollers") => pod::replication_controller,
         ("", "persistentvolumeclaims") => core::persistent_volume_claim,
-        ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => apps::workload,
+        ("apps", "deployments") => apps::deployment,
+        ("apps", "replicasets") => apps::replica_set,
+        ("apps", "statefulsets") => apps::stateful_set,
+        ("apps", "daemonsets") => apps::daemon_set,
         ("batch", "jobs") => batch::job,
+        ("batch", "cronjobs") => batch::cron_job,
         _ => return None,
     })
 }

@@ -723,13 +723,6 @@ fn upgrade_downgrade_cluster_ips(old: &Value, new: &Value, errs: &mut Vec<FieldE
     }
 }
 
-/// `ValidatePod` / `ValidatePodUpdate`.
-pub(crate) fn pod(obj: &Value, _old: Option<&Value>, errs: &mut Vec<FieldError>) {
-    if array_at(obj, &["spec", "containers"]).is_empty() {
-        errs.push(FieldError::required("spec.containers", ""));
-    }
-}
-
 /// `ValidatePersistentVolumeClaim` / `ValidatePersistentVolumeClaimUpdate`.
 pub(crate) fn persistent_volume_claim(
     obj: &Value,
