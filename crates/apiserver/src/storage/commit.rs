@@ -630,7 +630,9 @@ pub(crate) fn commit_update(
     }
     if res.custom {
         errs.extend(crd::validate_custom(st, res, &mut new, Some(&old), opts)?);
-    } else {
+    } else if subresource != Some("binding") {
+        // A binding sets the node of a pod, which the pod's update rules forbid: upstream's
+        // binding strategy does not run them either.
         errs.extend(validation::validate(res, &new, Some(&old)));
     }
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
