@@ -51,6 +51,7 @@ pub(crate) use field::{
 pub(crate) use objectmeta::validate as validate_object_meta;
 #[allow(unused_imports)]
 pub(crate) use path::Path;
+pub(crate) use quantity::Quantity;
 
 use crate::resource::ResourceInfo;
 

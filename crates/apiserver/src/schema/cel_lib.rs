@@ -297,68 +297,32 @@ fn opaque<'a, T: 'static>(t: &'a Option<Cel>, f: &str) -> Result<&'a T, Executio
 
 // ---- quantity ----
 
-/// A quantity as an exact decimal: `mantissa * 10^exp`.
-#[derive(Clone, Copy, Debug)]
+/// A quantity, exactly, in nano-units: [`crate::validation::Quantity`]'s parser (the one
+/// the pod validation compares requests and limits with), with CEL's arithmetic on top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Quantity {
-    mantissa: i128,
-    exp: i32,
+    nanos: i128,
 }
+
+const NANO: i128 = 1_000_000_000;
 
 impl Quantity {
     fn sign(&self) -> i64 {
-        self.mantissa.signum() as i64
+        self.nanos.signum() as i64
     }
 
     fn to_f64(self) -> f64 {
-        self.mantissa as f64 * 10f64.powi(self.exp)
+        self.nanos as f64 / NANO as f64
     }
 
     /// The value as an integer, when it is one and fits in an `int`.
     fn as_i64(&self) -> Option<i64> {
-        let mut m = self.mantissa;
-        let mut e = self.exp;
-        while e < 0 {
-            if m % 10 != 0 {
-                return None;
-            }
-            m /= 10;
-            e += 1;
+        if self.nanos % NANO != 0 {
+            return None;
         }
-        while e > 0 {
-            m = m.checked_mul(10)?;
-            e -= 1;
-        }
-        i64::try_from(m).ok()
-    }
-
-    /// Both values with one exponent, when that fits.
-    fn aligned(a: Quantity, b: Quantity) -> Option<(i128, i128, i32)> {
-        let exp = a.exp.min(b.exp);
-        let scale = |q: Quantity| -> Option<i128> {
-            let shift = u32::try_from(q.exp - exp).ok()?;
-            q.mantissa.checked_mul(10i128.checked_pow(shift)?)
-        };
-        Some((scale(a)?, scale(b)?, exp))
-    }
-
-    fn cmp_value(a: Quantity, b: Quantity) -> Ordering {
-        match Quantity::aligned(a, b) {
-            Some((x, y, _)) => x.cmp(&y),
-            None => a
-                .to_f64()
-                .partial_cmp(&b.to_f64())
-                .unwrap_or(Ordering::Equal),
-        }
+        i64::try_from(self.nanos / NANO).ok()
     }
 }
-
-impl PartialEq for Quantity {
-    fn eq(&self, other: &Self) -> bool {
-        Quantity::cmp_value(*self, *other) == Ordering::Equal
-    }
-}
-
-impl Eq for Quantity {}
 
 impl Opaque for Quantity {
     fn runtime_type_name(&self) -> &str {
@@ -377,84 +341,35 @@ fn as_quantity(t: &Option<Cel>, f: &str) -> Result<Quantity, ExecutionError> {
 const QUANTITY_ERROR: &str =
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
-/// Parses a quantity as `resource.ParseQuantity` does: a signed decimal number and a binary
-/// (`Ki`..`Ei`), decimal (`n`..`E`) or exponent (`e3`) suffix.
+/// Parses a quantity as `resource.ParseQuantity` does.
 pub(crate) fn parse_quantity(text: &str) -> Result<Quantity, ExecutionError> {
-    let err = || ExecutionError::function_error("quantity", QUANTITY_ERROR);
-    let (neg, rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    let num_len = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    let (num, suffix) = rest.split_at(num_len);
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
-        return Err(err());
-    }
-    let digits = format!("{int}{frac}");
-    let mut mantissa: i128 = digits.parse().map_err(|_| err())?;
-    let mut exp = -(frac.len() as i32);
-    let binary = |p: u32| -> Result<i128, ExecutionError> { 1i128.checked_shl(p).ok_or_else(err) };
-    match suffix {
-        "" => {}
-        "Ki" => mantissa = mantissa.checked_mul(binary(10)?).ok_or_else(err)?,
-        "Mi" => mantissa = mantissa.checked_mul(binary(20)?).ok_or_else(err)?,
-        "Gi" => mantissa = mantissa.checked_mul(binary(30)?).ok_or_else(err)?,
-        "Ti" => mantissa = mantissa.checked_mul(binary(40)?).ok_or_else(err)?,
-        "Pi" => mantissa = mantissa.checked_mul(binary(50)?).ok_or_else(err)?,
-        "Ei" => mantissa = mantissa.checked_mul(binary(60)?).ok_or_else(err)?,
-        "n" => exp -= 9,
-        "u" => exp -= 6,
-        "m" => exp -= 3,
-        "k" => exp += 3,
-        "M" => exp += 6,
-        "G" => exp += 9,
-        "T" => exp += 12,
-        "P" => exp += 15,
-        "E" => exp += 18,
-        other => {
-            let e = other
-                .strip_prefix('e')
-                .or_else(|| other.strip_prefix('E'))
-                .ok_or_else(err)?;
-            let e: i32 = e.parse().map_err(|_| err())?;
-            exp = exp.checked_add(e).ok_or_else(err)?;
-        }
-    }
-    if neg {
-        mantissa = -mantissa;
-    }
-    Ok(Quantity { mantissa, exp })
+    crate::validation::Quantity::parse(text)
+        .map(|v| Quantity { nanos: v.nanos() })
+        .ok_or_else(|| ExecutionError::function_error("quantity", QUANTITY_ERROR))
 }
 
 fn arith(t: &Option<Cel>, a: &[Cel], f: &str, sub: bool) -> Result<Cel, ExecutionError> {
     let x = as_quantity(t, f)?;
     let y = match a.first() {
         Some(Cel::Int(i)) => Quantity {
-            mantissa: i128::from(*i),
-            exp: 0,
+            nanos: i128::from(*i) * NANO,
         },
         Some(v) => as_quantity(&Some(v.clone()), f)?,
         None => return Err(bad_args(f)),
     };
-    let (a, b, exp) = Quantity::aligned(x, y)
-        .ok_or_else(|| ExecutionError::function_error(f, "quantity overflow"))?;
-    let mantissa = if sub {
-        a.checked_sub(b)
+    let nanos = if sub {
+        x.nanos.checked_sub(y.nanos)
     } else {
-        a.checked_add(b)
+        x.nanos.checked_add(y.nanos)
     }
     .ok_or_else(|| ExecutionError::function_error(f, "quantity overflow"))?;
-    Ok(q(Quantity { mantissa, exp }))
+    Ok(q(Quantity { nanos }))
 }
 
 fn compare(t: &Option<Cel>, a: &[Cel], f: &str) -> Result<Ordering, ExecutionError> {
     let x = as_quantity(t, f)?;
     let y = as_quantity(&a.first().cloned(), f)?;
-    Ok(Quantity::cmp_value(x, y))
+    Ok(x.nanos.cmp(&y.nanos))
 }
 
 // ---- url ----

@@ -110,6 +110,11 @@ impl Quantity {
     }
 
     /// Whether the value is below zero.
+    /// The value in nano-units (the value times 10^9), exactly.
+    pub(crate) fn nanos(&self) -> i128 {
+        self.nanos
+    }
+
     pub(crate) fn is_negative(&self) -> bool {
         self.nanos < 0
     }
