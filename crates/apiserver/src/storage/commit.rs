@@ -390,6 +390,13 @@ pub(crate) fn update_with(
         Some(_) => prepare_status_update(&old, body),
     };
     rules::normalize(res, &mut new)?;
+    if !res.custom && subresource.is_none() {
+        // Upstream defaults every decoded object, so an update that leaves out a defaulted
+        // field reads it as its default, not as a change.
+        let mut next_ip = st.next_cluster_ip;
+        rules::apply_defaults(res, &mut new, &mut next_ip);
+        st.next_cluster_ip = next_ip;
+    }
     set_managed(
         st,
         res,
