@@ -8,7 +8,10 @@
 //! `CRT_BENCH_PROFILE=handler` (creates through the HTTP handler) or `CRT_BENCH_PROFILE=store`
 //! (creates on the store) runs only that loop, `CRT_BENCH_PROFILE_N` times (default 2,000),
 //! after 200 warm-up creates; `requests` builds the handler's requests and bodies without
-//! sending them (subtract it from `handler`):
+//! sending them (subtract it from `handler`). `deployment` creates Deployments through the
+//! handler (a pod template with two containers, ports, env, resources and probes: what
+//! decoding, defaulting and validation of a built-in kind cost), and `deployment-requests`
+//! builds those requests only (subtract it from `deployment`):
 //!
 //! ```text
 //! CRT_BENCH_PROFILE=handler valgrind --tool=callgrind \
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use crt_apiserver::{Config, Server};
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_client::Client;
@@ -335,8 +339,118 @@ async fn http_handler() {
     );
 }
 
+/// A Deployment as an operator writes one: two containers with ports, env, resources and
+/// probes, a rolling-update strategy.
+fn deployment(prefix: &str, i: usize) -> Deployment {
+    use k8s_openapi::api::apps::v1::{DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment};
+    use k8s_openapi::api::core::v1::{
+        Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
+        ResourceRequirements,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+    let labels: std::collections::BTreeMap<String, String> = [
+        ("app".to_string(), "web".to_string()),
+        ("tier".to_string(), "frontend".to_string()),
+    ]
+    .into();
+    let resources = |cpu: &str, memory: &str| ResourceRequirements {
+        requests: Some(
+            [
+                ("cpu".to_string(), Quantity(cpu.to_string())),
+                ("memory".to_string(), Quantity(memory.to_string())),
+            ]
+            .into(),
+        ),
+        limits: Some([("memory".to_string(), Quantity(memory.to_string()))].into()),
+        ..Default::default()
+    };
+    let probe = |path: &str, port: &str| Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_string()),
+            port: IntOrString::String(port.to_string()),
+            ..Default::default()
+        }),
+        initial_delay_seconds: Some(5),
+        period_seconds: Some(10),
+        ..Default::default()
+    };
+    let env = |name: &str, value: &str| EnvVar {
+        name: name.to_string(),
+        value: Some(value.to_string()),
+        ..Default::default()
+    };
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(format!("{prefix}-{i}")),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(3),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".to_string()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::String("25%".to_string())),
+                    max_unavailable: Some(IntOrString::Int(1)),
+                }),
+            }),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![
+                        Container {
+                            name: "web".to_string(),
+                            image: Some("registry.example.com/web:1.4.2".to_string()),
+                            ports: Some(vec![ContainerPort {
+                                name: Some("http".to_string()),
+                                container_port: 8080,
+                                protocol: Some("TCP".to_string()),
+                                ..Default::default()
+                            }]),
+                            env: Some(vec![
+                                env("LOG_LEVEL", "info"),
+                                env("CACHE_URL", "redis://cache:6379"),
+                            ]),
+                            resources: Some(resources("250m", "256Mi")),
+                            liveness_probe: Some(probe("/healthz", "http")),
+                            readiness_probe: Some(probe("/ready", "http")),
+                            ..Default::default()
+                        },
+                        Container {
+                            name: "metrics".to_string(),
+                            image: Some("registry.example.com/exporter:0.9".to_string()),
+                            ports: Some(vec![ContainerPort {
+                                name: Some("metrics".to_string()),
+                                container_port: 9090,
+                                ..Default::default()
+                            }]),
+                            env: Some(vec![env("TARGET", "http://localhost:8080")]),
+                            resources: Some(resources("50m", "64Mi")),
+                            liveness_probe: Some(probe("/metrics", "metrics")),
+                            ..Default::default()
+                        },
+                    ],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// `n` creates of `ConfigMap`s as the bench's clients send them, through the HTTP handler
-/// (`handler`) or on the store (`store`).
+/// (`handler`) or on the store (`store`); of `Deployment`s through the handler
+/// (`deployment`). `requests` and `deployment-requests` only build the requests.
 fn profile_loop(kind: &str, prefix: &str, n: usize) {
     use crt_apiserver::Faults;
     use crt_apiserver::http::{AppState, handle};
@@ -359,8 +473,19 @@ fn profile_loop(kind: &str, prefix: &str, n: usize) {
         field_manager: Some(String::new()),
         ..Default::default()
     };
+    let deployments = kind.starts_with("deployment");
     for i in 0..n {
-        let body = serde_json::to_vec(&cm(prefix, i)).unwrap();
+        let (body, uri) = if deployments {
+            (
+                serde_json::to_vec(&deployment(prefix, i)).unwrap(),
+                "/apis/apps/v1/namespaces/default/deployments?",
+            )
+        } else {
+            (
+                serde_json::to_vec(&cm(prefix, i)).unwrap(),
+                "/api/v1/namespaces/default/configmaps?",
+            )
+        };
         if kind == "store" {
             let obj = serde_json::from_slice(&body).unwrap();
             let created = storage
@@ -369,21 +494,23 @@ fn profile_loop(kind: &str, prefix: &str, n: usize) {
             std::hint::black_box(serde_json::to_vec(&*created).unwrap());
             continue;
         }
-        let req = http::Request::post("/api/v1/namespaces/default/configmaps?")
+        let req = http::Request::post(uri)
             .header("authorization", "Bearer t")
             .header("content-type", "application/json")
             .header("accept-encoding", "gzip")
             .body(Full::new(bytes::Bytes::from(body)))
             .unwrap();
-        if kind == "requests" {
+        if kind.ends_with("requests") {
             // Only what the loop itself costs, to subtract from `handler`.
             std::hint::black_box(req);
             continue;
         }
         futures::executor::block_on(async {
             let resp = handle(state.clone(), req).await;
-            assert_eq!(resp.status(), 201);
-            std::hint::black_box(resp.into_body().collect().await.unwrap());
+            let status = resp.status();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            assert_eq!(status, 201, "{}", String::from_utf8_lossy(&body));
+            std::hint::black_box(body);
         });
     }
 }

@@ -62,6 +62,7 @@ mod cel_lib;
 pub mod decode;
 mod format;
 mod node;
+mod path;
 mod prune;
 pub(crate) mod rule;
 #[cfg(test)]
@@ -170,7 +171,7 @@ impl StructuralSchema {
     /// `spec.items[0].bar`, as upstream's pruning reports them for `fieldValidation`), sorted.
     pub fn prune_reporting(&self, obj: &mut Value) -> Vec<String> {
         let mut dropped = Vec::new();
-        prune::prune(&self.root, obj, true, "", &mut dropped);
+        prune::prune(&self.root, obj, true, &path::Path::Root, &mut dropped);
         dropped.sort();
         dropped
     }
@@ -255,7 +256,7 @@ fn check_defaults(node: &Node, path: &str, body: &str, errors: &mut Vec<FieldErr
             errors.push(FieldError::new(&at("default"), e.reason, e.message));
         }
         let mut pruned = d.clone();
-        prune::prune(node, &mut pruned, false, "", &mut Vec::new());
+        prune::prune(node, &mut pruned, false, &path::Path::Root, &mut Vec::new());
         if &pruned != d {
             errors.push(FieldError::new(
                 &at("default"),

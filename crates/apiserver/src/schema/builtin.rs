@@ -8,7 +8,8 @@
 //! `#/$defs/<name>`. Consumers (the OpenAPI documents, decoding and validation of built-in
 //! objects) rewrite or follow those references as they need.
 //!
-//! The table is built once per process, on first use.
+//! The table is built once per process, on first use; [`kind`] finds a kind in a map built with
+//! it, not by scanning the list.
 //!
 //! ```
 //! use crt_apiserver::schema::builtin;
@@ -46,6 +47,9 @@ pub struct BuiltinKind {
 /// What [`kinds`] and [`definitions`] are built from.
 struct Table {
     kinds: Vec<BuiltinKind>,
+    /// Index in `kinds` by (kind, group, version): kinds differ early, so a lookup's string
+    /// comparisons mostly stop at the first bytes.
+    by_gvk: BTreeMap<(&'static str, &'static str, &'static str), usize>,
     definitions: BTreeMap<String, Value>,
 }
 
@@ -144,7 +148,16 @@ fn build() -> Table {
         .take_definitions(true)
         .into_iter()
         .collect::<BTreeMap<String, Value>>();
-    Table { kinds, definitions }
+    let by_gvk = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, k)| ((k.kind, k.group, k.version), i))
+        .collect();
+    Table {
+        kinds,
+        by_gvk,
+        definitions,
+    }
 }
 
 fn table() -> &'static Table {
@@ -159,9 +172,14 @@ pub fn kinds() -> &'static [BuiltinKind] {
 
 /// The built-in kind `kind` of `group`/`version`, if one is served.
 pub fn kind(group: &str, version: &str, kind: &str) -> Option<&'static BuiltinKind> {
-    kinds()
-        .iter()
-        .find(|k| k.group == group && k.version == version && k.kind == kind)
+    kind_index(group, version, kind).map(|i| &kinds()[i])
+}
+
+/// The index in [`kinds`] of the built-in kind `kind` of `group`/`version`.
+pub(crate) fn kind_index(group: &str, version: &str, kind: &str) -> Option<usize> {
+    // The map is covariant in its keys' lifetimes: looked up with borrowed strings.
+    let by_gvk: &BTreeMap<(&str, &str, &str), usize> = &table().by_gvk;
+    by_gvk.get(&(kind, group, version)).copied()
 }
 
 /// The schema of every type the built-in kinds reach, by upstream's definition name;
@@ -177,6 +195,11 @@ mod tests {
     #[test]
     fn every_kind_has_its_schema_and_names() {
         assert_eq!(kinds().len(), 61);
+        for (i, k) in kinds().iter().enumerate() {
+            assert_eq!(kind_index(k.group, k.version, k.kind), Some(i));
+        }
+        assert_eq!(kind("", "v1", "Widget"), None);
+        assert_eq!(kind("apps", "v1beta1", "Deployment"), None);
         for k in kinds() {
             let schema = definitions()
                 .get(k.definition)

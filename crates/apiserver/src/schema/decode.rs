@@ -3,8 +3,11 @@
 //! and fields the kind's Go structs do not declare are dropped and reported (for
 //! `fieldValidation`), with paths as upstream's strict decoder prints them.
 //!
-//! The walk follows the kind's schema in [`builtin::definitions`] over the object in place:
-//! nothing is cloned, and paths are only rendered when something is reported.
+//! The walk follows the kind's schema over the object in place: nothing is cloned, nothing
+//! is allocated for a valid object, and paths are only rendered when something is reported.
+//! The schemas in [`builtin::definitions`] are compiled once per process, on first use, into
+//! one arena of nodes whose `$ref`s are indices (see [`Decoder`]), so the walk looks no name
+//! up; [`Decoder::for_kind`] finds a kind's root with one map lookup.
 //!
 //! Types whose Go decoding is their own are accepted as the real decoder accepts them:
 //! `IntOrString` (a string or an int32), `Quantity` (a string or a number), `Time` (a string),
@@ -27,11 +30,13 @@
 //! assert!(cm.get("colour").is_none());
 //! ```
 
-use std::fmt::Write as _;
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use super::builtin;
+use super::path::Path;
 
 const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
 const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
@@ -41,115 +46,274 @@ const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
 /// unknown fields, which are removed from `obj` (in the order the walk meets them).
 /// An unknown `definition` accepts anything.
 pub fn decode(definition: &str, obj: &mut Value) -> Result<Vec<String>, String> {
-    let defs = builtin::definitions();
-    let Some((name, schema)) = defs.get_key_value(definition) else {
-        return Ok(Vec::new());
-    };
-    let mut unknown = Vec::new();
-    let root = Path::Root;
-    walk(
-        schema,
-        Some(name.as_str()),
-        obj,
-        &root,
-        struct_name(name),
-        &mut unknown,
-    )?;
-    Ok(unknown)
-}
-
-/// Where the walk is, kept on the call stack: struct fields (which Go's error names), map
-/// keys and array indices (which only the strict decoder's paths name).
-enum Path<'p> {
-    Root,
-    Field(&'p Path<'p>, &'p str),
-    Key(&'p Path<'p>, &'p str),
-    Index(&'p Path<'p>, usize),
-}
-
-impl Path<'_> {
-    /// The strict decoder's form: `spec.template.spec.containers[0].foo`.
-    fn strict(&self, out: &mut String) {
-        match self {
-            Path::Root => {}
-            Path::Field(p, n) | Path::Key(p, n) => {
-                p.strict(out);
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(n);
-            }
-            Path::Index(p, i) => {
-                p.strict(out);
-                let _ = write!(out, "[{i}]");
-            }
-        }
-    }
-
-    /// Go's `UnmarshalTypeError.Field`: the struct fields only, dotted.
-    fn go(&self, out: &mut String) {
-        match self {
-            Path::Root => {}
-            Path::Field(p, n) => {
-                p.go(out);
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(n);
-            }
-            Path::Key(p, _) | Path::Index(p, _) => p.go(out),
-        }
+    match compiled().by_def.get(definition) {
+        Some(&root) => Decoder { root }.decode(obj),
+        None => Ok(Vec::new()),
     }
 }
 
-/// The schema behind `$ref`s, with the definition's name when there was one.
-fn resolve(schema: &'static Value) -> (&'static Value, Option<&'static str>) {
-    let mut s = schema;
-    let mut name = None;
-    while let Some(r) = s.get("$ref").and_then(Value::as_str) {
-        let Some((k, v)) = r
-            .strip_prefix("#/$defs/")
-            .and_then(|n| builtin::definitions().get_key_value(n))
-        else {
-            break;
+/// The compiled schema of one built-in kind: what [`decode`] walks, found once from the
+/// kind's group, version and kind (a map lookup; the schemas are compiled once per process, on
+/// first use).
+///
+/// ```
+/// use crt_apiserver::schema::decode::Decoder;
+/// use serde_json::json;
+///
+/// let deployment = Decoder::for_kind("apps", "v1", "Deployment").unwrap();
+/// let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": "3"}});
+/// assert_eq!(
+///     deployment.decode(&mut d).unwrap_err(),
+///     "json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+/// );
+/// assert!(Decoder::for_kind("apps", "v1", "Widget").is_none());
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Decoder {
+    root: usize,
+}
+
+impl Decoder {
+    /// The decoder of the built-in kind `kind` of `group`/`version`, if one is served.
+    pub fn for_kind(group: &str, version: &str, kind: &str) -> Option<Decoder> {
+        let i = builtin::kind_index(group, version, kind)?;
+        Some(Decoder {
+            root: compiled().kinds[i],
+        })
+    }
+
+    /// Decodes `obj` as [`decode`] does.
+    pub fn decode(self, obj: &mut Value) -> Result<Vec<String>, String> {
+        let c = compiled();
+        let mut unknown = Vec::new();
+        let root = &c.nodes[self.root];
+        walk(
+            c,
+            root,
+            obj,
+            &Path::Root,
+            root.name.unwrap_or(""),
+            &mut unknown,
+        )?;
+        Ok(unknown)
+    }
+}
+
+/// Every definition in [`builtin::definitions`], compiled into one arena: `$ref`s are indices
+/// into `nodes`, each node knows its shape and its Go type, so a walk does no name lookups and
+/// no string work unless it reports something.
+struct Compiled {
+    nodes: Vec<Node>,
+    /// A definition's node, by its name.
+    by_def: HashMap<&'static str, usize>,
+    /// The node of each of [`builtin::kinds`], in its order.
+    kinds: Vec<usize>,
+}
+
+/// One compiled schema.
+struct Node {
+    shape: Shape,
+    /// The Go type a value decodes into, as `reflect.Type.String()` prints it (for messages).
+    go_type: String,
+    /// The Go struct's name when the node is a definition (`PodSpec`): what a type error inside
+    /// it names.
+    name: Option<&'static str>,
+}
+
+enum Shape {
+    /// Any JSON: no type (decoded by its own rules: oneOf, int-or-string), or an opaque object
+    /// (`RawExtension`, `JSON`, `FieldsV1`), or `Quantity` (a string or a number).
+    Any,
+    /// `IntOrString`: a string or an int32.
+    IntOrString,
+    String,
+    Boolean,
+    Number,
+    /// An integer of 32 or 64 bits.
+    Integer(u32),
+    /// An array, of items of this node if the schema says.
+    Array(Option<usize>),
+    /// A struct: its fields sorted by name (as a JSON object's keys iterate).
+    Struct(Box<[(&'static str, usize)]>),
+    /// A map of values of this node; `nested`: the values are objects or arrays (whose paths
+    /// name the key).
+    Map {
+        values: usize,
+        nested: bool,
+    },
+}
+
+fn compiled() -> &'static Compiled {
+    static COMPILED: OnceLock<Compiled> = OnceLock::new();
+    COMPILED.get_or_init(|| {
+        let mut c = Compiler {
+            defs: builtin::definitions(),
+            nodes: Vec::new(),
+            by_def: HashMap::new(),
         };
-        s = v;
-        name = Some(k.as_str());
+        for name in c.defs.keys() {
+            c.definition(name);
+        }
+        let kinds = builtin::kinds()
+            .iter()
+            .map(|k| c.by_def[k.definition])
+            .collect();
+        Compiled {
+            nodes: c.nodes,
+            by_def: c.by_def,
+            kinds,
+        }
+    })
+}
+
+struct Compiler {
+    defs: &'static std::collections::BTreeMap<String, Value>,
+    nodes: Vec<Node>,
+    by_def: HashMap<&'static str, usize>,
+}
+
+impl Compiler {
+    /// The node of the definition `name` (compiled on first use), if it exists.
+    fn definition(&mut self, name: &str) -> Option<usize> {
+        if let Some(&i) = self.by_def.get(name) {
+            return Some(i);
+        }
+        let (name, schema) = self.defs.get_key_value(name)?;
+        let name = name.as_str();
+        // A definition that is only a reference is the definition it names.
+        if let Some(target) = ref_name(schema).filter(|t| self.defs.contains_key(*t)) {
+            let i = self.definition(target)?;
+            self.by_def.insert(name, i);
+            return Some(i);
+        }
+        // Reserved before compiling the body, which may reach it again (JSONSchemaProps).
+        let i = self.nodes.len();
+        self.nodes.push(Node {
+            shape: Shape::Any,
+            go_type: definition_go_type(name),
+            name: Some(struct_name(name)),
+        });
+        self.by_def.insert(name, i);
+        let shape = match name {
+            INT_OR_STRING => Shape::IntOrString,
+            QUANTITY => Shape::Any,
+            _ => self.shape(schema),
+        };
+        self.nodes[i].shape = shape;
+        Some(i)
     }
-    (s, name)
+
+    /// The node of `schema`: its definition's for a reference, else a new one.
+    fn schema(&mut self, schema: &'static Value) -> usize {
+        if let Some(i) = ref_name(schema).and_then(|t| self.definition(t)) {
+            return i;
+        }
+        let shape = self.shape(schema);
+        let go_type = self.go_type(schema, &shape);
+        self.nodes.push(Node {
+            shape,
+            go_type,
+            name: None,
+        });
+        self.nodes.len() - 1
+    }
+
+    fn shape(&mut self, s: &'static Value) -> Shape {
+        match s.get("type").and_then(Value::as_str) {
+            Some("string") => Shape::String,
+            Some("boolean") => Shape::Boolean,
+            Some("number") => Shape::Number,
+            Some("integer") if s.get("format").and_then(Value::as_str) == Some("int32") => {
+                Shape::Integer(32)
+            }
+            Some("integer") => Shape::Integer(64),
+            Some("array") => Shape::Array(s.get("items").map(|items| self.schema(items))),
+            Some("object") => {
+                let props = s.get("properties").and_then(Value::as_object);
+                let additional = s.get("additionalProperties").filter(|a| a.is_object());
+                if let Some(props) = props {
+                    let mut fields: Vec<(&'static str, usize)> = props
+                        .iter()
+                        .map(|(k, p)| (k.as_str(), self.schema(p)))
+                        .collect();
+                    fields.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    Shape::Struct(fields.into_boxed_slice())
+                } else if let Some(ap) = additional {
+                    let values = self.schema(ap);
+                    let nested = value_is_object_or_array(self.defs, ap);
+                    Shape::Map { values, nested }
+                } else {
+                    // Opaque (RawExtension, JSON, FieldsV1): any JSON value.
+                    Shape::Any
+                }
+            }
+            _ => Shape::Any,
+        }
+    }
+
+    /// The Go type of an inline (unnamed) schema of `shape`.
+    fn go_type(&mut self, s: &'static Value, shape: &Shape) -> String {
+        let format = s.get("format").and_then(Value::as_str);
+        match s.get("type").and_then(Value::as_str) {
+            Some("string") if format == Some("byte") => "[]uint8".into(),
+            Some("string") => "string".into(),
+            Some("integer") => format.unwrap_or("int64").into(),
+            Some("number") => "float64".into(),
+            Some("boolean") => "bool".into(),
+            Some("array") => match shape {
+                Shape::Array(Some(items)) => format!("[]{}", self.nodes[*items].go_type),
+                _ => "[]interface {}".into(),
+            },
+            Some("object") => match (shape, s.get("additionalProperties")) {
+                (Shape::Map { values, .. }, _) => {
+                    format!("map[string]{}", self.nodes[*values].go_type)
+                }
+                // A struct that also allows other keys: named by Go as the map it would be.
+                (_, Some(ap)) if ap.is_object() => {
+                    let values = self.schema(ap);
+                    format!("map[string]{}", self.nodes[values].go_type)
+                }
+                _ => "map[string]interface {}".into(),
+            },
+            _ => "interface {}".into(),
+        }
+    }
+}
+
+/// Whether `schema` (following references) has type `object` or `array`.
+fn value_is_object_or_array(
+    defs: &'static std::collections::BTreeMap<String, Value>,
+    schema: &'static Value,
+) -> bool {
+    let mut s = schema;
+    while let Some(t) = ref_name(s).and_then(|t| defs.get(t)) {
+        s = t;
+    }
+    matches!(
+        s.get("type").and_then(Value::as_str),
+        Some("object" | "array")
+    )
+}
+
+/// The definition a `{"$ref": "#/$defs/<name>"}` names.
+fn ref_name(schema: &Value) -> Option<&str> {
+    schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+}
+
+/// A definition's Go type: `io.k8s.api.core.v1.PodSpec` → `v1.PodSpec`.
+fn definition_go_type(name: &str) -> String {
+    let mut parts = name.rsplit('.');
+    let ty = parts.next().unwrap_or(name);
+    let pkg = parts.next().unwrap_or("");
+    format!("{pkg}.{ty}")
 }
 
 /// `io.k8s.api.core.v1.PodSpec` → `PodSpec`.
 fn struct_name(definition: &str) -> &str {
     definition.rsplit('.').next().unwrap_or(definition)
-}
-
-/// The Go type a schema decodes into, as `reflect.Type.String()` prints it.
-fn go_type(schema: &'static Value) -> String {
-    let (s, name) = resolve(schema);
-    if let Some(name) = name {
-        let mut parts = name.rsplit('.');
-        let ty = parts.next().unwrap_or(name);
-        let pkg = parts.next().unwrap_or("");
-        return format!("{pkg}.{ty}");
-    }
-    let format = s.get("format").and_then(Value::as_str);
-    match s.get("type").and_then(Value::as_str) {
-        Some("string") if format == Some("byte") => "[]uint8".into(),
-        Some("string") => "string".into(),
-        Some("integer") => format.unwrap_or("int64").into(),
-        Some("number") => "float64".into(),
-        Some("boolean") => "bool".into(),
-        Some("array") => match s.get("items") {
-            Some(items) => format!("[]{}", go_type(items)),
-            None => "[]interface {}".into(),
-        },
-        Some("object") => match s.get("additionalProperties") {
-            Some(ap) if ap.is_object() => format!("map[string]{}", go_type(ap)),
-            _ => "map[string]interface {}".into(),
-        },
-        _ => "interface {}".into(),
-    }
 }
 
 /// Go's name for a JSON value in an `UnmarshalTypeError`.
@@ -184,127 +348,100 @@ fn fits(n: &serde_json::Number, bits: u32) -> bool {
 }
 
 fn walk(
-    schema: &'static Value,
-    def: Option<&'static str>,
+    c: &Compiled,
+    node: &Node,
     v: &mut Value,
     path: &Path<'_>,
     strukt: &str,
     unknown: &mut Vec<String>,
 ) -> Result<(), String> {
-    let (s, name) = match def {
-        Some(d) => (schema, Some(d)),
-        None => resolve(schema),
-    };
     if v.is_null() {
         // Go leaves the field unset.
         return Ok(());
     }
-    match name {
-        Some(INT_OR_STRING) => {
-            return match v {
-                Value::String(_) => Ok(()),
-                Value::Number(n) if fits(n, 32) => Ok(()),
-                Value::Number(n) => Err(mismatch(&format!("number {n}"), path, strukt, "int32")),
-                other => Err(mismatch(json_kind(other), path, strukt, "int32")),
-            };
-        }
-        // Parsed by its own decoder, which takes strings and numbers alike.
-        Some(QUANTITY) => return Ok(()),
-        _ => {}
-    }
-    let wrong = |v: &Value| mismatch(json_kind(v), path, strukt, &go_type(schema));
-    match s.get("type").and_then(Value::as_str) {
-        Some("string") => match v {
+    let wrong = |v: &Value| mismatch(json_kind(v), path, strukt, &node.go_type);
+    match &node.shape {
+        Shape::Any => Ok(()),
+        Shape::IntOrString => match v {
+            Value::String(_) => Ok(()),
+            Value::Number(n) if fits(n, 32) => Ok(()),
+            Value::Number(n) => Err(mismatch(&format!("number {n}"), path, strukt, "int32")),
+            other => Err(mismatch(json_kind(other), path, strukt, "int32")),
+        },
+        Shape::String => match v {
             Value::String(_) => Ok(()),
             other => Err(wrong(other)),
         },
-        Some("boolean") => match v {
+        Shape::Boolean => match v {
             Value::Bool(_) => Ok(()),
             other => Err(wrong(other)),
         },
-        Some("number") => match v {
+        Shape::Number => match v {
             Value::Number(_) => Ok(()),
             other => Err(wrong(other)),
         },
-        Some("integer") => {
-            let bits = if s.get("format").and_then(Value::as_str) == Some("int32") {
-                32
-            } else {
-                64
-            };
-            match v {
-                Value::Number(n) if fits(n, bits) => Ok(()),
-                Value::Number(n) => Err(mismatch(
-                    &format!("number {n}"),
-                    path,
-                    strukt,
-                    &go_type(schema),
-                )),
-                other => Err(wrong(other)),
-            }
-        }
-        Some("array") => {
-            let Value::Array(items) = v else {
+        Shape::Integer(bits) => match v {
+            Value::Number(n) if fits(n, *bits) => Ok(()),
+            Value::Number(n) => Err(mismatch(
+                &format!("number {n}"),
+                path,
+                strukt,
+                &node.go_type,
+            )),
+            other => Err(wrong(other)),
+        },
+        Shape::Array(items) => {
+            let Value::Array(values) = v else {
                 return Err(wrong(v));
             };
-            let Some(item_schema) = s.get("items") else {
+            let Some(items) = items else {
                 return Ok(());
             };
-            for (i, item) in items.iter_mut().enumerate() {
-                let p = Path::Index(path, i);
-                walk(item_schema, None, item, &p, strukt, unknown)?;
+            let item = &c.nodes[*items];
+            for (i, value) in values.iter_mut().enumerate() {
+                walk(c, item, value, &Path::Index(path, i), strukt, unknown)?;
             }
             Ok(())
         }
-        Some("object") => {
-            let props = s.get("properties").and_then(Value::as_object);
-            let additional = s.get("additionalProperties").filter(|a| a.is_object());
-            if props.is_none() && additional.is_none() {
-                // Opaque (RawExtension, JSON, FieldsV1): any JSON value.
-                return Ok(());
-            }
+        Shape::Struct(fields) => {
             let Value::Object(map) = v else {
                 return Err(wrong(v));
             };
-            if let Some(props) = props {
-                let here = name.map(struct_name).unwrap_or(strukt);
-                let mut dropped: Vec<String> = Vec::new();
-                for (k, child) in map.iter_mut() {
-                    match props.get(k) {
-                        Some(p) => {
-                            let at = Path::Field(path, k);
-                            walk(p, None, child, &at, here, unknown)?;
-                        }
-                        None => {
-                            let mut full = String::new();
-                            Path::Field(path, k).strict(&mut full);
-                            unknown.push(full);
-                            dropped.push(k.clone());
-                        }
+            let here = node.name.unwrap_or(strukt);
+            let mut dropped: Vec<String> = Vec::new();
+            for (k, child) in map.iter_mut() {
+                match fields.binary_search_by(|(f, _)| (*f).cmp(k.as_str())) {
+                    Ok(f) => {
+                        let at = Path::Field(path, k);
+                        walk(c, &c.nodes[fields[f].1], child, &at, here, unknown)?;
+                    }
+                    Err(_) => {
+                        unknown.push(Path::Field(path, k).render());
+                        dropped.push(k.clone());
                     }
                 }
+            }
+            if !dropped.is_empty() {
                 for k in dropped {
                     map.remove(&k);
-                }
-            } else if let Some(ap) = additional {
-                let (ap_schema, _) = resolve(ap);
-                let nested = matches!(
-                    ap_schema.get("type").and_then(Value::as_str),
-                    Some("object" | "array")
-                );
-                for (k, child) in map.iter_mut() {
-                    if nested {
-                        let at = Path::Key(path, k);
-                        walk(ap, None, child, &at, strukt, unknown)?;
-                    } else {
-                        walk(ap, None, child, path, strukt, unknown)?;
-                    }
                 }
             }
             Ok(())
         }
-        // No type: decoded by its own rules (oneOf, int-or-string); anything goes.
-        _ => Ok(()),
+        Shape::Map { values, nested } => {
+            let Value::Object(map) = v else {
+                return Err(wrong(v));
+            };
+            let value = &c.nodes[*values];
+            for (k, child) in map.iter_mut() {
+                if *nested {
+                    walk(c, value, child, &Path::Key(path, k), strukt, unknown)?;
+                } else {
+                    walk(c, value, child, path, strukt, unknown)?;
+                }
+            }
+            Ok(())
+        }
     }
 }
 

@@ -4,27 +4,22 @@
 use serde_json::Value;
 
 use super::node::{Additional, Node};
+use super::path::Path;
 
 /// Fields of an object that pruning never drops at the root or in an embedded resource.
 const RESOURCE_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
 /// Drops what `node` does not know from `v`. `keep_resource_fields`: `v` is the root object
 /// or an embedded resource. `path` is where `v` is (`spec.items[0]`, as upstream's field paths
-/// read); the path of every dropped field is added to `dropped`.
+/// read); the path of every dropped field is added to `dropped`. Paths are rendered only for
+/// dropped fields: pruning a valid object allocates nothing.
 pub(crate) fn prune(
     node: &Node,
     v: &mut Value,
     keep_resource_fields: bool,
-    path: &str,
+    path: &Path<'_>,
     dropped: &mut Vec<String>,
 ) {
-    let child_path = |k: &str| {
-        if path.is_empty() {
-            k.to_string()
-        } else {
-            format!("{path}.{k}")
-        }
-    };
     match v {
         Value::Object(map) => {
             let keep_meta = keep_resource_fields || node.embedded;
@@ -33,23 +28,23 @@ pub(crate) fn prune(
                     // metadata is checked by the server's ObjectMeta rules; apiVersion and
                     // kind are strings. A schema for them, if any, still prunes below.
                     if let Some(p) = node.properties.get(k.as_str()) {
-                        prune(p, child, false, &child_path(k), dropped);
+                        prune(p, child, false, &Path::Field(path, k), dropped);
                     }
                     return true;
                 }
                 if let Some(p) = node.properties.get(k.as_str()) {
-                    prune(p, child, false, &child_path(k), dropped);
+                    prune(p, child, false, &Path::Field(path, k), dropped);
                     return true;
                 }
                 match &node.additional {
                     Some(Additional::Schema(s)) => {
-                        prune(s, child, false, &format!("{path}[{k}]"), dropped);
+                        prune(s, child, false, &Path::Entry(path, k), dropped);
                         true
                     }
                     Some(Additional::Bool(true)) => true,
                     _ if node.preserve_unknown => true,
                     _ => {
-                        dropped.push(child_path(k));
+                        dropped.push(Path::Field(path, k).render());
                         false
                     }
                 }
@@ -58,7 +53,7 @@ pub(crate) fn prune(
         Value::Array(items) => {
             if let Some(item) = &node.items {
                 for (i, child) in items.iter_mut().enumerate() {
-                    prune(item, child, false, &format!("{path}[{i}]"), dropped);
+                    prune(item, child, false, &Path::Index(path, i), dropped);
                 }
             }
         }

@@ -49,8 +49,8 @@ pub(crate) fn apply(
     if subresource == Some("scale") {
         return apply_scale(st, res, namespace, name, config, opts);
     }
-    let config = check_config(res, name, config)?;
-    super::crd::check_apply_config(st, res, namespace, name, &config, opts)?;
+    let mut config = check_config(res, name, config)?;
+    super::crd::check_apply_config(st, res, namespace, name, &mut config, opts)?;
     let config = scoped(res, subresource, config);
     let key = obj_key(res, namespace, name);
     let shape = shape_of(st, res);

@@ -20,6 +20,7 @@ use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
 use crate::resource::ResourceInfo;
+use crate::schema::decode::Decoder;
 use crate::validation::{self, FieldError, invalid};
 
 /// Checks a request body: a JSON object whose `apiVersion` and `kind` (when given) are the
@@ -94,10 +95,10 @@ fn decode_builtin(
     if res.custom {
         return Ok(());
     }
-    let Some(kind) = crate::schema::builtin::kind(&res.group, &res.version, &res.kind) else {
+    let Some(decoder) = Decoder::for_kind(&res.group, &res.version, &res.kind) else {
         return Ok(());
     };
-    match crate::schema::decode::decode(kind.definition, obj) {
+    match decoder.decode(obj) {
         Ok(unknown) => crd::check_unknown(res, &unknown, opts),
         Err(message) => Err(ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {kind}: {message}",

@@ -406,12 +406,16 @@ pub(crate) fn check_unknown(
 /// error upstream, not a `Status` reason) naming each field. Under `Warn` and `Ignore` the
 /// fields are left to [`validate_custom`], which prunes them (upstream refuses them
 /// whatever the directive; pruning keeps the writes that used to pass passing).
+///
+/// The configuration is walked in place, not copied: when it holds unknown fields the apply
+/// is refused, and otherwise the walk changes nothing (a decoding error stops the walk before
+/// it removes anything, and is answered when the merged object is decoded).
 pub(crate) fn check_apply_config(
     st: &State,
     res: &ResourceInfo,
     namespace: Option<&str>,
     name: &str,
-    config: &Value,
+    config: &mut Value,
     opts: &WriteOptions,
 ) -> Result<(), ApiError> {
     if opts.field_validation != FieldValidation::Strict {
@@ -421,13 +425,15 @@ pub(crate) fn check_apply_config(
         let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
             return Ok(());
         };
-        schema.prune_reporting(&mut config.clone())
+        schema.prune_reporting(config)
     } else {
-        let Some(kind) = crate::schema::builtin::kind(&res.group, &res.version, &res.kind) else {
+        let Some(decoder) =
+            crate::schema::decode::Decoder::for_kind(&res.group, &res.version, &res.kind)
+        else {
             return Ok(());
         };
         // A value of the wrong type is the decoder's to answer, on the applied object.
-        crate::schema::decode::decode(kind.definition, &mut config.clone()).unwrap_or_default()
+        decoder.decode(config).unwrap_or_default()
     };
     if unknown.is_empty() {
         return Ok(());
