@@ -1413,9 +1413,9 @@ const CONTAINER_DEFAULTED: [&str; 4] = [
     "resources",
 ];
 
-/// Copies into `new` the defaulted fields it leaves out and `old` has: the embedded server
-/// defaults objects on create only, where upstream defaults every write, so an update that
-/// omits a defaulted field must not read as a change of it.
+/// Copies into `new` (a copy being compared) the defaulted fields it leaves out and `old`
+/// has, so that an update omitting a field upstream defaults does not read as a change of it.
+/// The storage defaults updates too; this covers the fields its defaults do not.
 pub(crate) fn carry_pod_spec_defaults(new: &mut Value, old: &Value) {
     fn carry(new: &mut Value, old: &Value, keys: &[&str]) {
         let Some(m) = new.as_object_mut() else {
