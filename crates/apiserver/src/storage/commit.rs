@@ -271,6 +271,12 @@ pub(crate) fn prepare_create(
         _ => {
             rules::normalize(res, &mut obj)?;
             rules::apply_defaults(res, &mut obj, &mut next_ip);
+            if let Some(st) = st
+                && is_service(res)
+            {
+                let used = node_ports_used(st, None);
+                errs.extend(rules::allocate_node_ports(&mut obj, None, &used));
+            }
             errs.extend(validation::validate(res, &obj, None));
         }
     }
@@ -397,6 +403,13 @@ pub(crate) fn update_with(
         let mut next_ip = st.next_cluster_ip;
         rules::apply_defaults(res, &mut new, &mut next_ip);
         st.next_cluster_ip = next_ip;
+        if is_service(res) {
+            let used = node_ports_used(st, Some(&key));
+            let errs = rules::allocate_node_ports(&mut new, Some(&old), &used);
+            if !errs.is_empty() {
+                return Err(invalid(res, name, &errs));
+            }
+        }
     }
     set_managed(
         st,
@@ -709,4 +722,26 @@ pub(crate) fn commit_update(
     }
     gc::run(st, tasks);
     Ok(to_version(&stored, &res.api_version()))
+}
+
+/// Whether a resource is the core Services.
+fn is_service(res: &ResourceInfo) -> bool {
+    res.group.is_empty() && res.plural == "services"
+}
+
+/// The node ports every stored Service holds, but the one at `except`.
+fn node_ports_used(st: &State, except: Option<&ObjKey>) -> std::collections::BTreeSet<i64> {
+    st.data
+        .get("services")
+        .into_iter()
+        .flat_map(|objs| objs.iter())
+        .filter(|(k, _)| Some(*k) != except)
+        .flat_map(|(_, svc)| {
+            svc.pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+        })
+        .collect()
 }

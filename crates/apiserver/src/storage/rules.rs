@@ -11,6 +11,7 @@ use base64::Engine;
 use super::meta;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+use crate::validation::FieldError;
 
 /// The namespaces every cluster starts with.
 pub(crate) const SYSTEM_NAMESPACES: [&str; 4] =
@@ -260,6 +261,100 @@ pub(crate) fn namespace_on_create(obj: &mut Value) {
     if let Some(l) = labels.as_object_mut() {
         l.insert("kubernetes.io/metadata.name".into(), Value::from(name));
     }
+}
+
+/// The node port range of a default kube-apiserver (`--service-node-port-range`).
+const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
+
+/// Allocates the node ports of a NodePort or LoadBalancer Service, as upstream's service
+/// registry does: a port without one gets a free port of the range (keeping the one the stored
+/// object `old` has for the same port and protocol), and a requested one must be in the range
+/// and free. `used` lists the node ports of every other Service. Answers the field errors.
+pub(crate) fn allocate_node_ports(
+    obj: &mut Value,
+    old: Option<&Value>,
+    used: &std::collections::BTreeSet<i64>,
+) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let ty = meta::get_path(obj, ".spec.type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    let allocate = ty == "NodePort"
+        || (ty == "LoadBalancer"
+            && meta::get_path(obj, ".spec.allocateLoadBalancerNodePorts") != Some(&json!(false)));
+    if !allocate {
+        return errs;
+    }
+    let old_ports: Vec<Value> = old
+        .and_then(|o| o.pointer("/spec/ports"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) else {
+        return errs;
+    };
+    let mut taken = used.clone();
+    let key = |p: &Value| (p.get("port").cloned(), p.get("protocol").cloned());
+    // Requested ports first, so that an allocation never takes one a later port asks for.
+    for (i, p) in ports.iter().enumerate() {
+        let Some(n) = p
+            .get("nodePort")
+            .and_then(Value::as_i64)
+            .filter(|n| *n != 0)
+        else {
+            continue;
+        };
+        let field = format!("spec.ports[{i}].nodePort");
+        let kept = old_ports
+            .iter()
+            .any(|o| o.get("nodePort").and_then(Value::as_i64) == Some(n));
+        if !NODE_PORTS.contains(&n) {
+            errs.push(FieldError::invalid(
+                field,
+                &json!(n),
+                "provided port is not in the valid range. The range of valid ports is 30000-32767",
+            ));
+        } else if !kept && !taken.insert(n) {
+            errs.push(FieldError::invalid(
+                field,
+                &json!(n),
+                "provided port is already allocated",
+            ));
+        }
+    }
+    let mut next = *NODE_PORTS.start();
+    for p in ports.iter_mut().filter(|p| p.is_object()) {
+        if p.get("nodePort")
+            .and_then(Value::as_i64)
+            .is_some_and(|n| n != 0)
+        {
+            continue;
+        }
+        let previous = old_ports
+            .iter()
+            .find(|o| key(o) == key(p))
+            .and_then(|o| o.get("nodePort").and_then(Value::as_i64));
+        let n = match previous {
+            Some(n) => n,
+            None => {
+                while taken.contains(&next) && next <= *NODE_PORTS.end() {
+                    next += 1;
+                }
+                if next > *NODE_PORTS.end() {
+                    errs.push(FieldError {
+                        reason: "InternalError",
+                        field: "spec.ports".into(),
+                        message: "Internal error: range is full".into(),
+                    });
+                    return errs;
+                }
+                taken.insert(next);
+                next
+            }
+        };
+        p["nodePort"] = json!(n);
+    }
+    errs
 }
 
 /// Services keep their clusterIP when an update leaves it out (the real server copies it).

@@ -801,3 +801,78 @@ fn metadata_is_validated() {
     numeric["metadata"]["annotations"] = json!({"a": 1});
     fails_unchanged(&s, 400, || s.create(&cms, Some("default"), numeric, &w()));
 }
+
+#[test]
+fn node_ports_are_allocated_kept_and_checked() {
+    let s = store();
+    let svcs = res(&s, "", "services");
+    let svc = |name: &str, ty: &str, ports: Value| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+               "spec": {"type": ty, "selector": {"app": name}, "ports": ports}})
+    };
+    let web = s
+        .create(
+            &svcs,
+            Some("default"),
+            svc(
+                "web",
+                "NodePort",
+                json!([{"name": "http", "port": 80}, {"name": "https", "port": 443}]),
+            ),
+            &w(),
+        )
+        .unwrap();
+    let np = |o: &Value, i: usize| o["spec"]["ports"][i]["nodePort"].as_i64().unwrap();
+    let (a, b) = (np(&web, 0), np(&web, 1));
+    assert!((30000..=32767).contains(&a) && (30000..=32767).contains(&b) && a != b);
+
+    let internal = s
+        .create(
+            &svcs,
+            Some("default"),
+            svc("internal", "ClusterIP", json!([{"port": 80}])),
+            &w(),
+        )
+        .unwrap();
+    assert!(internal["spec"]["ports"][0].get("nodePort").is_none());
+
+    let err = s
+        .create(
+            &svcs,
+            Some("default"),
+            svc("clash", "NodePort", json!([{"port": 80, "nodePort": a}])),
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        format!(
+            "Service \"clash\" is invalid: spec.ports[0].nodePort: Invalid value: {a}: provided port is already allocated"
+        )
+    );
+    let err = s
+        .create(
+            &svcs,
+            Some("default"),
+            svc("low", "NodePort", json!([{"port": 80, "nodePort": 80}])),
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Service \"low\" is invalid: spec.ports[0].nodePort: Invalid value: 80: provided port is not in the valid range. The range of valid ports is 30000-32767"
+    );
+
+    // An update that leaves the node ports out keeps them.
+    let mut update = svc(
+        "web",
+        "NodePort",
+        json!([{"name": "http", "port": 80}, {"name": "https", "port": 443}]),
+    );
+    update["metadata"]["resourceVersion"] = web["metadata"]["resourceVersion"].clone();
+    let updated = s
+        .update(&svcs, Some("default"), "web", None, update, &w())
+        .unwrap();
+    assert_eq!((np(&updated, 0), np(&updated, 1)), (a, b));
+}
