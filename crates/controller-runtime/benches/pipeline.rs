@@ -11,6 +11,11 @@
 //!   runtime.
 //!
 //! Run: `cargo bench -p controller-runtime --bench pipeline -- --warm-up-time 1 --measurement-time 3`
+//!
+//! Profiling: `CRT_BENCH_PROFILE=filtered` or `CRT_BENCH_PROFILE=enqueued` runs only that
+//! dispatch loop, `CRT_BENCH_PROFILE_N` times (default 100,000), without criterion, for an
+//! instruction count under `valgrind --tool=callgrind` (two runs with different N give the
+//! instructions per event without the set-up).
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -25,7 +30,7 @@ use controller_runtime::predicate;
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::{self, EventDispatcher};
 use controller_runtime::workqueue::{Queue, QueueConfig, QueueOrder, Workqueue};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, criterion_group};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio::sync::Notify;
@@ -41,7 +46,15 @@ fn deployment(generation: i64, rv: &str) -> Arc<Deployment> {
     Arc::new(d)
 }
 
-fn dispatch(c: &mut Criterion) {
+struct Dispatch {
+    rt: tokio::runtime::Runtime,
+    queue: Arc<dyn Queue<Request>>,
+    dispatcher: EventDispatcher<Deployment>,
+    changed: Event<Deployment>,
+    resync: Event<Deployment>,
+}
+
+fn setup() -> Dispatch {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -52,8 +65,10 @@ fn dispatch(c: &mut Criterion) {
         Arc::new(EnqueueRequestForObject),
         queue.clone(),
         vec![
-            predicate::generation_changed(),
-            predicate::label_selector::<Deployment>("app=web,tier notin (db)").unwrap(),
+            predicate::boxed(predicate::GenerationChanged),
+            predicate::boxed(
+                predicate::LabelSelectorPredicate::parse("app=web,tier notin (db)").unwrap(),
+            ),
         ],
     );
     let changed = Event::Update(UpdateEvent {
@@ -64,7 +79,43 @@ fn dispatch(c: &mut Criterion) {
         old: deployment(2, "11"),
         new: deployment(2, "11"),
     });
+    Dispatch {
+        rt,
+        queue,
+        dispatcher,
+        changed,
+        resync,
+    }
+}
 
+/// One dispatch loop, `n` times, for a profiler (`CRT_BENCH_PROFILE`).
+fn profile(case: &str, n: usize) {
+    let d = setup();
+    match case {
+        "filtered" => {
+            for _ in 0..n {
+                assert!(!d.dispatcher.dispatch(black_box(&d.resync)));
+            }
+        }
+        "enqueued" => d.rt.block_on(async {
+            for _ in 0..n {
+                assert!(d.dispatcher.dispatch(black_box(&d.changed)));
+                let item = d.queue.get().await.unwrap();
+                d.queue.done(&item);
+            }
+        }),
+        other => panic!("unknown CRT_BENCH_PROFILE case {other:?}"),
+    }
+}
+
+fn dispatch(c: &mut Criterion) {
+    let Dispatch {
+        rt,
+        queue,
+        dispatcher,
+        changed,
+        resync,
+    } = setup();
     let mut group = c.benchmark_group("dispatch");
     group.bench_function("update-enqueued", |b| {
         b.iter_custom(|iters| {
@@ -115,7 +166,7 @@ async fn run_controller(workers: usize, n: u64) -> Duration {
     let all_done = Arc::new(Notify::new());
     let reconciler = {
         let (count, all_done) = (count.clone(), all_done.clone());
-        reconcile::from_fn(move |_: Request| {
+        reconcile::from_fn(move |_: Request, _ctx| {
             if count.fetch_add(1, Ordering::Relaxed) + 1 == n {
                 all_done.notify_one();
             }
@@ -148,4 +199,16 @@ async fn run_controller(workers: usize, n: u64) -> Duration {
 }
 
 criterion_group!(benches, dispatch, controller);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(case) = std::env::var("CRT_BENCH_PROFILE") {
+        let n = std::env::var("CRT_BENCH_PROFILE_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(100_000);
+        profile(&case, n);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

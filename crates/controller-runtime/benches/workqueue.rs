@@ -9,6 +9,18 @@
 //! a handler creates the request) and, to show the queue's own cost, `u64`s.
 //!
 //! Run: `cargo bench -p controller-runtime --bench workqueue -- --warm-up-time 1 --measurement-time 3`
+//!
+//! Profiling: `CRT_BENCH_PROFILE=<case>` (`plain/u64`, `plain/request`, `priority/u64`,
+//! `priority/request`) runs only that case's add+get+done cycle, `CRT_BENCH_PROFILE_N` times
+//! (default 100,000), without criterion, for an instruction count that load does not change:
+//!
+//! ```text
+//! CRT_BENCH_PROFILE=plain/u64 CRT_BENCH_PROFILE_N=100000 valgrind --tool=callgrind \
+//!     target/release/deps/workqueue-<hash>
+//! ```
+//!
+//! Two runs with different N give the instructions per cycle without the set-up:
+//! `(Ir(N2) - Ir(N1)) / (N2 - N1)`.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -281,7 +293,40 @@ fn best_of() {
 
 criterion_group!(workqueue, benches);
 
+/// One case's cycle, `n` times, for a profiler (`CRT_BENCH_PROFILE`).
+fn profile(case: &str, n: usize) {
+    fn run<T: QueueItem>(make: MakeQueue<T>, pool: &[T], n: usize) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let queue = make();
+        rt.block_on(async {
+            for i in 0..n {
+                queue.add(pool[i % POOL].clone());
+                let item = queue.get().await.unwrap();
+                queue.done(black_box(&item));
+            }
+        });
+    }
+    match case {
+        "plain/u64" => run(plain, &numbers(), n),
+        "plain/request" => run(plain, &requests(), n),
+        "priority/u64" => run(priority, &numbers(), n),
+        "priority/request" => run(priority, &requests(), n),
+        other => panic!("unknown CRT_BENCH_PROFILE case {other:?}"),
+    }
+}
+
 fn main() {
+    if let Ok(case) = std::env::var("CRT_BENCH_PROFILE") {
+        let n = std::env::var("CRT_BENCH_PROFILE_N")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(100_000);
+        profile(&case, n);
+        return;
+    }
     if std::env::var_os("WORKQUEUE_BEST_OF").is_some() {
         best_of();
         return;

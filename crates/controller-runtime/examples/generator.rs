@@ -23,8 +23,8 @@ use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::cache::ListOptions;
 use controller_runtime::client::{self, Client};
 use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
-use controller_runtime::predicate::label_selector;
-use controller_runtime::reconcile::{Action, ReconcileError};
+use controller_runtime::predicate::LabelSelectorPredicate;
+use controller_runtime::reconcile::{Action, ReconcileContext, ReconcileError};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube_client::api::{Api, DeleteParams, ListParams, PostParams};
@@ -37,7 +37,7 @@ const GENERATED_BY: &str = "example.crt.dev/generated-by";
 /// The reconciler: make the generated ConfigMaps match the generator's `data.count`.
 async fn reconcile(
     generator: Arc<ConfigMap>,
-    client: Arc<Client>,
+    client: ReconcileContext<Client>,
 ) -> Result<Action, ReconcileError> {
     let (ns, name) = (
         generator.namespace().unwrap_or_default(),
@@ -125,7 +125,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     //    generator itself, read from the cache.
     ControllerBuilder::new(&mgr)
         .for_(
-            Input::<ConfigMap>::new().with_predicate(label_selector(&format!("{GENERATOR}=true"))?),
+            Input::<ConfigMap>::new()
+                .with_predicate(LabelSelectorPredicate::parse(&format!("{GENERATOR}=true"))?),
         )
         .owns(Input::<ConfigMap>::new())
         .named("generator")

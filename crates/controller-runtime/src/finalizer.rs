@@ -29,10 +29,10 @@
 //! use std::sync::Arc;
 //! use controller_runtime::client::Client;
 //! use controller_runtime::finalizer::{self, Event};
-//! use controller_runtime::reconcile::{Action, ReconcileError};
+//! use controller_runtime::reconcile::{Action, ReconcileContext, ReconcileError};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
-//! async fn reconcile(cm: Arc<ConfigMap>, client: Arc<Client>) -> Result<Action, ReconcileError> {
+//! async fn reconcile(cm: Arc<ConfigMap>, client: ReconcileContext<Client>) -> Result<Action, ReconcileError> {
 //!     let configmaps = client.objects::<ConfigMap>();
 //!     finalizer::finalizer(&configmaps, "example.com/cleanup", cm, |event| async move {
 //!         match event {

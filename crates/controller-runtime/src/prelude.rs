@@ -1,15 +1,16 @@
 //! What a reconciler and its `main` need, in one import: `use controller_runtime::prelude::*;`.
 //!
 //! The Builder and the Manager that run a controller, the client a reconciler reads and writes
-//! with, the one key type ([`ObjectKey`], which a reconcile's [`Request`] is), a reconcile's
-//! result types, controllerutil's helpers module, and kube's `Resource`/`ResourceExt` traits for
+//! with, the one key type ([`ObjectKey`], which a reconcile's [`Request`] is), the context a
+//! reconcile is handed ([`ReconcileContext`]), a reconcile's result types, controllerutil's helpers module, and kube's `Resource`/`ResourceExt` traits for
 //! the objects' metadata (`obj.name_any()`, `obj.namespace()`).
 //!
 //! ```
 //! use controller_runtime::prelude::*;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
-//! async fn reconcile(cm: Arc<ConfigMap>, _client: Arc<Client>) -> Result<Action, ReconcileError> {
+//! async fn reconcile(cm: Arc<ConfigMap>, ctx: ReconcileContext<Client>) -> Result<Action, ReconcileError> {
+//!     let _client: &Client = &ctx; // the context derefs to the data given to `complete`
 //!     println!("reconcile {}", cm.name_any());
 //!     Ok(Action::done())
 //! }
@@ -24,5 +25,5 @@ pub use crate::builder::{ControllerBuilder, Input};
 pub use crate::client::Client;
 pub use crate::controllerutil;
 pub use crate::manager::{BindAddress, Manager, ManagerOptions, signal_handler};
-pub use crate::reconcile::{Action, ReconcileError, Request, TerminalError};
+pub use crate::reconcile::{Action, ReconcileContext, ReconcileError, Request, TerminalError};
 pub use crate::{CancellationToken, ObjectKey};

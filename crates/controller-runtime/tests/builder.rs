@@ -15,7 +15,7 @@ use controller_runtime::event::{self as events, GenericEvent, Object};
 use controller_runtime::finalizer::{self, Event};
 use controller_runtime::handler::{EnqueueRequestForObject, EnqueueRequestsFromMapFunc};
 use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
-use controller_runtime::reconcile::{self, Action, ReconcileError, Reconciler};
+use controller_runtime::reconcile::{self, Action, ReconcileContext, ReconcileError, Reconciler};
 use controller_runtime::{Request, source};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -121,7 +121,7 @@ type Log = Arc<Mutex<Vec<String>>>;
 /// A reconciler that logs `"<tag> <name>"` for each request.
 fn recorder(log: &Log, tag: &'static str) -> impl Reconciler + 'static {
     let log = log.clone();
-    reconcile::from_fn(move |req: Request| {
+    reconcile::from_fn(move |req: Request, _ctx| {
         log.lock().push(format!("{tag} {}", req.name));
         async { Ok(Action::done()) }
     })
@@ -649,17 +649,20 @@ async fn typed_reconcile_reads_the_cache_and_skips_a_deleted_object() {
     let seen = Arc::new(Mutex::new(Vec::<String>::new()));
     let typed = reconcile::for_object(
         mgr.client(),
+        (),
         seen.clone(),
-        |cm: Arc<ConfigMap>, seen: Arc<Mutex<Vec<String>>>| async move {
+        |cm: Arc<ConfigMap>, seen: ReconcileContext<Mutex<Vec<String>>>| async move {
             let value = cm
                 .data
                 .as_ref()
                 .and_then(|d| d.get("k"))
                 .cloned()
                 .unwrap_or_default();
+            // The context derefs to the data, and carries the controller's name.
             seen.lock().push(format!(
-                "{} {value}",
-                cm.metadata.name.as_deref().unwrap_or_default()
+                "{} {value} ({})",
+                cm.metadata.name.as_deref().unwrap_or_default(),
+                seen.controller()
             ));
             Ok(Action::requeue_after(Duration::from_secs(60)))
         },
@@ -687,14 +690,17 @@ async fn typed_reconcile_reads_the_cache_and_skips_a_deleted_object() {
     }
 
     let action = typed
-        .reconcile(Request::new("default", "live"))
+        .reconcile(
+            Request::new("default", "live"),
+            ReconcileContext::new("typed"),
+        )
         .await
         .unwrap();
     assert_eq!(
         action.requeue_after_duration(),
         Some(Duration::from_secs(60))
     );
-    assert_eq!(*seen.lock(), ["live v"]);
+    assert_eq!(*seen.lock(), ["live v (typed)"]);
 
     cms.delete("doomed", &DeleteParams::default())
         .await
@@ -711,18 +717,24 @@ async fn typed_reconcile_reads_the_cache_and_skips_a_deleted_object() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let action = typed
-        .reconcile(Request::new("default", "doomed"))
+        .reconcile(
+            Request::new("default", "doomed"),
+            ReconcileContext::new("typed"),
+        )
         .await
         .unwrap();
     assert_eq!(action, Action::done(), "a gone object is done");
     let action = typed
-        .reconcile(Request::new("default", "never-was"))
+        .reconcile(
+            Request::new("default", "never-was"),
+            ReconcileContext::new("typed"),
+        )
         .await
         .unwrap();
     assert_eq!(action, Action::done());
     assert_eq!(
         *seen.lock(),
-        ["live v"],
+        ["live v (typed)"],
         "the function never saw a gone object"
     );
     ctx.cancel();

@@ -103,7 +103,7 @@ fn logging_handler<K: kube_core::Resource + Send + Sync + 'static>(log: &Log) ->
 fn noop_controller(name: &str, options: ControllerOptions) -> Controller {
     Controller::new(
         name,
-        reconcile::from_fn(|_req: Request| async { Ok(Action::done()) }),
+        reconcile::from_fn(|_req: Request, _ctx| async { Ok(Action::done()) }),
         options,
     )
     .unwrap()

@@ -242,7 +242,7 @@ async fn metrics_are_served_with_controller_runtime_names() {
     let reconciled = Arc::new(AtomicUsize::new(0));
     let reconciler = reconcile::from_fn({
         let reconciled = reconciled.clone();
-        move |_req: Request| {
+        move |_req: Request, _ctx| {
             let reconciled = reconciled.clone();
             async move {
                 reconciled.fetch_add(1, Ordering::SeqCst);
@@ -374,7 +374,7 @@ async fn channel_controller<F, Fut>(
     f: F,
 ) -> tokio::sync::mpsc::Sender<GenericEvent<ConfigMap>>
 where
-    F: Fn(Request) -> Fut + Send + Sync + 'static,
+    F: Fn(Request, reconcile::ReconcileContext) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = Result<Action, reconcile::ReconcileError>> + Send + 'static,
 {
     let controller = Controller::new(
@@ -401,7 +401,7 @@ async fn a_running_reconcile_finishes_before_start_returns() {
     let finished = Arc::new(AtomicBool::new(false));
     let tx = channel_controller(&mgr, {
         let (started, release, finished) = (started.clone(), release.clone(), finished.clone());
-        move |_req| {
+        move |_req, _ctx| {
             let (started, release, finished) = (started.clone(), release.clone(), finished.clone());
             async move {
                 started.notify_one();
@@ -437,7 +437,7 @@ async fn a_reconcile_ignoring_cancellation_is_abandoned_after_the_timeout() {
     let started = Arc::new(Notify::new());
     let tx = channel_controller(&mgr, {
         let started = started.clone();
-        move |_req| {
+        move |_req, _ctx| {
             let started = started.clone();
             async move {
                 started.notify_one();
@@ -546,7 +546,7 @@ async fn three_managers_elect_one_leader_at_a_time() {
         let mgr = Manager::new(client_for(&server).await, options).unwrap();
         let reconciler = reconcile::from_fn({
             let (mgr, reconciles) = (mgr.clone(), reconciles.clone());
-            move |_req: Request| {
+            move |_req: Request, _ctx| {
                 reconciles.lock().push((i, mgr.is_leader()));
                 async { Ok(Action::done()) }
             }

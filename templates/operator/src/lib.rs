@@ -82,7 +82,10 @@ pub async fn add_controller(mgr: &Manager) -> Result<(), controller_runtime::bui
 
 /// Drives one Memo towards its spec: a finalizer first, then its ConfigMap and index entry,
 /// then its status. Each step writes only when something differs from what it wants.
-pub async fn reconcile(memo: Arc<Memo>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
+pub async fn reconcile(
+    memo: Arc<Memo>,
+    ctx: ReconcileContext<Context>,
+) -> Result<Action, ReconcileError> {
     let memos = ctx.client.objects::<Memo>();
     let (ns, name) = (memo.namespace().unwrap_or_default(), memo.name_any());
     if memo.metadata.deletion_timestamp.is_some() {

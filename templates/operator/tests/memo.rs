@@ -175,7 +175,7 @@ async fn a_reconcile_of_a_published_memo_writes_nothing() {
     let ctx = Arc::new(Context {
         client: client.clone(),
     });
-    let result = memo_operator::reconcile(memo, ctx).await;
+    let result = memo_operator::reconcile(memo, ReconcileContext::new("memo").with_data(ctx)).await;
     if let Some(server) = env.server() {
         server.faults().fail_next(0, 500);
     }

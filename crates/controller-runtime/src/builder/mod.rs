@@ -24,7 +24,8 @@
 //! The `for` type is a type parameter of the builder: [`for_`](ControllerBuilder::for_) turns a
 //! `ControllerBuilder<NoFor>` into a `ControllerBuilder<For<K>>`, and only that one has
 //! [`owns`](ControllerBuilder::owns) (whose owners are of the `for` kind) and the typed
-//! [`complete`](ControllerBuilder::complete), whose reconcile function takes an `Arc<K>`: a
+//! [`complete`](ControllerBuilder::complete), whose reconcile function takes an `Arc<K>` (and
+//! a [`ReconcileContext`](reconcile::ReconcileContext) carrying the data given to `complete`): a
 //! second `for`, an `owns` without a `for`, or a reconcile function for another type do not
 //! compile. A builder without a `for` type takes `watches`, `watches_raw` and a request-level
 //! [`Reconciler`] ([`complete_with`](ControllerBuilder::complete_with)), which a typed builder
@@ -45,13 +46,13 @@
 //! use controller_runtime::builder::{ControllerBuilder, Input};
 //! use controller_runtime::manager::{Manager, ManagerOptions};
 //! use controller_runtime::predicate::GenerationChanged;
-//! use controller_runtime::reconcile::{Action, ReconcileError};
+//! use controller_runtime::reconcile::{Action, ReconcileContext, ReconcileError};
 //! use k8s_openapi::api::apps::v1::Deployment;
 //! use k8s_openapi::api::core::v1::Pod;
 //!
 //! struct Ctx; // your clients, settings, metrics
 //!
-//! async fn reconcile(deploy: Arc<Deployment>, _ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+//! async fn reconcile(deploy: Arc<Deployment>, _ctx: ReconcileContext<Ctx>) -> Result<Action, ReconcileError> {
 //!     println!("reconcile {:?}", deploy.metadata.name);
 //!     Ok(Action::done())
 //! }
@@ -77,9 +78,9 @@
 //! ```compile_fail,E0631
 //! # use std::sync::Arc;
 //! # use controller_runtime::builder::{ControllerBuilder, Input};
-//! # use controller_runtime::reconcile::{Action, ReconcileError};
+//! # use controller_runtime::reconcile::{Action, ReconcileContext, ReconcileError};
 //! # use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
-//! async fn reconcile(pod: Arc<Pod>, _ctx: Arc<()>) -> Result<Action, ReconcileError> {
+//! async fn reconcile(pod: Arc<Pod>, _ctx: ReconcileContext) -> Result<Action, ReconcileError> {
 //!     Ok(Action::done())
 //! }
 //! # async fn f(mgr: controller_runtime::manager::Manager) {
@@ -117,9 +118,9 @@
 //! ```no_run
 //! # use std::sync::Arc;
 //! # use controller_runtime::builder::{ControllerBuilder, Input};
-//! # use controller_runtime::reconcile::{Action, ReconcileError};
+//! # use controller_runtime::reconcile::{Action, ReconcileContext, ReconcileError};
 //! # use k8s_openapi::api::{apps::v1::Deployment, core::v1::Pod};
-//! async fn reconcile(deploy: Arc<Deployment>, _ctx: Arc<()>) -> Result<Action, ReconcileError> {
+//! async fn reconcile(deploy: Arc<Deployment>, _ctx: ReconcileContext) -> Result<Action, ReconcileError> {
 //!     Ok(Action::done())
 //! }
 //! # async fn f(mgr: controller_runtime::manager::Manager) {
@@ -154,7 +155,7 @@ use crate::handler::{
 };
 use crate::manager::{self, Manager};
 use crate::predicate::{BoxPredicate, Predicate};
-use crate::reconcile::{self, Action, ReconcileError, Reconciler};
+use crate::reconcile::{self, Action, ReconcileContext, ReconcileError, Reconciler};
 use crate::source::{self, Source, Watch};
 use crate::workqueue::Enqueue;
 
@@ -345,23 +346,24 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
     /// Builds the controller with a typed reconcile function for the `for` type, and reserves
     /// its name in the manager without adding the controller to it: start it yourself, or add
     /// it with `mgr.add`. Each request's object is read from the cache and handed to
-    /// `reconcile` with `ctx` (see [`reconcile::for_object`]); a request for an object that is
-    /// gone is done at once.
-    pub async fn build<C, F, Fut>(self, ctx: Arc<C>, reconcile: F) -> Result<Controller, Error>
+    /// `reconcile` with the reconcile's context, which carries `data` (see
+    /// [`reconcile::for_object`]); a request for an object that is gone is done at once.
+    pub async fn build<C, F, Fut>(self, data: Arc<C>, reconcile: F) -> Result<Controller, Error>
     where
         C: Send + Sync + 'static,
-        F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<K>, ReconcileContext<C>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
     {
         let dt = self.state.dt.clone();
-        let reconciler = reconcile::for_object_with(self.mgr.client(), dt, ctx, reconcile);
+        let reconciler = reconcile::for_object(self.mgr.client(), dt, data, reconcile);
         self.build_with(reconciler).await
     }
 
     /// [`build`](Self::build), then adds the controller to the manager, which starts it
     /// (controller-runtime's `Complete`). `reconcile` is a plain
-    /// `async fn(Arc<K>, Arc<C>) -> Result<Action, ReconcileError>`, or a closure whose types are
-    /// inferred:
+    /// `async fn(Arc<K>, ReconcileContext<C>) -> Result<Action, ReconcileError>`, or a closure
+    /// whose types are inferred; the context derefs to `data` (`ctx.client`, say) and tells the
+    /// controller's name, the reconcile's id and when the controller is stopping:
     ///
     /// ```no_run
     /// # use std::sync::Arc;
@@ -379,14 +381,14 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
     ///     .await?;
     /// # Ok(()) }
     /// ```
-    pub async fn complete<C, F, Fut>(self, ctx: Arc<C>, reconcile: F) -> Result<(), Error>
+    pub async fn complete<C, F, Fut>(self, data: Arc<C>, reconcile: F) -> Result<(), Error>
     where
         C: Send + Sync + 'static,
-        F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<K>, ReconcileContext<C>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
     {
         let mgr = self.mgr.clone();
-        let controller = self.build(ctx, reconcile).await?;
+        let controller = self.build(data, reconcile).await?;
         add_to(&mgr, controller)
     }
 }

@@ -31,7 +31,7 @@
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! let reconciler = reconcile::from_fn(|req: Request| async move {
+//! let reconciler = reconcile::from_fn(|req: Request, _ctx| async move {
 //!     println!("reconcile {req}");
 //!     Ok(Action::done())
 //! });
@@ -327,7 +327,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     /// use k8s_openapi::api::core::v1::ConfigMap;
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-    /// let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    /// let reconciler = reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) });
     /// let controller = Controller::new("configmaps", reconciler, ControllerOptions::default()).unwrap();
     /// let (_tx, channel) = source::channel::<ConfigMap>(16);
     /// let handle = controller.watch(channel, EnqueueRequestForObject, vec![]).await.unwrap();

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Inner;
-use crate::reconcile::{ReconcileContext, ReconcileError, ReconcileResult, with_context};
+use crate::reconcile::{ReconcileContext, ReconcileError, ReconcileResult};
 use crate::workqueue::{AddOpts, QueueItem};
 
 /// The error a panicking reconcile becomes (with `recover_panic`): retried with backoff.
@@ -80,12 +80,8 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
         request = ?item,
         reconcile_id,
     );
-    let context = ReconcileContext {
-        controller: inner.name.clone(),
-        reconcile_id,
-        stopping: stopping.clone(),
-    };
-    let result = with_context(context, reconcile(inner, item.clone()))
+    let context = ReconcileContext::running(inner.name.clone(), reconcile_id, stopping.clone());
+    let result = reconcile(inner, item.clone(), context)
         .instrument(span.clone())
         .await;
     let _enter = span.enter();
@@ -119,11 +115,15 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
 }
 
 /// Runs the reconciler with the timeout and panic recovery the options ask for.
-async fn reconcile<T: QueueItem>(inner: &Inner<T>, item: T) -> ReconcileResult {
+async fn reconcile<T: QueueItem>(
+    inner: &Inner<T>,
+    item: T,
+    context: ReconcileContext,
+) -> ReconcileResult {
     let timeout = inner.options.reconciliation_timeout;
     // The call itself runs inside the future, so a panic while building the future is caught too.
     let run = async move {
-        let fut = inner.reconciler.reconcile(item);
+        let fut = inner.reconciler.reconcile(item, context);
         match timeout {
             Some(limit) => tokio::time::timeout(limit, fut).await.unwrap_or_else(|_| {
                 inner.metrics.timeouts.inc();

@@ -37,7 +37,7 @@
 //! // ...and its reconciler, which marks every Guestbook seen.
 //! async fn reconcile(
 //!     gb: Arc<Guestbook>,
-//!     client: Arc<kube_client::Client>,
+//!     client: ReconcileContext<kube_client::Client>,
 //! ) -> Result<Action, ReconcileError> {
 //!     let api = Api::<Guestbook>::namespaced((*client).clone(), &gb.namespace().unwrap());
 //!     let status = Patch::Merge(serde_json::json!({ "status": { "seen": true } }));

@@ -29,7 +29,7 @@
 //!     let options = ManagerOptions::default().with_health_probe_bind_address(":8081".parse()?);
 //!     let mgr = Manager::infer(options).await?;
 //!
-//!     let reconciler = reconcile::from_fn(|req: Request| async move {
+//!     let reconciler = reconcile::from_fn(|req: Request, _ctx| async move {
 //!         println!("reconcile {req}");
 //!         Ok(Action::done())
 //!     });

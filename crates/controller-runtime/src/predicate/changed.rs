@@ -4,11 +4,10 @@
 //! object as well as `dyn Object` (the builder's event filters).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::{BoxPredicate, Predicate};
+use super::Predicate;
 use crate::event::{Event, Object};
 
 /// Passes updates whose `metadata.generation` changed, i.e. changes to the spec (the API server
@@ -104,28 +103,10 @@ impl<K: ?Sized + Object> Predicate<K> for AnnotationChanged {
     }
 }
 
-/// [`GenerationChanged`], shared and type-erased, ready for a watch's predicate list.
-pub fn generation_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
-    Arc::new(GenerationChanged)
-}
-
-/// [`ResourceVersionChanged`], shared and type-erased.
-pub fn resource_version_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
-    Arc::new(ResourceVersionChanged)
-}
-
-/// [`LabelChanged`], shared and type-erased.
-pub fn label_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
-    Arc::new(LabelChanged)
-}
-
-/// [`AnnotationChanged`], shared and type-erased.
-pub fn annotation_changed<K: ?Sized + Object>() -> BoxPredicate<K> {
-    Arc::new(AnnotationChanged)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::event::UpdateEvent;
     use k8s_openapi::api::core::v1::ConfigMap;

@@ -31,7 +31,7 @@ pub fn or<K: ?Sized + 'static>(
 /// use k8s_openapi::api::core::v1::ConfigMap;
 ///
 /// // Only resyncs (updates that did not change the resourceVersion).
-/// let resyncs = predicate::not(predicate::resource_version_changed::<ConfigMap>());
+/// let resyncs = predicate::not::<ConfigMap>(predicate::boxed(predicate::ResourceVersionChanged));
 /// let cm = Arc::new(ConfigMap::default());
 /// assert!(resyncs.filter(&Event::Update(UpdateEvent { old: cm.clone(), new: cm })));
 /// ```

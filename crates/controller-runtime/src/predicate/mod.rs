@@ -30,7 +30,10 @@
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
 //! // Spec changes, or a change of labels.
-//! let p = predicate::or::<ConfigMap>([predicate::generation_changed(), predicate::label_changed()]);
+//! let p = predicate::or::<ConfigMap>([
+//!     predicate::boxed(predicate::GenerationChanged),
+//!     predicate::boxed(predicate::LabelChanged),
+//! ]);
 //!
 //! let old = Arc::new(ConfigMap::default());
 //! let mut changed = ConfigMap::default();
@@ -49,12 +52,9 @@ mod changed;
 mod combine;
 mod selector;
 
-pub use changed::{
-    AnnotationChanged, GenerationChanged, LabelChanged, ResourceVersionChanged, annotation_changed,
-    generation_changed, label_changed, resource_version_changed,
-};
+pub use changed::{AnnotationChanged, GenerationChanged, LabelChanged, ResourceVersionChanged};
 pub use combine::{and, not, or};
-pub use selector::{Error, LabelSelectorPredicate, label_selector};
+pub use selector::{Error, LabelSelectorPredicate};
 
 /// A filter on events: whether an event about objects of `K` reaches the handler.
 ///
@@ -79,6 +79,25 @@ pub trait Predicate<K: ?Sized>: Send + Sync {
 
 /// A shared, type-erased predicate, as watches hold them.
 pub type BoxPredicate<K> = Arc<dyn Predicate<K>>;
+
+/// Shares and type-erases `predicate`, for a list of predicates: a watch's (as
+/// [`EventDispatcher::new`](crate::source::EventDispatcher::new) takes them), or one given to
+/// [`and`], [`or`] and [`not`]. (The builder's [`Input::with_predicate`](crate::builder::Input::with_predicate)
+/// takes a predicate as it is.)
+///
+/// ```
+/// use controller_runtime::predicate::{self, BoxPredicate, GenerationChanged, LabelSelectorPredicate};
+/// use k8s_openapi::api::apps::v1::Deployment;
+///
+/// let predicates: Vec<BoxPredicate<Deployment>> = vec![
+///     predicate::boxed(GenerationChanged),
+///     predicate::boxed(LabelSelectorPredicate::parse("app=web").unwrap()),
+/// ];
+/// # assert_eq!(predicates.len(), 2);
+/// ```
+pub fn boxed<K: ?Sized, P: Predicate<K> + 'static>(predicate: P) -> BoxPredicate<K> {
+    Arc::new(predicate)
+}
 
 impl<K: ?Sized, P: Predicate<K> + ?Sized> Predicate<K> for Arc<P> {
     fn filter(&self, event: &Event<K>) -> bool {

@@ -1,8 +1,6 @@
 //! The label selector predicate.
 
-use std::sync::Arc;
-
-use super::{BoxPredicate, Predicate};
+use super::Predicate;
 use crate::event::{Event, Object};
 use crt_labels::LabelSelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
@@ -30,22 +28,23 @@ pub enum Error {
 /// one. It reads metadata only, so it is a predicate of every [`Object`] type, and an event
 /// filter of the builder.
 ///
-/// Build it from the string syntax (`app=web,tier in (a,b),!canary`) with [`label_selector`] or
+/// Build it from the string syntax (`app=web,tier in (a,b),!canary`) with
 /// [`LabelSelectorPredicate::parse`], or from a structured `metav1.LabelSelector` with
 /// [`LabelSelectorPredicate::from_label_selector`]. A malformed selector is an error then, never a
 /// panic later.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use controller_runtime::{event::{Event, GenericEvent}, predicate::{self, Predicate}};
+/// use controller_runtime::event::{Event, GenericEvent};
+/// use controller_runtime::predicate::{LabelSelectorPredicate, Predicate};
 /// use k8s_openapi::api::core::v1::Pod;
 ///
-/// let p = predicate::label_selector::<Pod>("app=web, tier notin (db)").unwrap();
+/// let p = LabelSelectorPredicate::parse("app=web, tier notin (db)").unwrap();
 /// let mut pod = Pod::default();
 /// pod.metadata.labels = Some([("app".to_string(), "web".to_string())].into());
 /// assert!(p.filter(&Event::Generic(GenericEvent { object: Arc::new(pod) })));
 ///
-/// assert!(predicate::label_selector::<Pod>("app in (web").is_err());
+/// assert!(LabelSelectorPredicate::parse("app in (web").is_err());
 /// ```
 #[derive(Clone, Debug)]
 pub struct LabelSelectorPredicate {
@@ -100,11 +99,6 @@ impl LabelSelectorPredicate {
             None => self.selector.matches_fn(|_| None),
         }
     }
-}
-
-/// Parses `selector` into a shared [`LabelSelectorPredicate`], ready for a watch's predicate list.
-pub fn label_selector<K: ?Sized + Object>(selector: &str) -> Result<BoxPredicate<K>, Error> {
-    Ok(Arc::new(LabelSelectorPredicate::parse(selector)?))
 }
 
 impl<K: ?Sized + Object> Predicate<K> for LabelSelectorPredicate {

@@ -1,6 +1,7 @@
-//! Reconcile: the [`Request`] a controller hands its workers, the [`Reconciler`] trait and the
-//! result types ([`Action`], [`ReconcileError`], [`TerminalError`]), and [`for_object`], a
-//! reconciler that reads the request's object from the cache and hands it over typed.
+//! Reconcile: the [`Request`] a controller hands its workers with a [`ReconcileContext`], the
+//! [`Reconciler`] trait and the result types ([`Action`], [`ReconcileError`],
+//! [`TerminalError`]), and [`for_object`], a reconciler that reads the request's object from
+//! the cache and hands it over typed.
 //!
 //! A reconciler is called with the key of one object and drives the world towards the state that
 //! object asks for. Its result tells the controller what to do with the key next:
@@ -21,7 +22,7 @@
 //! use controller_runtime::reconcile::{self, Action, Reconciler, ReconcileError, TerminalError};
 //! use controller_runtime::Request;
 //!
-//! let reconciler = reconcile::from_fn(|req: Request| async move {
+//! let reconciler = reconcile::from_fn(|req: Request, _ctx| async move {
 //!     if req.name.is_empty() {
 //!         // Retrying cannot fix a bad request: say so.
 //!         return Err(TerminalError::msg("empty name").into());
@@ -29,25 +30,27 @@
 //!     Ok(Action::requeue_after(Duration::from_secs(60)))
 //! });
 //! # let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-//! let action = rt.block_on(reconciler.reconcile(Request::new("default", "cm"))).unwrap();
+//! let ctx = reconcile::ReconcileContext::new("test");
+//! let action = rt.block_on(reconciler.reconcile(Request::new("default", "cm"), ctx.clone())).unwrap();
 //! assert_eq!(action.requeue_after_duration(), Some(Duration::from_secs(60)));
-//! let err = rt.block_on(reconciler.reconcile(Request::new("default", ""))).unwrap_err();
+//! let err = rt.block_on(reconciler.reconcile(Request::new("default", ""), ctx)).unwrap_err();
 //! assert!(err.is_terminal());
 //! ```
 
 use std::error::Error as StdError;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
 
 use crate::ObjectKey;
 
 mod typed;
 
-pub use typed::{ObjectReconciler, for_object, for_object_with};
+pub use typed::{ObjectReconciler, for_object};
 
 /// The key of one object to reconcile: an [`ObjectKey`] (namespace, `None` for cluster-scoped
 /// objects, and name) under the name reconcilers know it by (controller-runtime's
@@ -230,94 +233,174 @@ pub type ReconcileResult = Result<Action, ReconcileError>;
 /// reconcile cannot repair.
 ///
 /// ```
-/// use controller_runtime::reconcile::{Action, ReconcileResult, Reconciler};
+/// use controller_runtime::reconcile::{Action, ReconcileContext, ReconcileResult, Reconciler};
 /// use controller_runtime::Request;
 /// use futures::future::BoxFuture;
 ///
 /// struct Logger;
 /// impl Reconciler for Logger {
-///     fn reconcile(&self, req: Request) -> BoxFuture<'_, ReconcileResult> {
+///     fn reconcile(&self, req: Request, ctx: ReconcileContext) -> BoxFuture<'_, ReconcileResult> {
 ///         Box::pin(async move {
-///             println!("reconciling {req}");
+///             println!("{} reconciling {req}", ctx.controller());
 ///             Ok(Action::done())
 ///         })
 ///     }
 /// }
 /// ```
 pub trait Reconciler<T = Request>: Send + Sync {
-    /// Reconciles the object `req` names.
-    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult>;
+    /// Reconciles the object `req` names; `ctx` tells which controller runs the reconcile, its
+    /// id, and when the controller is stopping.
+    fn reconcile(&self, req: T, ctx: ReconcileContext) -> BoxFuture<'_, ReconcileResult>;
 }
 
 impl<T, R: Reconciler<T> + ?Sized> Reconciler<T> for Arc<R> {
-    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult> {
-        (**self).reconcile(req)
+    fn reconcile(&self, req: T, ctx: ReconcileContext) -> BoxFuture<'_, ReconcileResult> {
+        (**self).reconcile(req, ctx)
     }
 }
 
 impl<T, R: Reconciler<T> + ?Sized> Reconciler<T> for Box<R> {
-    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult> {
-        (**self).reconcile(req)
+    fn reconcile(&self, req: T, ctx: ReconcileContext) -> BoxFuture<'_, ReconcileResult> {
+        (**self).reconcile(req, ctx)
     }
 }
 
-/// What a reconcile run by a [`Controller`](crate::controller::Controller) can learn about
-/// itself: see [`context`].
-#[derive(Clone, Debug)]
-pub struct ReconcileContext {
-    /// The controller's name.
-    pub controller: Arc<str>,
-    /// A number unique to this reconcile in the process (controller-runtime's reconcileID), as
-    /// logged in the `reconcile` span.
-    pub reconcile_id: u64,
-    /// Cancelled when the controller is asked to stop. A running reconcile is awaited on stop; a
-    /// long one may watch this token to finish early (a Manager abandons reconciles that ignore
-    /// it after its graceful shutdown timeout).
-    pub stopping: tokio_util::sync::CancellationToken,
-}
-
-tokio::task_local! {
-    static CONTEXT: ReconcileContext;
-}
-
-/// The context of the reconcile running on this task, when called from inside a reconcile that
-/// a controller runs (`None` elsewhere, e.g. in a unit test calling the reconciler directly).
+/// What the runtime hands every reconcile beside its request (Go's `ctx context.Context`): the
+/// controller's name, this reconcile's id, the stop signal, and the data `C` a typed reconcile
+/// function was registered with (`()` for a request-level [`Reconciler`]).
+///
+/// It derefs to `C`, so a typed reconcile reads `ctx.client` as it would through an `Arc<C>`;
+/// [`data`](Self::data) gives the `Arc<C>` itself (to move into a spawned task, say). A unit
+/// test that calls a reconciler directly makes one with [`ReconcileContext::new`].
 ///
 /// ```
 /// use std::time::Duration;
-/// use controller_runtime::reconcile::{self, Action};
+/// use controller_runtime::reconcile::{self, Action, ReconcileContext, Reconciler};
 /// use controller_runtime::Request;
 ///
-/// let r = reconcile::from_fn(|req: Request| async move {
-///     if let Some(ctx) = reconcile::context() {
-///         tokio::select! {
-///             _ = ctx.stopping.cancelled() => return Ok(Action::requeue_after(Duration::from_secs(1))),
-///             _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
-///         }
+/// let r = reconcile::from_fn(|req: Request, ctx: ReconcileContext| async move {
+///     tokio::select! {
+///         // The controller is stopping: come back later rather than hold the shutdown.
+///         _ = ctx.stopping().cancelled() => return Ok(Action::requeue_after(Duration::from_secs(1))),
+///         _ = tokio::time::sleep(Duration::from_millis(10)) => {}
 ///     }
+///     println!("{} reconciled {req} (reconcile {})", ctx.controller(), ctx.reconcile_id());
 ///     Ok(Action::done())
 /// });
-/// # drop(r);
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let ctx = ReconcileContext::new("test");
+/// ctx.stopping().cancel();
+/// let action = r.reconcile(Request::new("default", "a"), ctx).await.unwrap();
+/// assert_eq!(action, Action::requeue_after(Duration::from_secs(1)));
+/// # });
 /// ```
-pub fn context() -> Option<ReconcileContext> {
-    CONTEXT.try_with(Clone::clone).ok()
+pub struct ReconcileContext<C = ()> {
+    data: Arc<C>,
+    controller: Arc<str>,
+    reconcile_id: u64,
+    stopping: CancellationToken,
 }
 
-/// Runs `fut` with `ctx` as its [`context`].
-pub(crate) async fn with_context<F: Future>(ctx: ReconcileContext, fut: F) -> F::Output {
-    CONTEXT.scope(ctx, fut).await
+/// The data of a request-level context: shared, so that a reconcile does not allocate it.
+static NO_DATA: LazyLock<Arc<()>> = LazyLock::new(|| Arc::new(()));
+
+impl ReconcileContext {
+    /// A context for a reconcile run outside a controller, as a unit test calling a reconciler
+    /// directly needs: reconcile id 0, a stop signal that only [`stopping`](Self::stopping)`
+    /// ().cancel()` fires, no data (add some with [`with_data`](Self::with_data)).
+    pub fn new(controller: impl Into<Arc<str>>) -> Self {
+        ReconcileContext::running(controller.into(), 0, CancellationToken::new())
+    }
+
+    /// The context of one reconcile run by a controller.
+    pub(crate) fn running(
+        controller: Arc<str>,
+        reconcile_id: u64,
+        stopping: CancellationToken,
+    ) -> Self {
+        ReconcileContext {
+            data: NO_DATA.clone(),
+            controller,
+            reconcile_id,
+            stopping,
+        }
+    }
+}
+
+impl<C> ReconcileContext<C> {
+    /// The name of the controller running the reconcile.
+    pub fn controller(&self) -> &str {
+        &self.controller
+    }
+
+    /// A number unique to this reconcile in the process (controller-runtime's reconcileID), as
+    /// logged in the `reconcile` span.
+    pub fn reconcile_id(&self) -> u64 {
+        self.reconcile_id
+    }
+
+    /// Cancelled when the controller is asked to stop. A running reconcile is awaited on stop;
+    /// a long one may watch this token to finish early (a Manager abandons reconciles that
+    /// ignore it after its graceful shutdown timeout).
+    pub fn stopping(&self) -> &CancellationToken {
+        &self.stopping
+    }
+
+    /// The data the reconcile function was registered with.
+    pub fn data(&self) -> &Arc<C> {
+        &self.data
+    }
+
+    /// The same context carrying `data` instead.
+    pub fn with_data<D>(self, data: Arc<D>) -> ReconcileContext<D> {
+        ReconcileContext {
+            data,
+            controller: self.controller,
+            reconcile_id: self.reconcile_id,
+            stopping: self.stopping,
+        }
+    }
+}
+
+impl<C> std::ops::Deref for ReconcileContext<C> {
+    type Target = C;
+    fn deref(&self) -> &C {
+        &self.data
+    }
+}
+
+impl<C> Clone for ReconcileContext<C> {
+    fn clone(&self) -> Self {
+        ReconcileContext {
+            data: self.data.clone(),
+            controller: self.controller.clone(),
+            reconcile_id: self.reconcile_id,
+            stopping: self.stopping.clone(),
+        }
+    }
+}
+
+impl<C> fmt::Debug for ReconcileContext<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileContext")
+            .field("controller", &self.controller)
+            .field("reconcile_id", &self.reconcile_id)
+            .field("stopping", &self.stopping.is_cancelled())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A [`Reconciler`] made from an async closure; see [`from_fn`].
 pub struct FnReconciler<F>(F);
 
-/// Makes a [`Reconciler`] from a closure returning a future (`|req| async move { ... }`).
+/// Makes a [`Reconciler`] from a closure returning a future (`|req, ctx| async move { ... }`),
+/// called with the request and the reconcile's [`ReconcileContext`].
 ///
 /// The future returns a [`ReconcileResult`], so `Ok(Action::done())` needs no annotation and
 /// `?` converts any error.
 pub fn from_fn<T, F, Fut>(f: F) -> FnReconciler<F>
 where
-    F: Fn(T) -> Fut + Send + Sync,
+    F: Fn(T, ReconcileContext) -> Fut + Send + Sync,
     Fut: Future<Output = ReconcileResult> + Send + 'static,
 {
     FnReconciler(f)
@@ -325,11 +408,11 @@ where
 
 impl<T, F, Fut> Reconciler<T> for FnReconciler<F>
 where
-    F: Fn(T) -> Fut + Send + Sync,
+    F: Fn(T, ReconcileContext) -> Fut + Send + Sync,
     Fut: Future<Output = ReconcileResult> + Send + 'static,
 {
-    fn reconcile(&self, req: T) -> BoxFuture<'_, ReconcileResult> {
-        Box::pin((self.0)(req))
+    fn reconcile(&self, req: T, ctx: ReconcileContext) -> BoxFuture<'_, ReconcileResult> {
+        Box::pin((self.0)(req, ctx))
     }
 }
 

@@ -7,70 +7,63 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{Action, ReconcileError, ReconcileResult, Reconciler};
+use super::{Action, ReconcileContext, ReconcileError, ReconcileResult, Reconciler};
 use crate::Request;
 use crate::cache::CacheObject;
 use crate::client::Client;
 
 /// A reconciler over objects of `K`: for each request it reads the object from the cache
-/// through the client and calls `f(object, ctx)`. A request whose object is gone (deleted, and
+/// through the client and calls `f(object, ctx)`, `ctx` being the reconcile's
+/// [`ReconcileContext`] carrying the shared data. A request whose object is gone (deleted, and
 /// its deletion seen by the cache) is done at once without calling `f`: there is nothing left
 /// to reconcile, and objects it owned are cleaned up by the garbage collector or a finalizer.
-/// Made by [`for_object`] or [`for_object_with`].
+/// Made by [`for_object`].
 pub struct ObjectReconciler<K: CacheObject, C, F> {
     client: Client,
     dt: K::DynamicType,
-    ctx: Arc<C>,
+    data: Arc<C>,
     f: F,
 }
 
-/// A typed reconciler for the static type `K`; see [`ObjectReconciler`]. `ctx` is shared by
-/// every call (put your clients, settings and metrics in it).
+/// A typed reconciler for `K`; see [`ObjectReconciler`]. `dt` is `K`'s dynamic type: `()` for
+/// the static types of k8s-openapi and `#[derive(CustomResource)]`, an `ApiResource` for
+/// `DynamicObject`. `data` is shared by every call, reached through the context (put your
+/// clients, settings and metrics in it).
 ///
 /// ```no_run
 /// use std::sync::Arc;
 /// use controller_runtime::client::Client;
-/// use controller_runtime::reconcile::{self, Action, ReconcileError};
+/// use controller_runtime::reconcile::{self, Action, ReconcileContext, ReconcileError};
 /// use k8s_openapi::api::core::v1::ConfigMap;
 ///
-/// struct Ctx { client: Client }
+/// struct Data { client: Client }
 ///
-/// async fn reconcile(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+/// async fn reconcile(cm: Arc<ConfigMap>, ctx: ReconcileContext<Data>) -> Result<Action, ReconcileError> {
+///     let _client = &ctx.client; // the context derefs to the data
 ///     println!("{:?} has {} keys", cm.metadata.name, cm.data.as_ref().map_or(0, |d| d.len()));
 ///     Ok(Action::done())
 /// }
 ///
 /// # fn f(client: Client) {
-/// let reconciler = reconcile::for_object(&client, Arc::new(Ctx { client: client.clone() }), reconcile);
+/// let reconciler = reconcile::for_object(&client, (), Arc::new(Data { client: client.clone() }), reconcile);
 /// # drop(reconciler); }
 /// ```
-pub fn for_object<K, C, F, Fut>(client: &Client, ctx: Arc<C>, f: F) -> ObjectReconciler<K, C, F>
-where
-    K: CacheObject + kube_core::Resource<DynamicType = ()>,
-    C: Send + Sync + 'static,
-    F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync,
-    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
-{
-    for_object_with(client, (), ctx, f)
-}
-
-/// [`for_object`] for any type with its dynamic type (an `ApiResource` for `DynamicObject`).
-pub fn for_object_with<K, C, F, Fut>(
+pub fn for_object<K, C, F, Fut>(
     client: &Client,
     dt: K::DynamicType,
-    ctx: Arc<C>,
+    data: Arc<C>,
     f: F,
 ) -> ObjectReconciler<K, C, F>
 where
     K: CacheObject,
     C: Send + Sync + 'static,
-    F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync,
+    F: Fn(Arc<K>, ReconcileContext<C>) -> Fut + Send + Sync,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
     ObjectReconciler {
         client: client.clone(),
         dt,
-        ctx,
+        data,
         f,
     }
 }
@@ -79,15 +72,15 @@ impl<K, C, F, Fut> Reconciler for ObjectReconciler<K, C, F>
 where
     K: CacheObject,
     C: Send + Sync + 'static,
-    F: Fn(Arc<K>, Arc<C>) -> Fut + Send + Sync,
+    F: Fn(Arc<K>, ReconcileContext<C>) -> Fut + Send + Sync,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    fn reconcile(&self, req: Request) -> BoxFuture<'_, ReconcileResult> {
+    fn reconcile(&self, req: Request, ctx: ReconcileContext) -> BoxFuture<'_, ReconcileResult> {
         Box::pin(async move {
             let key = req;
             let objects = self.client.objects_with::<K>(self.dt.clone());
             match objects.get(&key).await {
-                Ok(obj) => (self.f)(obj, self.ctx.clone()).await,
+                Ok(obj) => (self.f)(obj, ctx.with_data(self.data.clone())).await,
                 Err(e) if e.is_not_found() => {
                     tracing::debug!(kind = %K::kind(&self.dt), %key, "object is gone; nothing to reconcile");
                     Ok(Action::done())

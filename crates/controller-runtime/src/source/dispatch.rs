@@ -27,7 +27,7 @@ use crate::workqueue::{Enqueue, QueueItem};
 /// # fn demo(queue: Arc<dyn controller_runtime::workqueue::Enqueue<controller_runtime::Request>>) {
 ///
 /// let handler = Funcs::<ConfigMap>::new().on_generic(|_e, _q| println!("generic event"));
-/// let only_labelled = predicate::label_selector::<ConfigMap>("app").unwrap();
+/// let only_labelled = predicate::boxed(predicate::LabelSelectorPredicate::parse("app").unwrap());
 /// let dispatcher = EventDispatcher::new(Arc::new(handler), queue, vec![only_labelled]);
 /// // Filtered out: the ConfigMap has no "app" label.
 /// let event = Event::Generic(GenericEvent { object: Arc::new(ConfigMap::default()) });

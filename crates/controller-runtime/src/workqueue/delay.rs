@@ -144,8 +144,11 @@ pub(crate) async fn wait_loop<R>(
             Attempt::Done(r) => return r,
             Attempt::Wait(None) => notified.await,
             Attempt::Wait(Some(at)) => {
-                let sleep = tokio::time::sleep_until(at);
-                let _ = futures::future::select(notified, pin!(sleep)).await;
+                // Boxed: a `Sleep` is large, and held across this await it would make every
+                // `get`'s future (boxed and moved on each call) as large, for the rare wait
+                // on a timer.
+                let sleep = Box::pin(tokio::time::sleep_until(at));
+                let _ = futures::future::select(notified, sleep).await;
             }
         }
     }

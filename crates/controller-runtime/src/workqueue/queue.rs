@@ -141,8 +141,19 @@ impl ItemState {
 struct Depth(Vec<(i32, Gauge)>);
 
 impl Depth {
+    /// Moves the depth of `priority` by `delta` when the queue has metrics.
+    ///
+    /// Inlined, so that a queue without metrics pays one branch for it, not a call into this
+    /// crate: the engine's methods are generic and compiled in the user's crate, this is not.
+    #[inline]
     fn add(&mut self, metrics: Option<&QueueMetrics>, priority: i32, delta: i64) {
-        let Some(m) = metrics else { return };
+        if let Some(m) = metrics {
+            self.add_to(m, priority, delta);
+        }
+    }
+
+    /// [`Depth::add`] with metrics.
+    fn add_to(&mut self, m: &QueueMetrics, priority: i32, delta: i64) {
         match self.0.iter().find(|(p, _)| *p == priority) {
             Some((_, g)) => {
                 g.inc_by(delta);

@@ -65,6 +65,7 @@ pub(crate) enum Ready<T> {
 }
 
 impl<T> Ready<T> {
+    #[inline]
     pub(crate) fn new(order: QueueOrder) -> Self {
         match order {
             QueueOrder::Fifo => Ready::Fifo(VecDeque::new()),
@@ -76,6 +77,7 @@ impl<T> Ready<T> {
     }
 
     /// Queues `item` (in `slot`) at `priority` with order number `seq`.
+    #[inline]
     pub(crate) fn push(&mut self, priority: i32, seq: u64, slot: usize, item: T) {
         match self {
             Ready::Fifo(q) => q.push_back((item, slot)),
@@ -93,6 +95,7 @@ impl<T> Ready<T> {
 
     /// Re-queues a ready item whose priority rose; its old entry goes stale. (A FIFO never
     /// sees one: its priorities are all 0.)
+    #[inline]
     pub(crate) fn repush(&mut self, priority: i32, seq: u64, slot: usize, item: T) {
         if let Ready::Priority { heap, .. } = self {
             heap.push(Entry {
@@ -105,6 +108,7 @@ impl<T> Ready<T> {
     }
 
     /// Takes the first live entry; `live(slot, priority, seq)` tells stale heap entries apart.
+    #[inline]
     pub(crate) fn pop(&mut self, live: impl Fn(usize, i32, u64) -> bool) -> Option<(T, usize)> {
         match self {
             Ready::Fifo(q) => q.pop_front(),
@@ -119,6 +123,7 @@ impl<T> Ready<T> {
     }
 
     /// The number of live entries.
+    #[inline]
     pub(crate) fn len(&self) -> usize {
         match self {
             Ready::Fifo(q) => q.len(),

@@ -63,7 +63,7 @@ impl Running {
         let (call_tx, calls) = mpsc::unbounded_channel();
         let count = Arc::new(AtomicUsize::new(0));
         let behave = Arc::new(behave);
-        let reconciler = reconcile::from_fn(move |req: Request| {
+        let reconciler = reconcile::from_fn(move |req: Request, _ctx| {
             let n = count.fetch_add(1, Ordering::SeqCst);
             let _ = call_tx.send(Call {
                 req: req.clone(),

@@ -129,7 +129,7 @@ async fn watch_added_after_start_is_started_at_once() {
 #[tokio::test(start_paused = true)]
 async fn start_waits_for_syncing_sources_before_running_workers() {
     let (tx, mut calls) = mpsc::unbounded_channel();
-    let reconciler = reconcile::from_fn(move |req: Request| {
+    let reconciler = reconcile::from_fn(move |req: Request, _ctx| {
         let _ = tx.send((req, Instant::now()));
         async { Ok(Action::done()) }
     });
@@ -170,7 +170,7 @@ async fn start_waits_for_syncing_sources_before_running_workers() {
 
 #[tokio::test(start_paused = true)]
 async fn sync_timeout_is_an_error_naming_the_source() {
-    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let reconciler = reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) });
     let options = ControllerOptions::default().with_cache_sync_timeout(Duration::from_secs(10));
     let controller = Controller::new("never-synced", reconciler, options).unwrap();
     controller
@@ -202,7 +202,7 @@ async fn sync_timeout_is_an_error_naming_the_source() {
     assert!(controller.queue().is_shutting_down());
 
     // Cancelled while waiting for sync: start returns Ok, not an error.
-    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let reconciler = reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) });
     let controller =
         Controller::new("cancelled", reconciler, ControllerOptions::default()).unwrap();
     controller
@@ -224,7 +224,7 @@ async fn sync_timeout_is_an_error_naming_the_source() {
 
 #[test]
 fn bad_options_are_errors() {
-    let r = || reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let r = || reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) });
     let err = Controller::new("", r(), ControllerOptions::default()).unwrap_err();
     assert!(matches!(err, Error::MissingName));
     let zero = ControllerOptions::default().with_max_concurrent_reconciles(0);
@@ -248,7 +248,7 @@ async fn two_controllers_share_one_channel() {
     let mut handles = Vec::new();
     for name in ["first", "second"] {
         let seen_tx = seen_tx.clone();
-        let reconciler = reconcile::from_fn(move |req: Request| {
+        let reconciler = reconcile::from_fn(move |req: Request, _ctx| {
             let _ = seen_tx.send((name.to_string(), req));
             async { Ok(Action::done()) }
         });
@@ -283,7 +283,7 @@ async fn two_controllers_share_one_channel() {
 #[tokio::test(start_paused = true)]
 async fn warm_up_starts_sources_before_start_runs_workers() {
     let (tx, mut calls) = mpsc::unbounded_channel();
-    let reconciler = reconcile::from_fn(move |req: Request| {
+    let reconciler = reconcile::from_fn(move |req: Request, _ctx| {
         let _ = tx.send((req, Instant::now()));
         async { Ok(Action::done()) }
     });
@@ -326,7 +326,7 @@ async fn warm_up_starts_sources_before_start_runs_workers() {
     handle.await.unwrap().unwrap();
 
     // Without enable_warm_up, warm_up does nothing: the sources start with start.
-    let reconciler = reconcile::from_fn(|_: Request| async { Ok(Action::done()) });
+    let reconciler = reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) });
     let cold = Controller::new("cold", reconciler, ControllerOptions::default()).unwrap();
     cold.watch(
         SlowSync { sync_after: None },
@@ -358,19 +358,14 @@ async fn new_queue_option_builds_the_queue() {
 
 #[tokio::test(start_paused = true)]
 async fn reconciles_see_their_context_and_the_stop_signal() {
-    assert!(
-        reconcile::context().is_none(),
-        "no context outside a controller"
-    );
     let (tx, mut seen) = mpsc::unbounded_channel();
-    let reconciler = reconcile::from_fn(move |_: Request| {
+    let reconciler = reconcile::from_fn(move |_: Request, ctx| {
         let tx = tx.clone();
         async move {
-            let ctx = reconcile::context().expect("run by a controller");
-            let _ = tx.send((ctx.controller.to_string(), ctx.reconcile_id));
+            let _ = tx.send((ctx.controller().to_string(), ctx.reconcile_id()));
             // A long reconcile that honours the stop signal.
             tokio::select! {
-                _ = ctx.stopping.cancelled() => Ok(Action::requeue_after(Duration::from_secs(1))),
+                _ = ctx.stopping().cancelled() => Ok(Action::requeue_after(Duration::from_secs(1))),
                 _ = tokio::time::sleep(Duration::from_secs(3600)) => Ok(Action::done()),
             }
         }

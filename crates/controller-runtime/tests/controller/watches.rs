@@ -114,7 +114,7 @@ async fn keys_already_queued_stay_after_removal() {
 #[tokio::test(start_paused = true)]
 async fn a_pending_watch_removed_before_start_never_starts() {
     let (tx, mut calls) = mpsc::unbounded_channel();
-    let reconciler = reconcile::from_fn(move |req: Request| {
+    let reconciler = reconcile::from_fn(move |req: Request, _ctx| {
         let _ = tx.send(req);
         async { Ok(Action::done()) }
     });
@@ -166,7 +166,7 @@ async fn a_handle_removes_nothing_from_another_controller() {
     let r = Running::start(ControllerOptions::default(), |_, _| ok()).await;
     let other = Controller::new(
         "other",
-        reconcile::from_fn(|_: Request| async { Ok(Action::done()) }),
+        reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) }),
         ControllerOptions::default(),
     )
     .unwrap();

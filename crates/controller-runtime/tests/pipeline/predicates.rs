@@ -82,10 +82,10 @@ fn change_predicates_filter_updates_only() {
 
     // Creates, deletes and generic events always pass the change predicates.
     let preds: Vec<predicate::BoxPredicate<ConfigMap>> = vec![
-        predicate::generation_changed(),
-        predicate::resource_version_changed(),
-        predicate::label_changed(),
-        predicate::annotation_changed(),
+        predicate::boxed(predicate::GenerationChanged),
+        predicate::boxed(predicate::ResourceVersionChanged),
+        predicate::boxed(predicate::LabelChanged),
+        predicate::boxed(predicate::AnnotationChanged),
     ];
     for p in &preds {
         assert!(p.filter(&Event::Create(create(cm("a", "b"), false))));
@@ -116,7 +116,7 @@ fn label_selector_predicate() {
         ("", &[("anything", "x")], true),
     ];
     for (sel, pairs, want) in cases {
-        let p = predicate::label_selector::<ConfigMap>(sel).unwrap();
+        let p = predicate::LabelSelectorPredicate::parse(sel).unwrap();
         let obj = with_labels(pairs);
         assert_eq!(
             p.filter(&Event::Create(create(obj.clone(), false))),
@@ -151,7 +151,7 @@ fn label_selector_predicate() {
         "x,,y",
         "app=web)",
     ] {
-        let err = predicate::label_selector::<ConfigMap>(bad);
+        let err = predicate::LabelSelectorPredicate::parse(bad);
         assert!(err.is_err(), "{bad:?} should not parse");
         let msg = err.err().unwrap().to_string();
         assert!(msg.contains(bad), "the error names the selector: {msg}");

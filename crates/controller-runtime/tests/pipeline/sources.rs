@@ -9,8 +9,8 @@ fn dispatcher_asks_every_predicate_before_the_handler() {
         Arc::new(EnqueueRequestForObject),
         q.clone(),
         vec![
-            predicate::label_selector("app").unwrap(),
-            predicate::resource_version_changed(),
+            predicate::boxed(predicate::LabelSelectorPredicate::parse("app").unwrap()),
+            predicate::boxed(predicate::ResourceVersionChanged),
         ],
     );
     let mut labelled = with_rv(cm("ns", "a"), "1");

@@ -26,7 +26,7 @@ use std::time::Instant;
 use controller_runtime::Request;
 use controller_runtime::event::Event;
 use controller_runtime::predicate::Predicate;
-use controller_runtime::reconcile::{ReconcileResult, Reconciler};
+use controller_runtime::reconcile::{ReconcileContext, ReconcileResult, Reconciler};
 use controller_runtime::workqueue::{AddOpts, Enqueue, Queue};
 use futures::future::BoxFuture;
 use kube_client::core::Resource;
@@ -276,13 +276,13 @@ impl<R> FlowReconciler<R> {
 }
 
 impl<R: Reconciler> Reconciler for FlowReconciler<R> {
-    fn reconcile(&self, req: Request) -> BoxFuture<'_, ReconcileResult> {
+    fn reconcile(&self, req: Request, ctx: ReconcileContext) -> BoxFuture<'_, ReconcileResult> {
         Box::pin(async move {
             Stats::bump(&self.stats.reconciles);
             let n = Stats::get(&self.stats.reconciles);
             say!("{}{req} (#{n}) taken from the queue", stage("reconcile"));
             let started = Instant::now();
-            let result = self.inner.reconcile(req.clone()).await;
+            let result = self.inner.reconcile(req.clone(), ctx).await;
             let notes = self.notes.take();
             let mut line = format!("{}{req} (#{n})", stage("result"));
             if notes.is_empty() {

@@ -12,7 +12,7 @@ use controller_runtime::ObjectKey;
 use controller_runtime::cache::ListOptions;
 use controller_runtime::client::{self, Client};
 use controller_runtime::finalizer::{self, Event};
-use controller_runtime::reconcile::{self, Action, ReconcileError, Reconciler};
+use controller_runtime::reconcile::{self, Action, ReconcileContext, ReconcileError, Reconciler};
 use controller_runtime::recorder::{EventRecord, Recorder, Reporter};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -63,13 +63,16 @@ pub fn reconciler(
             Reporter::new("greeting-controller"),
         ),
     });
-    reconcile::for_object(client, ctx, reconcile)
+    reconcile::for_object(client, (), ctx, reconcile)
 }
 
 /// One reconcile of one Greeting, under the finalizer: the finalizer helper adds
 /// [`FINALIZER`] before any work, and once the Greeting is being deleted it calls the cleanup
 /// and then removes the finalizer, which lets the API server delete the object.
-async fn reconcile(greeting: Arc<Greeting>, ctx: Arc<Ctx>) -> Result<Action, ReconcileError> {
+async fn reconcile(
+    greeting: Arc<Greeting>,
+    ctx: ReconcileContext<Ctx>,
+) -> Result<Action, ReconcileError> {
     let meta = greeting.meta();
     if meta.deletion_timestamp.is_none() && !greeting.finalizers().iter().any(|f| f == FINALIZER) {
         ctx.notes.add(format!("add finalizer {FINALIZER}"));
