@@ -64,6 +64,7 @@ pub use kube_core;
 pub use parking_lot;
 pub use prometheus_client;
 pub use serde_json;
+#[doc(no_inline)]
 pub use tokio_util::sync::CancellationToken;
 
 /// The crate README's examples, compiled as doctests so they stay true.

@@ -17,8 +17,11 @@
 //! # drop(reconcile);
 //! ```
 
+// Other crates' items are shown as re-exports, linking to their own docs, not as ours.
+#[doc(no_inline)]
 pub use std::sync::Arc;
 
+#[doc(no_inline)]
 pub use kube_core::{Resource, ResourceExt};
 
 pub use crate::builder::{ControllerBuilder, Input};
@@ -26,4 +29,6 @@ pub use crate::client::Client;
 pub use crate::controllerutil;
 pub use crate::manager::{BindAddress, Manager, ManagerOptions, signal_handler};
 pub use crate::reconcile::{Action, ReconcileContext, ReconcileError, Request, TerminalError};
-pub use crate::{CancellationToken, ObjectKey};
+#[doc(no_inline)]
+pub use crate::CancellationToken;
+pub use crate::ObjectKey;
