@@ -24,11 +24,11 @@ pub use std::sync::Arc;
 #[doc(no_inline)]
 pub use kube_core::{Resource, ResourceExt};
 
+#[doc(no_inline)]
+pub use crate::CancellationToken;
+pub use crate::ObjectKey;
 pub use crate::builder::{ControllerBuilder, Input};
 pub use crate::client::Client;
 pub use crate::controllerutil;
 pub use crate::manager::{BindAddress, Manager, ManagerOptions, signal_handler};
 pub use crate::reconcile::{Action, ReconcileContext, ReconcileError, Request, TerminalError};
-#[doc(no_inline)]
-pub use crate::CancellationToken;
-pub use crate::ObjectKey;
