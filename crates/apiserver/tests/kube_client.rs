@@ -1079,3 +1079,53 @@ async fn built_in_objects_are_decoded_as_go_decodes_them() {
     let stored = api.get("d").await.unwrap();
     assert_eq!(stored.spec.unwrap().replicas, Some(3));
 }
+
+/// A field a JSON body repeats: `Strict` refuses the write naming it, `Warn` (the default)
+/// warns and keeps the last value, `Ignore` keeps it silently, as the real server's decoder.
+#[tokio::test]
+async fn duplicate_fields_follow_field_validation() {
+    let server = server().await;
+    let client = client(&server).await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let body = |name: &str| {
+        format!(
+            r#"{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "{name}", "labels": {{"app": "a", "app": "b"}}}}, "data": {{"k": "1"}}, "data": {{"k": "2"}}}}"#
+        )
+    };
+    let uri = format!("{cms}?fieldValidation=Strict");
+    let (status, _, answer) = raw(&client, "POST", &uri, "application/json", body("strict")).await;
+    assert_eq!(
+        (status, answer["reason"].as_str()),
+        (400, Some("BadRequest")),
+        "{answer}"
+    );
+    assert_eq!(
+        answer["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.labels.app\", duplicate field \"data\""
+    );
+
+    let req = http::Request::builder()
+        .method("POST")
+        .uri(cms)
+        .header("content-type", "application/json")
+        .body(kube_client::client::Body::from(body("warn").into_bytes()))
+        .unwrap();
+    let resp = client.send(req).await.unwrap();
+    assert_eq!(resp.status(), 201);
+    let warnings: Vec<_> = resp.headers().get_all("warning").iter().collect();
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"duplicate field \\\"metadata.labels.app\\\"\"",
+            "299 - \"duplicate field \\\"data\\\"\""
+        ]
+    );
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let warned = api.get("warn").await.unwrap();
+    assert_eq!(warned.data.unwrap()["k"], "2", "the last value is kept");
+    assert_eq!(warned.metadata.labels.unwrap()["app"], "b");
+
+    let uri = format!("{cms}?fieldValidation=Ignore");
+    let (status, _, _) = raw(&client, "POST", &uri, "application/json", body("ignore")).await;
+    assert_eq!(status, 201);
+}

@@ -18,6 +18,7 @@ use crate::error::ApiError;
 use crate::faults::Faults;
 use crate::storage::Storage;
 
+mod duplicates;
 pub mod objects;
 pub mod openapi;
 pub mod protobuf;

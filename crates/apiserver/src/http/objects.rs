@@ -112,14 +112,14 @@ where
             (200, storage.list(&res, ns, &query.list_options())?)
         }
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
-            let obj = decode_object(content_type, &body)?;
+            let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_namespace(&res, ns, &obj)?;
             // The stored object is encoded as it is, not copied.
             let created = storage.create_shared(&res, ns, obj, &write)?;
             return Ok(with_warnings(json(201, &created), &write.warnings));
         }
         (&Method::PUT, Some(name)) => {
-            let obj = decode_object(content_type, &body)?;
+            let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
             (200, storage.update(&res, ns, name, sub, obj, &write)?)
@@ -183,6 +183,37 @@ fn pod_action(
         _ => return Ok(None),
     };
     Ok(Some(answer))
+}
+
+/// Decodes a create or update body. A field the JSON repeats is reported as the real
+/// server's strict decoder reports it, per `fieldValidation`: `Strict` refuses the write
+/// (400), `Warn` adds a warning, `Ignore` keeps the last value silently (as every directive
+/// does with the value).
+fn decode_write_body(
+    res: &ResourceInfo,
+    content_type: Option<&str>,
+    body: &[u8],
+    write: &crate::storage::WriteOptions,
+) -> Result<Value, ApiError> {
+    use crate::storage::FieldValidation;
+    if write.field_validation == FieldValidation::Ignore {
+        return decode_object(content_type, body);
+    }
+    let (obj, dups) = super::request::decode_object_reporting_duplicates(content_type, body)?;
+    if dups.is_empty() {
+        return Ok(obj);
+    }
+    let each = dups.iter().map(|p| format!("duplicate field {p:?}"));
+    if write.field_validation == FieldValidation::Strict {
+        return Err(ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            each.collect::<Vec<_>>().join(", "),
+            kind = res.kind,
+            version = res.version,
+        )));
+    }
+    each.for_each(|w| write.warnings.push(w));
+    Ok(obj)
 }
 
 /// Adds the warnings a write (or a delete) collected as `Warning` headers.

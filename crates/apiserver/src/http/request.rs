@@ -416,9 +416,15 @@ pub fn accept(header: Option<&str>) -> Accept {
 
 /// Parses a JSON object body the way the real server words failures.
 pub fn parse_object(body: &[u8]) -> Result<Value, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
-    })?;
+    let value: Value = serde_json::from_slice(body).map_err(json_error)?;
+    object_only(value)
+}
+
+fn json_error(e: serde_json::Error) -> ApiError {
+    ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+}
+
+fn object_only(value: Value) -> Result<Value, ApiError> {
     if !value.is_object() {
         return Err(ApiError::bad_request(
             "couldn't get version/kind; json parse error: the body is not a JSON object",
@@ -430,6 +436,25 @@ pub fn parse_object(body: &[u8]) -> Result<Value, ApiError> {
 /// Decodes a create or update body by its `Content-Type`: JSON (also when unset), or the
 /// Kubernetes protobuf envelope for the kinds [`super::protobuf`] knows; 415 for anything else.
 pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+    decode(content_type, body, None)
+}
+
+/// [`decode_object`], also listing the fields a JSON body repeats (`metadata.labels.app`), in
+/// the order met; the object keeps the last of each, as [`decode_object`]'s does.
+pub fn decode_object_reporting_duplicates(
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<(Value, Vec<String>), ApiError> {
+    let mut dups = Vec::new();
+    let obj = decode(content_type, body, Some(&mut dups))?;
+    Ok((obj, dups))
+}
+
+fn decode(
+    content_type: Option<&str>,
+    body: &[u8],
+    dups: Option<&mut Vec<String>>,
+) -> Result<Value, ApiError> {
     let raw = content_type.unwrap_or("");
     let media = raw
         .split(';')
@@ -438,7 +463,14 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
         .trim()
         .to_ascii_lowercase();
     match media.as_str() {
-        "" | "application/json" | "*/*" => parse_object(body),
+        "" | "application/json" | "*/*" => match dups {
+            None => parse_object(body),
+            Some(dups) => {
+                let (value, found) = super::duplicates::parse(body).map_err(json_error)?;
+                *dups = found;
+                object_only(value)
+            }
+        },
         "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body),
         _ => Err(ApiError::new(
             415,
