@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crt_apiserver::Server;
 use parking_lot::Mutex;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
@@ -1662,5 +1662,110 @@ async fn kubectl_prints_upstreams_validation_errors() {
             && !listed.contains("role.rbac.authorization.k8s.io/reader")
             && !listed.contains("configmap/settings"),
         "{listed}"
+    );
+}
+
+/// `kubectl create role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget|
+/// priorityclass`: kubectl's typed clients send these as protobuf, which the server decodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_generators_for_rbac_pdbs_and_priority_classes() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok(&[
+        "create",
+        "role",
+        "r",
+        "--verb=get,list",
+        "--resource=pods",
+        "--resource-name=a",
+    ])
+    .await;
+    assert_eq!(
+        k.json(&["get", "role", "r"]).await["rules"],
+        json!([{"apiGroups": [""], "resources": ["pods"], "resourceNames": ["a"], "verbs": ["get", "list"]}])
+    );
+    k.ok(&[
+        "create",
+        "clusterrole",
+        "cr",
+        "--verb=get",
+        "--non-resource-url=/healthz",
+    ])
+    .await;
+    k.ok(&[
+        "create",
+        "clusterrole",
+        "agg",
+        "--aggregation-rule=rbac.example.com/aggregate=true",
+    ])
+    .await;
+    assert_eq!(
+        k.json(&["get", "clusterrole", "agg"]).await["aggregationRule"],
+        json!({"clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/aggregate": "true"}}]})
+    );
+    k.ok(&[
+        "create",
+        "rolebinding",
+        "rb",
+        "--role=r",
+        "--user=alice",
+        "--serviceaccount=default:sa",
+    ])
+    .await;
+    let rb = k.json(&["get", "rolebinding", "rb"]).await;
+    assert_eq!(
+        rb["roleRef"],
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"})
+    );
+    assert_eq!(
+        rb["subjects"][1],
+        json!({"kind": "ServiceAccount", "name": "sa", "namespace": "default"})
+    );
+    k.ok(&[
+        "create",
+        "clusterrolebinding",
+        "crb",
+        "--clusterrole=cr",
+        "--group=devs",
+    ])
+    .await;
+    k.ok(&[
+        "create",
+        "pdb",
+        "half",
+        "--selector=app=x",
+        "--min-available=50%",
+    ])
+    .await;
+    assert_eq!(
+        k.json(&["get", "pdb", "half"]).await["spec"],
+        json!({"minAvailable": "50%", "selector": {"matchLabels": {"app": "x"}}})
+    );
+    k.ok(&[
+        "create",
+        "pdb",
+        "one",
+        "--selector=app=y",
+        "--max-unavailable=1",
+    ])
+    .await;
+    assert_eq!(
+        k.json(&["get", "pdb", "one"]).await["spec"]["maxUnavailable"],
+        1
+    );
+    k.ok(&[
+        "create",
+        "priorityclass",
+        "low",
+        "--value=-5",
+        "--preemption-policy=Never",
+    ])
+    .await;
+    let low = k.json(&["get", "priorityclass", "low"]).await;
+    assert_eq!(
+        (low["value"].as_i64(), low["preemptionPolicy"].as_str()),
+        (Some(-5), Some("Never"))
     );
 }

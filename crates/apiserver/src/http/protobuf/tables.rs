@@ -336,6 +336,84 @@ const CRON_JOB: &[Field] = &[
     Field(3, "status", Kind::Skip, false),
 ];
 
+const POLICY_RULE: &[Field] = &[
+    Field(1, "verbs", Kind::Str, true),
+    Field(2, "apiGroups", Kind::Str, true),
+    Field(3, "resources", Kind::Str, true),
+    Field(4, "resourceNames", Kind::Str, true),
+    Field(5, "nonResourceURLs", Kind::Str, true),
+];
+
+/// A Role as `kubectl create role` sends it (`rbac.authorization.k8s.io/v1`).
+const ROLE: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(2, "rules", Kind::Msg(POLICY_RULE), true),
+];
+
+/// A ClusterRole as `kubectl create clusterrole` sends it.
+const CLUSTER_ROLE: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(2, "rules", Kind::Msg(POLICY_RULE), true),
+    Field(
+        3,
+        "aggregationRule",
+        Kind::Msg(&[Field(
+            1,
+            "clusterRoleSelectors",
+            Kind::Msg(LABEL_SELECTOR),
+            true,
+        )]),
+        false,
+    ),
+];
+
+const SUBJECT: &[Field] = &[
+    Field(1, "kind", Kind::Str, false),
+    Field(2, "apiGroup", Kind::Str, false),
+    Field(3, "name", Kind::Str, false),
+    Field(4, "namespace", Kind::Str, false),
+];
+
+const ROLE_REF: &[Field] = &[
+    Field(1, "apiGroup", Kind::Str, false),
+    Field(2, "kind", Kind::Str, false),
+    Field(3, "name", Kind::Str, false),
+];
+
+/// A RoleBinding or ClusterRoleBinding as `kubectl create rolebinding|clusterrolebinding`
+/// sends it.
+const ROLE_BINDING: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(2, "subjects", Kind::Msg(SUBJECT), true),
+    Field(3, "roleRef", Kind::Msg(ROLE_REF), false),
+];
+
+/// A PodDisruptionBudget as `kubectl create poddisruptionbudget` sends it (`policy/v1`).
+const POD_DISRUPTION_BUDGET: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "minAvailable", Kind::IntOrStr, false),
+            Field(2, "selector", Kind::Msg(LABEL_SELECTOR), false),
+            Field(3, "maxUnavailable", Kind::IntOrStr, false),
+            Field(4, "unhealthyPodEvictionPolicy", Kind::Str, false),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
+/// A PriorityClass as `kubectl create priorityclass` sends it (`scheduling.k8s.io/v1`).
+const PRIORITY_CLASS: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(2, "value", Kind::Int, false),
+    Field(3, "globalDefault", Kind::Flag, false),
+    Field(4, "description", Kind::Str, false),
+    Field(5, "preemptionPolicy", Kind::Str, false),
+];
+
 /// The table of a kind's top-level message, if the kind is decoded at all.
 pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
@@ -347,6 +425,11 @@ pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> 
         ("apps/v1", "Deployment") => DEPLOYMENT,
         ("batch/v1", "Job") => JOB,
         ("batch/v1", "CronJob") => CRON_JOB,
+        ("rbac.authorization.k8s.io/v1", "Role") => ROLE,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => CLUSTER_ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
+        ("policy/v1", "PodDisruptionBudget") => POD_DISRUPTION_BUDGET,
+        ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
         _ => return None,
     })
 }
