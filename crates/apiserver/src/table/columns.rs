@@ -173,7 +173,171 @@ pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> 
             vec![("Holder", |o| string(o, "/spec/holderIdentity"))]
         }
         ("apiextensions.k8s.io", "customresourcedefinitions") => vec![],
+        ("autoscaling", "horizontalpodautoscalers") => vec![
+            ("Reference", |o| {
+                json!(format!(
+                    "{}/{}",
+                    str_at(o, "/spec/scaleTargetRef/kind"),
+                    str_at(o, "/spec/scaleTargetRef/name")
+                ))
+            }),
+            ("Targets", hpa_targets),
+            ("MinPods", |o| {
+                match get(o, "/spec/minReplicas").and_then(Value::as_i64) {
+                    Some(n) => json!(n.to_string()),
+                    None => json!("<unset>"),
+                }
+            }),
+            ("MaxPods", |o| json!(int(o, "/spec/maxReplicas"))),
+            ("Replicas", |o| json!(int(o, "/status/currentReplicas"))),
+        ],
+        ("networking.k8s.io", "networkpolicies") => {
+            vec![("Pod-Selector", |o| match get(o, "/spec/podSelector") {
+                Some(sel) if sel.as_object().is_some_and(|m| !m.is_empty()) => {
+                    let labels = selector(&json!({"spec": {"selector": sel}}));
+                    if labels == json!("<none>") {
+                        json!("")
+                    } else {
+                        labels
+                    }
+                }
+                _ => json!("<none>"),
+            })]
+        }
+        ("storage.k8s.io", "storageclasses") => vec![
+            ("Provisioner", |o| string(o, "/provisioner")),
+            ("ReclaimPolicy", |o| {
+                json!(
+                    get(o, "/reclaimPolicy")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Delete")
+                )
+            }),
+            ("VolumeBindingMode", |o| {
+                json!(
+                    get(o, "/volumeBindingMode")
+                        .and_then(Value::as_str)
+                        .unwrap_or("Immediate")
+                )
+            }),
+            ("AllowVolumeExpansion", |o| {
+                json!(
+                    get(o, "/allowVolumeExpansion")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+        ],
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => {
+            vec![("Role", |o| {
+                json!(format!(
+                    "{}/{}",
+                    str_at(o, "/roleRef/kind"),
+                    str_at(o, "/roleRef/name")
+                ))
+            })]
+        }
+        (
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
+        ) => vec![("Webhooks", |o| json!(count(o, "/webhooks")))],
+        ("scheduling.k8s.io", "priorityclasses") => vec![
+            ("Value", |o| json!(int(o, "/value"))),
+            ("Global-Default", |o| {
+                json!(
+                    get(o, "/globalDefault")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+        ],
+        ("node.k8s.io", "runtimeclasses") => vec![("Handler", |o| string(o, "/handler"))],
         _ => vec![],
+    }
+}
+
+fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
+    get(o, pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// An HPA's metrics against their targets, as `kubectl get hpa` shows them
+/// (`cpu: 45%/80%, memory: <unknown>/500Mi`), two at most and a count of the rest.
+fn hpa_targets(o: &Value) -> Value {
+    let specs = get(o, "/spec/metrics")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if specs.is_empty() {
+        return json!("<none>");
+    }
+    let statuses = get(o, "/status/currentMetrics")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    let unknown = || "<unknown>".to_string();
+    let list: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let status = statuses.get(i);
+            let ty = spec["type"].as_str().unwrap_or("");
+            let source = match ty {
+                "Resource" => "resource",
+                "ContainerResource" => "containerResource",
+                "Pods" => "pods",
+                "Object" => "object",
+                "External" => "external",
+                _ => return "<unknown type>".to_string(),
+            };
+            let target = &spec[source]["target"];
+            let current = status.map(|s| &s[source]["current"]);
+            match ty {
+                "Resource" | "ContainerResource" => {
+                    let name = spec[source]["name"].as_str().unwrap_or("");
+                    if !target["averageValue"].is_null() {
+                        let now = current
+                            .filter(|c| !c["averageValue"].is_null())
+                            .map_or_else(unknown, |c| text(&c["averageValue"]));
+                        format!("{name}: {now}/{}", text(&target["averageValue"]))
+                    } else {
+                        let now = current
+                            .and_then(|c| c["averageUtilization"].as_i64())
+                            .map_or_else(unknown, |u| format!("{u}%"));
+                        let want = target["averageUtilization"]
+                            .as_i64()
+                            .map_or_else(|| "<auto>".to_string(), |u| format!("{u}%"));
+                        format!("{name}: {now}/{want}")
+                    }
+                }
+                "Pods" => {
+                    let now = current.map_or_else(unknown, |c| text(&c["averageValue"]));
+                    format!("{now}/{}", text(&target["averageValue"]))
+                }
+                _ => {
+                    if !target["averageValue"].is_null() {
+                        let now = current
+                            .filter(|c| !c["averageValue"].is_null())
+                            .map_or_else(unknown, |c| text(&c["averageValue"]));
+                        format!("{now}/{} (avg)", text(&target["averageValue"]))
+                    } else {
+                        let now = current.map_or_else(unknown, |c| text(&c["value"]));
+                        format!("{now}/{}", text(&target["value"]))
+                    }
+                }
+            }
+        })
+        .collect();
+    let shown = list.len().min(2);
+    let joined = list[..shown].join(", ");
+    if list.len() > 2 {
+        json!(format!("{joined} + {} more...", list.len() - 2))
+    } else {
+        json!(joined)
     }
 }
 

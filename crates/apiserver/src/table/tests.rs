@@ -166,3 +166,53 @@ fn event_columns() {
     assert_eq!(t["rows"][0]["cells"][3], "deployment/d");
     assert_eq!(t["rows"][0]["cells"][4], "n");
 }
+
+#[test]
+fn hpa_and_rbac_columns_as_kubectl_get_shows_them() {
+    let hpa = info("autoscaling", "horizontalpodautoscalers", false);
+    let cols = columns_for(&hpa, None);
+    assert_eq!(
+        names(&cols),
+        [
+            "Name",
+            "Reference",
+            "Targets",
+            "MinPods",
+            "MaxPods",
+            "Replicas",
+            "Age"
+        ]
+    );
+    let obj = serde_json::json!({"metadata": {"name": "web", "creationTimestamp": "2024-01-01T00:00:00Z"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 5,
+            "metrics": [
+                {"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}},
+                {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "500Mi"}}},
+                {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "1k"}}}]},
+        "status": {"currentReplicas": 2, "currentMetrics": [
+            {"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 45}}}]}});
+    let table = to_table(&cols, &obj, IncludeObject::None);
+    let cells = &table["rows"][0]["cells"];
+    assert_eq!(cells[1], "Deployment/web");
+    assert_eq!(
+        cells[2],
+        "cpu: 45%/80%, memory: <unknown>/500Mi + 1 more..."
+    );
+    assert_eq!(
+        (cells[3].clone(), cells[4].clone(), cells[5].clone()),
+        (
+            serde_json::json!("<unset>"),
+            serde_json::json!(5),
+            serde_json::json!(2)
+        )
+    );
+
+    let rb = info("rbac.authorization.k8s.io", "rolebindings", false);
+    let cols = columns_for(&rb, None);
+    assert_eq!(names(&cols), ["Name", "Role", "Age"]);
+    let obj = serde_json::json!({"metadata": {"name": "rb"}, "roleRef": {"kind": "ClusterRole", "name": "view"}});
+    assert_eq!(
+        to_table(&cols, &obj, IncludeObject::None)["rows"][0]["cells"][1],
+        "ClusterRole/view"
+    );
+}
