@@ -62,7 +62,7 @@
 //! store as its `Lookup`. Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
 //! versions · `meta.rs` JSON metadata helpers. Validation (metadata, per-kind rules, the 422
-//! wording) is [`crate::validation`]'s. No two of these modules import each other,
+//! wording) is the `validation` module's. No two of these modules import each other,
 //! directly or through others (`crates/crt/tests/module_cycles.rs` checks it).
 
 // `ApiError` (the contract's error, ~128 bytes) is returned by value everywhere, as the HTTP

@@ -25,7 +25,7 @@
 //! `ControllerBuilder<NoFor>` into a `ControllerBuilder<For<K>>`, and only that one has
 //! [`owns`](ControllerBuilder::owns) (whose owners are of the `for` kind) and the typed
 //! [`complete`](ControllerBuilder::complete), whose reconcile function takes an `Arc<K>` (and
-//! a [`ReconcileContext`](reconcile::ReconcileContext) carrying the data given to `complete`): a
+//! a [`ReconcileContext`] carrying the data given to `complete`): a
 //! second `for`, an `owns` without a `for`, or a reconcile function for another type do not
 //! compile. A builder without a `for` type takes `watches`, `watches_raw` and a request-level
 //! [`Reconciler`] ([`complete_with`](ControllerBuilder::complete_with)), which a typed builder
