@@ -296,7 +296,9 @@ async fn measure(
                 } else {
                     Storage::Shared
                 });
-            config.transform = transform;
+            if let Some(transform) = transform {
+                config = config.with_transform(transform);
+            }
             let informer: Informer<ConfigMap> = Informer::new(
                 ApiListWatch::new(client.clone(), &(), Some("bench")),
                 config,

@@ -48,8 +48,10 @@ pub mod recorder;
 pub mod source;
 pub mod workqueue;
 
+mod error;
 mod key;
 
+pub use error::BoxError;
 pub use key::ObjectKey;
 pub use reconcile::Request;
 

@@ -69,7 +69,7 @@ struct ResultLabels {
 }
 
 /// controller-runtime's buckets for `controller_runtime_reconcile_time_seconds`: 5 ms to 60 s.
-pub const RECONCILE_TIME_BUCKETS: [f64; 40] = [
+pub(crate) const RECONCILE_TIME_BUCKETS: [f64; 40] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
     1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
     25.0, 30.0, 40.0, 50.0, 60.0,

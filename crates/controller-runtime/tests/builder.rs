@@ -242,9 +242,11 @@ async fn every_builder_error_and_the_default_name() {
         .await
         .unwrap();
     assert_eq!(c.name(), "configmap");
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &mgr.registry().lock()).unwrap();
     assert!(
-        c.options().metrics.is_some(),
-        "the builder hands the manager's metrics"
+        text.contains("controller_runtime_max_concurrent_reconciles{controller=\"configmap\"} 1"),
+        "the builder hands the manager's metrics: {text}"
     );
     let err = ControllerBuilder::new(&mgr)
         .for_(Input::<ConfigMap>::new())

@@ -8,16 +8,16 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use support::{client_for, server};
 
-use controller_runtime::Request;
 use controller_runtime::controller::{Controller, ControllerOptions};
 use controller_runtime::event::GenericEvent;
 use controller_runtime::handler::EnqueueRequestForObject;
 use controller_runtime::leaderelection::LeaderElectionConfig;
 use controller_runtime::manager::{
-    BindAddress, BoxError, Error, Manager, ManagerOptions, Runnable, RunnableGroup, from_fn,
+    BindAddress, Error, Manager, ManagerOptions, Runnable, RunnableGroup, from_fn,
 };
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::{self, Kind};
+use controller_runtime::{BoxError, Request};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::api::{Api, PostParams};

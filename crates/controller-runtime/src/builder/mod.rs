@@ -151,7 +151,7 @@ use crate::cache::{Cache, CacheObject};
 use crate::controller::{self, Controller, ControllerOptions};
 use crate::event::{Event, Object};
 use crate::handler::{
-    EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler, with_low_priority_when_unchanged,
+    EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler, LowPriorityWhenUnchanged,
 };
 use crate::manager::{self, Manager};
 use crate::predicate::{BoxPredicate, Predicate};
@@ -417,7 +417,7 @@ impl<S: DefaultName> ControllerBuilder<S> {
     /// through the manager's cache, or from any [`Source`] given with [`Input::with_source`]
     /// (controller-runtime's `Watches`, and `WatchesMetadata` with [`Input::metadata`]). As
     /// there, the handler's initial-list creates and resync updates go in at low priority
-    /// ([`with_low_priority_when_unchanged`]).
+    /// ([`LowPriorityWhenUnchanged`]).
     pub fn watches<O, H>(mut self, input: Input<O>, handler: H) -> Self
     where
         O: CacheObject,
@@ -426,11 +426,7 @@ impl<S: DefaultName> ControllerBuilder<S> {
         self.kinds.push(input.kind());
         self.watches.push(Box::new(move |cx: &BuildContext| {
             let (source, predicates) = input.into_parts(&cx.cache);
-            cx.watch(
-                source,
-                with_low_priority_when_unchanged(handler),
-                predicates,
-            )
+            cx.watch(source, LowPriorityWhenUnchanged(handler), predicates)
         }));
         self
     }

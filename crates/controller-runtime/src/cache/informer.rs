@@ -48,26 +48,26 @@ pub type TransformFn<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 #[non_exhaustive]
 pub struct InformerConfig<K> {
     /// Only objects matching this label selector are cached (scopes may set their own).
-    pub label_selector: Option<String>,
+    pub(crate) label_selector: Option<String>,
     /// Only objects matching this field selector are cached (scopes may set their own).
-    pub field_selector: Option<String>,
+    pub(crate) field_selector: Option<String>,
     /// Objects per list page.
-    pub page_size: u32,
+    pub(crate) page_size: u32,
     /// Every period (with jitter in [0.9, 1.1)) after the informer synced, every stored object
     /// is replayed to the handlers as an update with old == new. `None`: no resync.
-    pub resync_period: Option<Duration>,
+    pub(crate) resync_period: Option<Duration>,
     /// Applied to every object before it is stored (scopes may set their own).
-    pub transform: Option<TransformFn<K>>,
+    pub(crate) transform: Option<TransformFn<K>>,
     /// Reconnect backoff.
-    pub backoff: BackoffConfig,
+    pub(crate) backoff: BackoffConfig,
     /// Watches time out after a random duration between this and twice this (client-go: 5 min).
-    pub min_watch_timeout: Duration,
+    pub(crate) min_watch_timeout: Duration,
     /// Fill the store with a streaming list (a watch with `sendInitialEvents=true`) instead of
     /// paginated lists, where the server offers it; a server that refuses it is listed instead.
-    pub streaming_list: bool,
+    pub(crate) streaming_list: bool,
     /// How the store holds objects: shared typed objects (the default), or compactly encoded
     /// ones decoded on each read (see [`Storage`]).
-    pub storage: Storage<K>,
+    pub(crate) storage: Storage<K>,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -103,55 +103,58 @@ impl<K> Clone for InformerConfig<K> {
 }
 
 impl<K> InformerConfig<K> {
-    /// Sets [`label_selector`](Self::label_selector).
+    /// Only objects matching this label selector are cached (scopes may set their own).
     pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
         self.label_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`field_selector`](Self::field_selector).
+    /// Only objects matching this field selector are cached (scopes may set their own).
     pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
         self.field_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`page_size`](Self::page_size).
+    /// Objects per list page.
     pub fn with_page_size(mut self, page_size: u32) -> Self {
         self.page_size = page_size;
         self
     }
 
-    /// Sets [`resync_period`](Self::resync_period).
+    /// Every period (with jitter in [0.9, 1.1)) after the informer synced, every stored object
+    /// is replayed to the handlers as an update with old == new. `None`: no resync.
     pub fn with_resync_period(mut self, period: Duration) -> Self {
         self.resync_period = Some(period);
         self
     }
 
-    /// Sets [`transform`](Self::transform).
+    /// Applied to every object before it is stored (scopes may set their own).
     pub fn with_transform(mut self, transform: TransformFn<K>) -> Self {
         self.transform = Some(transform);
         self
     }
 
-    /// Sets [`backoff`](Self::backoff).
+    /// Reconnect backoff.
     pub fn with_backoff(mut self, backoff: BackoffConfig) -> Self {
         self.backoff = backoff;
         self
     }
 
-    /// Sets [`min_watch_timeout`](Self::min_watch_timeout).
+    /// Watches time out after a random duration between this and twice this (client-go: 5 min).
     pub fn with_min_watch_timeout(mut self, timeout: Duration) -> Self {
         self.min_watch_timeout = timeout;
         self
     }
 
-    /// Sets [`streaming_list`](Self::streaming_list).
+    /// Fill the store with a streaming list (a watch with `sendInitialEvents=true`) instead of
+    /// paginated lists, where the server offers it; a server that refuses it is listed instead.
     pub fn with_streaming_list(mut self, streaming: bool) -> Self {
         self.streaming_list = streaming;
         self
     }
 
-    /// Sets [`storage`](Self::storage).
+    /// How the store holds objects: shared typed objects (the default), or compactly encoded
+    /// ones decoded on each read (see [`Storage`]).
     pub fn with_storage(mut self, storage: Storage<K>) -> Self {
         self.storage = storage;
         self

@@ -105,7 +105,7 @@ struct Shared {
 /// every namespace, and for cluster-scoped types).
 ///
 /// With several namespaces (controller-runtime's multi-namespace cache, see
-/// [`CacheOptions::default_namespaces`]) the informer merges them into one store: a list
+/// [`CacheOptions::with_default_namespaces`]) the informer merges them into one store: a list
 /// without a namespace returns the objects of every cached namespace, a get or list in a
 /// namespace the cache does not hold fails with [`Error::UnknownNamespace`], and sources get
 /// the events of every namespace.
@@ -139,7 +139,7 @@ impl Cache {
     }
 
     /// The cache's options.
-    pub fn options(&self) -> &CacheOptions {
+    pub(crate) fn options(&self) -> &CacheOptions {
         &self.shared.options
     }
 

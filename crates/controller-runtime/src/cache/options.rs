@@ -3,7 +3,7 @@
 //! `cache.Options`, `ByObject` and `Config`).
 //!
 //! A type's informer lists and watches once per cached namespace: with
-//! [`CacheOptions::default_namespaces`] (or [`ByObject::namespaces`]) naming `a` and `b`, the
+//! [`CacheOptions::with_default_namespaces`] (or [`ByObject::namespaces`]) naming `a` and `b`, the
 //! informer opens one list and one watch in `a` and one in `b`, and merges them into one store.
 //! An empty namespace set means every namespace, one list and one watch. Cluster-scoped types
 //! ignore namespaces.
@@ -48,11 +48,11 @@ pub const ALL_NAMESPACES: &str = "";
 #[non_exhaustive]
 pub struct NamespaceConfig {
     /// Cache only objects matching this label selector in this namespace.
-    pub label_selector: Option<String>,
+    pub(crate) label_selector: Option<String>,
     /// Cache only objects matching this field selector in this namespace.
-    pub field_selector: Option<String>,
+    pub(crate) field_selector: Option<String>,
     /// Applied to the metadata of every object of this namespace before it is cached.
-    pub transform: Option<MetaTransform>,
+    pub(crate) transform: Option<MetaTransform>,
 }
 
 /// Cached namespaces, each with its own settings. Empty: every namespace.
@@ -76,21 +76,21 @@ pub fn namespaces<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Namesp
 #[non_exhaustive]
 pub struct ByObject {
     /// Cache only these namespaces (see [`namespaces`]); `None`: the cache's
-    /// [`default_namespaces`](CacheOptions::default_namespaces); an empty set: every namespace.
+    /// [`default_namespaces`](CacheOptions::with_default_namespaces); an empty set: every namespace.
     /// Ignored for cluster-scoped types.
-    pub namespaces: Option<Namespaces>,
+    pub(crate) namespaces: Option<Namespaces>,
     /// Cache only objects matching this label selector.
-    pub label_selector: Option<String>,
+    pub(crate) label_selector: Option<String>,
     /// Cache only objects matching this field selector.
-    pub field_selector: Option<String>,
+    pub(crate) field_selector: Option<String>,
     /// Applied to every object's metadata before it is cached.
-    pub transform: Option<MetaTransform>,
+    pub(crate) transform: Option<MetaTransform>,
     /// Resync period.
-    pub sync_period: Option<Duration>,
+    pub(crate) sync_period: Option<Duration>,
     /// Hold this type's objects compactly, encoded, and decode them on each read (see
     /// [`Storage`](super::Storage)); `None`: the cache's
-    /// [`default_compact`](CacheOptions::default_compact).
-    pub compact: Option<bool>,
+    /// [`default_compact`](CacheOptions::with_default_compact).
+    pub(crate) compact: Option<bool>,
 }
 
 /// Options of a [`Cache`](super::Cache). Every field has a default; set the others with the
@@ -100,25 +100,25 @@ pub struct ByObject {
 pub struct CacheOptions {
     /// Cache only these namespaces, for every namespaced type without its own setting. Empty
     /// (the default): every namespace.
-    pub default_namespaces: Namespaces,
+    pub(crate) default_namespaces: Namespaces,
     /// Default label selector.
-    pub default_label_selector: Option<String>,
+    pub(crate) default_label_selector: Option<String>,
     /// Default field selector.
-    pub default_field_selector: Option<String>,
+    pub(crate) default_field_selector: Option<String>,
     /// Default metadata transform.
-    pub default_transform: Option<MetaTransform>,
+    pub(crate) default_transform: Option<MetaTransform>,
     /// Default resync period (controller-runtime: 10 hours, with jitter).
-    pub sync_period: Option<Duration>,
+    pub(crate) sync_period: Option<Duration>,
     /// Hold every type's objects compactly unless its [`ByObject`] says otherwise: about a
     /// third of the memory, for a decode on every read (see [`Storage`](super::Storage)).
     /// Default false: objects are shared typed `Arc`s.
-    pub default_compact: bool,
+    pub(crate) default_compact: bool,
     /// Per-type settings, keyed by `group/version/Kind` (`v1/Kind` for the core group); see
     /// [`CacheOptions::by_object`].
-    pub by_object: HashMap<String, ByObject>,
+    pub(crate) by_object: HashMap<String, ByObject>,
     /// When true, reading a type the cache has no informer for is an error; when false (the
     /// default), the first read starts an informer and waits for it to sync.
-    pub reader_fail_on_missing_informer: bool,
+    pub(crate) reader_fail_on_missing_informer: bool,
 }
 
 impl Default for CacheOptions {
@@ -137,19 +137,19 @@ impl Default for CacheOptions {
 }
 
 impl NamespaceConfig {
-    /// Sets [`label_selector`](Self::label_selector).
+    /// Cache only objects matching this label selector in this namespace.
     pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
         self.label_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`field_selector`](Self::field_selector).
+    /// Cache only objects matching this field selector in this namespace.
     pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
         self.field_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`transform`](Self::transform).
+    /// Applied to the metadata of every object of this namespace before it is cached.
     pub fn with_transform(mut self, transform: MetaTransform) -> Self {
         self.transform = Some(transform);
         self
@@ -157,37 +157,41 @@ impl NamespaceConfig {
 }
 
 impl ByObject {
-    /// Sets [`namespaces`](Self::namespaces).
+    /// Cache only these namespaces (see [`namespaces`]); `None`: the cache's
+    /// [`default_namespaces`](CacheOptions::with_default_namespaces); an empty set: every namespace.
+    /// Ignored for cluster-scoped types.
     pub fn with_namespaces(mut self, namespaces: Namespaces) -> Self {
         self.namespaces = Some(namespaces);
         self
     }
 
-    /// Sets [`label_selector`](Self::label_selector).
+    /// Cache only objects matching this label selector.
     pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
         self.label_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`field_selector`](Self::field_selector).
+    /// Cache only objects matching this field selector.
     pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
         self.field_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`transform`](Self::transform).
+    /// Applied to every object's metadata before it is cached.
     pub fn with_transform(mut self, transform: MetaTransform) -> Self {
         self.transform = Some(transform);
         self
     }
 
-    /// Sets [`sync_period`](Self::sync_period).
+    /// Resync period.
     pub fn with_sync_period(mut self, period: Duration) -> Self {
         self.sync_period = Some(period);
         self
     }
 
-    /// Sets [`compact`](Self::compact).
+    /// Hold this type's objects compactly, encoded, and decode them on each read (see
+    /// [`Storage`](super::Storage)); `None`: the cache's
+    /// [`default_compact`](CacheOptions::with_default_compact).
     pub fn with_compact(mut self, compact: bool) -> Self {
         self.compact = Some(compact);
         self
@@ -195,43 +199,49 @@ impl ByObject {
 }
 
 impl CacheOptions {
-    /// Sets [`default_namespaces`](Self::default_namespaces).
+    /// Cache only these namespaces, for every namespaced type without its own setting. Empty
+    /// (the default): every namespace.
     pub fn with_default_namespaces(mut self, namespaces: Namespaces) -> Self {
         self.default_namespaces = namespaces;
         self
     }
 
-    /// Sets [`default_label_selector`](Self::default_label_selector).
+    /// Default label selector.
     pub fn with_default_label_selector(mut self, selector: impl Into<String>) -> Self {
         self.default_label_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`default_field_selector`](Self::default_field_selector).
+    /// Default field selector.
     pub fn with_default_field_selector(mut self, selector: impl Into<String>) -> Self {
         self.default_field_selector = Some(selector.into());
         self
     }
 
-    /// Sets [`default_transform`](Self::default_transform).
+    /// Default metadata transform.
     pub fn with_default_transform(mut self, transform: MetaTransform) -> Self {
         self.default_transform = Some(transform);
         self
     }
 
-    /// Sets [`sync_period`](Self::sync_period); `None`: no resync.
+    /// Default resync period (controller-runtime: 10 hours, with jitter).
+    ///
+    /// `None`: no resync.
     pub fn with_sync_period(mut self, period: Option<Duration>) -> Self {
         self.sync_period = period;
         self
     }
 
-    /// Sets [`default_compact`](Self::default_compact).
+    /// Hold every type's objects compactly unless its [`ByObject`] says otherwise: about a
+    /// third of the memory, for a decode on every read (see [`Storage`](super::Storage)).
+    /// Default false: objects are shared typed `Arc`s.
     pub fn with_default_compact(mut self, compact: bool) -> Self {
         self.default_compact = compact;
         self
     }
 
-    /// Sets [`reader_fail_on_missing_informer`](Self::reader_fail_on_missing_informer).
+    /// When true, reading a type the cache has no informer for is an error; when false (the
+    /// default), the first read starts an informer and waits for it to sync.
     pub fn with_reader_fail_on_missing_informer(mut self, fail: bool) -> Self {
         self.reader_fail_on_missing_informer = fail;
         self

@@ -24,11 +24,11 @@ use crate::ObjectKey;
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {
     /// Only this namespace.
-    pub namespace: Option<String>,
+    pub(crate) namespace: Option<String>,
     /// Only objects whose labels match.
-    pub label_selector: Option<LabelSelector>,
+    pub(crate) label_selector: Option<LabelSelector>,
     /// Only objects whose indexed fields match (exact `field=value` requirements).
-    pub field_selector: Option<FieldSelector>,
+    pub(crate) field_selector: Option<FieldSelector>,
 }
 
 impl ListOptions {

@@ -42,8 +42,10 @@ use serde::de::DeserializeOwned;
 /// use controller_runtime::cache::{InformerConfig, Storage};
 /// use k8s_openapi::api::core::v1::Secret;
 ///
-/// let config = InformerConfig::<Secret>::default().with_storage(Storage::compact());
-/// assert!(config.storage.is_compact());
+/// let storage = Storage::<Secret>::compact();
+/// assert!(storage.is_compact());
+/// let config = InformerConfig::<Secret>::default().with_storage(storage);
+/// # let _ = config;
 /// ```
 pub enum Storage<K> {
     /// Each object as an `Arc<K>`, shared by every reader: reads copy nothing.

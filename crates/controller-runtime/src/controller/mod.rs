@@ -251,11 +251,6 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
         &self.inner.name
     }
 
-    /// The controller's options.
-    pub fn options(&self) -> &ControllerOptions<T> {
-        &self.inner.options
-    }
-
     /// Whether the controller must run only on the elected leader.
     pub fn need_leader_election(&self) -> bool {
         self.inner.options.need_leader_election

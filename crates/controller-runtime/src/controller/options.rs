@@ -8,7 +8,7 @@ use crate::metrics::Metrics;
 use crate::workqueue::{Queue, QueueItem, RateLimiter, default_controller_rate_limiter};
 
 /// Builds a controller's queue from its name and rate limiter; see
-/// [`ControllerOptions::new_queue`].
+/// [`ControllerOptions::with_new_queue`].
 pub type NewQueueFn<T> =
     Arc<dyn Fn(&str, Arc<dyn RateLimiter<T>>) -> Arc<dyn Queue<T>> + Send + Sync>;
 
@@ -23,40 +23,38 @@ pub type NewQueueFn<T> =
 /// let options = ControllerOptions::<Request>::default()
 ///     .with_max_concurrent_reconciles(4)
 ///     .with_reconciliation_timeout(Duration::from_secs(30));
-/// assert_eq!(options.max_concurrent_reconciles, 4);
-/// assert!(options.recover_panic);
-/// assert_eq!(options.cache_sync_timeout, Duration::from_secs(120));
+/// # let _ = options;
 /// ```
 #[non_exhaustive]
 pub struct ControllerOptions<T = crate::Request> {
     /// How many reconciles run at once (workers). Default 1; 0 is an error.
-    pub max_concurrent_reconciles: usize,
+    pub(crate) max_concurrent_reconciles: usize,
     /// The delay of a key's retries after an error. Default: the max of a per-key
     /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
-    pub rate_limiter: Arc<dyn RateLimiter<T>>,
+    pub(crate) rate_limiter: Arc<dyn RateLimiter<T>>,
     /// Catch a panicking reconcile, count it and retry the key with backoff (default `true`).
     /// When `false`, the panic ends the controller: `start` re-raises it.
-    pub recover_panic: bool,
+    pub(crate) recover_panic: bool,
     /// Give up on a reconcile after this long; it counts as an error and is retried with
     /// backoff. Default: no limit.
-    pub reconciliation_timeout: Option<Duration>,
+    pub(crate) reconciliation_timeout: Option<Duration>,
     /// How long `start` waits for every syncing source (default 2 min).
-    pub cache_sync_timeout: Duration,
+    pub(crate) cache_sync_timeout: Duration,
     /// Use the priority queue (default `true`, as controller-runtime since v0.23); `false` uses
     /// the plain rate-limiting queue.
-    pub use_priority_queue: bool,
+    pub(crate) use_priority_queue: bool,
     /// Whether the controller must run only on the elected leader (default `true`); read by the
     /// Manager.
-    pub need_leader_election: bool,
+    pub(crate) need_leader_election: bool,
     /// Let [`Controller::warm_up`](super::Controller::warm_up) start the sources before the
     /// controller starts (before winning leadership), so a new leader reconciles at once.
     /// Default `false`: `warm_up` does nothing.
-    pub enable_warm_up: bool,
+    pub(crate) enable_warm_up: bool,
     /// Builds the queue instead of the built-in choice (`use_priority_queue`); controller-runtime's
     /// `NewQueue`. Default `None`.
-    pub new_queue: Option<NewQueueFn<T>>,
+    pub(crate) new_queue: Option<NewQueueFn<T>>,
     /// Where to report metrics. Default: counted but not registered anywhere.
-    pub metrics: Option<Metrics>,
+    pub(crate) metrics: Option<Metrics>,
 }
 
 impl<T: QueueItem> Default for ControllerOptions<T> {
@@ -110,61 +108,69 @@ impl<T> fmt::Debug for ControllerOptions<T> {
 }
 
 impl<T> ControllerOptions<T> {
-    /// Sets [`max_concurrent_reconciles`](Self::max_concurrent_reconciles).
+    /// How many reconciles run at once (workers). Default 1; 0 is an error.
     pub fn with_max_concurrent_reconciles(mut self, workers: usize) -> Self {
         self.max_concurrent_reconciles = workers;
         self
     }
 
-    /// Sets [`rate_limiter`](Self::rate_limiter).
+    /// The delay of a key's retries after an error. Default: the max of a per-key
+    /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
     pub fn with_rate_limiter(mut self, rate_limiter: Arc<dyn RateLimiter<T>>) -> Self {
         self.rate_limiter = rate_limiter;
         self
     }
 
-    /// Sets [`recover_panic`](Self::recover_panic).
+    /// Catch a panicking reconcile, count it and retry the key with backoff (default `true`).
+    /// When `false`, the panic ends the controller: `start` re-raises it.
     pub fn with_recover_panic(mut self, recover: bool) -> Self {
         self.recover_panic = recover;
         self
     }
 
-    /// Sets [`reconciliation_timeout`](Self::reconciliation_timeout).
+    /// Give up on a reconcile after this long; it counts as an error and is retried with
+    /// backoff. Default: no limit.
     pub fn with_reconciliation_timeout(mut self, timeout: Duration) -> Self {
         self.reconciliation_timeout = Some(timeout);
         self
     }
 
-    /// Sets [`cache_sync_timeout`](Self::cache_sync_timeout).
+    /// How long `start` waits for every syncing source (default 2 min).
     pub fn with_cache_sync_timeout(mut self, timeout: Duration) -> Self {
         self.cache_sync_timeout = timeout;
         self
     }
 
-    /// Sets [`use_priority_queue`](Self::use_priority_queue).
+    /// Use the priority queue (default `true`, as controller-runtime since v0.23); `false` uses
+    /// the plain rate-limiting queue.
     pub fn with_use_priority_queue(mut self, enabled: bool) -> Self {
         self.use_priority_queue = enabled;
         self
     }
 
-    /// Sets [`need_leader_election`](Self::need_leader_election).
+    /// Whether the controller must run only on the elected leader (default `true`); read by the
+    /// Manager.
     pub fn with_need_leader_election(mut self, needed: bool) -> Self {
         self.need_leader_election = needed;
         self
     }
 
-    /// Sets [`enable_warm_up`](Self::enable_warm_up).
+    /// Let [`Controller::warm_up`](super::Controller::warm_up) start the sources before the
+    /// controller starts (before winning leadership), so a new leader reconciles at once.
+    /// Default `false`: `warm_up` does nothing.
     pub fn with_enable_warm_up(mut self, enabled: bool) -> Self {
         self.enable_warm_up = enabled;
         self
     }
 
-    /// Sets [`new_queue`](Self::new_queue).
+    /// Builds the queue instead of the built-in choice (`use_priority_queue`); controller-runtime's
+    /// `NewQueue`. Default `None`.
     pub fn with_new_queue(mut self, new_queue: NewQueueFn<T>) -> Self {
         self.new_queue = Some(new_queue);
         self
     }
 
-    /// Sets [`metrics`](Self::metrics).
+    /// Where to report metrics. Default: counted but not registered anywhere.
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
         self
@@ -182,5 +188,31 @@ impl<T> ControllerOptions<T> {
             return Err("reconciliation_timeout must be positive when set".into());
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::ControllerOptions;
+    use crate::Request;
+
+    #[test]
+    fn defaults_are_controller_runtimes_and_setters_set() {
+        let options = ControllerOptions::<Request>::default();
+        assert_eq!(options.max_concurrent_reconciles, 1);
+        assert!(options.recover_panic);
+        assert_eq!(options.cache_sync_timeout, Duration::from_secs(120));
+        assert_eq!(options.reconciliation_timeout, None);
+        assert!(options.need_leader_election);
+        let options = options
+            .with_max_concurrent_reconciles(4)
+            .with_reconciliation_timeout(Duration::from_secs(30));
+        assert_eq!(options.max_concurrent_reconciles, 4);
+        assert_eq!(
+            options.reconciliation_timeout,
+            Some(Duration::from_secs(30))
+        );
     }
 }

@@ -17,11 +17,10 @@
 //! urgent behind real changes, as controller-runtime's do: creates from an informer's initial
 //! list (`is_in_initial_list`) and updates whose old and new resourceVersion are equal (resync
 //! replays) go in at [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY); everything else at the
-//! default priority. The rule lives in one place, [`low_priority`]; every built-in handler
-//! applies it, through [`LowPriorityWhenUnchanged`], which gives the handler it wraps a queue
+//! default priority. The rule lives in one place (`priority.rs`); every built-in handler
+//! applies it, as does [`LowPriorityWhenUnchanged`], which gives the handler it wraps a queue
 //! whose plain `add` goes in at that priority (a queue without priorities treats it as a plain
-//! add). Wrap a handler of your own in [`with_low_priority_when_unchanged`] to get the same
-//! behaviour.
+//! add). Wrap a handler of your own in it to get the same behaviour.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -55,7 +54,7 @@ pub use enqueue::EnqueueRequestForObject;
 pub use funcs::Funcs;
 pub use mapped::EnqueueRequestsFromMapFunc;
 pub use owner::{EnqueueRequestForOwner, OwnerScope};
-pub use priority::{LowPriorityWhenUnchanged, low_priority, with_low_priority_when_unchanged};
+pub use priority::LowPriorityWhenUnchanged;
 
 /// Maps events about objects of type `K` to work items of type `T` on a queue.
 pub trait EventHandler<K, T: QueueItem = crate::Request>: Send + Sync {

@@ -9,18 +9,7 @@ use crate::workqueue::{AddOpts, Enqueue, LOW_PRIORITY, QueueItem};
 /// The priority rule of controller-runtime's handlers: [`LOW_PRIORITY`] for a create from the
 /// informer's initial list and for an update whose resourceVersion did not change (a resync
 /// replay); `None` (the default priority) for every other event.
-///
-/// ```
-/// use std::sync::Arc;
-/// use controller_runtime::event::{CreateEvent, Event};
-/// use controller_runtime::handler::low_priority;
-/// use controller_runtime::workqueue::LOW_PRIORITY;
-/// use k8s_openapi::api::core::v1::ConfigMap;
-///
-/// let listed = Event::Create(CreateEvent { object: Arc::new(ConfigMap::default()), is_in_initial_list: true });
-/// assert_eq!(low_priority(&listed), Some(LOW_PRIORITY));
-/// ```
-pub fn low_priority<K: Resource>(event: &Event<K>) -> Option<i32> {
+pub(crate) fn low_priority<K: Resource>(event: &Event<K>) -> Option<i32> {
     let low = match event {
         Event::Create(e) => e.is_in_initial_list,
         Event::Update(e) => e.old.meta().resource_version == e.new.meta().resource_version,
@@ -50,15 +39,19 @@ impl<T: QueueItem> Enqueue<T> for AddAtPriority<'_, T> {
 
 /// Wraps a handler so that the items it `add`s for initial-list creates and unchanged-
 /// resourceVersion updates go in at [`LOW_PRIORITY`] (controller-runtime's
-/// `WithLowPriorityWhenUnchanged`); see [`low_priority`]. The built-in handlers already behave
-/// so.
+/// `WithLowPriorityWhenUnchanged`): a create from the informer's initial list, or an update
+/// whose resourceVersion did not change (a resync replay). The built-in handlers already
+/// behave so.
+///
+/// ```
+/// use controller_runtime::handler::{Funcs, LowPriorityWhenUnchanged};
+/// use k8s_openapi::api::core::v1::ConfigMap;
+///
+/// let handler = LowPriorityWhenUnchanged(Funcs::<ConfigMap>::default());
+/// # let _ = handler;
+/// ```
 #[derive(Clone, Debug)]
 pub struct LowPriorityWhenUnchanged<H>(pub H);
-
-/// Wraps `handler` in [`LowPriorityWhenUnchanged`].
-pub fn with_low_priority_when_unchanged<H>(handler: H) -> LowPriorityWhenUnchanged<H> {
-    LowPriorityWhenUnchanged(handler)
-}
 
 impl<K: Resource, T: QueueItem, H: EventHandler<K, T>> EventHandler<K, T>
     for LowPriorityWhenUnchanged<H>
@@ -81,5 +74,56 @@ pub(crate) fn with_low_priority<K: Resource, T: QueueItem>(
             priority,
         }),
         None => f(queue),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::low_priority;
+    use crate::event::{CreateEvent, DeleteEvent, Event, UpdateEvent};
+    use crate::workqueue::LOW_PRIORITY;
+
+    fn cm(rv: &str) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn initial_list_creates_and_resync_replays_are_low_priority() {
+        let listed = Event::Create(CreateEvent {
+            object: cm("1"),
+            is_in_initial_list: true,
+        });
+        assert_eq!(low_priority(&listed), Some(LOW_PRIORITY));
+        let created = Event::Create(CreateEvent {
+            object: cm("1"),
+            is_in_initial_list: false,
+        });
+        assert_eq!(low_priority(&created), None);
+        let replay = Event::Update(UpdateEvent {
+            old: cm("2"),
+            new: cm("2"),
+        });
+        assert_eq!(low_priority(&replay), Some(LOW_PRIORITY));
+        let changed = Event::Update(UpdateEvent {
+            old: cm("2"),
+            new: cm("3"),
+        });
+        assert_eq!(low_priority(&changed), None);
+        let deleted = Event::Delete(DeleteEvent {
+            object: cm("3"),
+            delete_state_unknown: false,
+        });
+        assert_eq!(low_priority(&deleted), None);
     }
 }

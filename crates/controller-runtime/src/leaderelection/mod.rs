@@ -66,7 +66,7 @@ pub use lock::{LeaderElectionRecord, LeaseLock, LockError, MemoryLock, Versioned
 
 /// client-go's `JitterFactor`: a candidate waits between `retry_period` and 2.2 times as long
 /// between two attempts to acquire.
-pub const JITTER_FACTOR: f64 = 1.2;
+pub(crate) const JITTER_FACTOR: f64 = 1.2;
 
 /// Why leader election failed or ended.
 #[derive(Debug, thiserror::Error)]
@@ -91,8 +91,7 @@ pub enum Error {
 /// use std::time::Duration;
 /// use controller_runtime::leaderelection::LeaderElectionConfig;
 ///
-/// let config = LeaderElectionConfig::default();
-/// assert_eq!(config.lease_duration, Duration::from_secs(15));
+/// let config = LeaderElectionConfig::default().with_lease_name("my-operator");
 /// assert!(config.validate().is_ok());
 /// let bad = config.with_renew_deadline(Duration::from_secs(20));
 /// assert!(bad.validate().is_err());
@@ -101,21 +100,21 @@ pub enum Error {
 #[non_exhaustive]
 pub struct LeaderElectionConfig {
     /// The Lease's name (controller-runtime's `LeaderElectionID`).
-    pub lease_name: String,
+    pub(crate) lease_name: String,
     /// The Lease's namespace (default `default`; in-cluster, controller-runtime uses the pod's).
-    pub lease_namespace: String,
+    pub(crate) lease_namespace: String,
     /// This candidate's identity (default: host name plus `_` and a random suffix).
-    pub identity: String,
+    pub(crate) identity: String,
     /// How long a lease is valid without renewal (default 15 s). Written to the Lease in whole
     /// seconds, rounded up.
-    pub lease_duration: Duration,
+    pub(crate) lease_duration: Duration,
     /// How long the leader keeps retrying to renew before giving up (default 10 s).
-    pub renew_deadline: Duration,
+    pub(crate) renew_deadline: Duration,
     /// How often candidates try to acquire and the leader to renew (default 2 s).
-    pub retry_period: Duration,
+    pub(crate) retry_period: Duration,
     /// Release the lease when cancelled, so another candidate takes over at once (default
     /// `false`, as controller-runtime's `LeaderElectionReleaseOnCancel`).
-    pub release_on_cancel: bool,
+    pub(crate) release_on_cancel: bool,
 }
 
 impl Default for LeaderElectionConfig {
@@ -133,43 +132,45 @@ impl Default for LeaderElectionConfig {
 }
 
 impl LeaderElectionConfig {
-    /// Sets [`lease_name`](Self::lease_name).
+    /// The Lease's name (controller-runtime's `LeaderElectionID`).
     pub fn with_lease_name(mut self, name: impl Into<String>) -> Self {
         self.lease_name = name.into();
         self
     }
 
-    /// Sets [`lease_namespace`](Self::lease_namespace).
+    /// The Lease's namespace (default `default`; in-cluster, controller-runtime uses the pod's).
     pub fn with_lease_namespace(mut self, namespace: impl Into<String>) -> Self {
         self.lease_namespace = namespace.into();
         self
     }
 
-    /// Sets [`identity`](Self::identity).
+    /// This candidate's identity (default: host name plus `_` and a random suffix).
     pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = identity.into();
         self
     }
 
-    /// Sets [`lease_duration`](Self::lease_duration).
+    /// How long a lease is valid without renewal (default 15 s). Written to the Lease in whole
+    /// seconds, rounded up.
     pub fn with_lease_duration(mut self, duration: Duration) -> Self {
         self.lease_duration = duration;
         self
     }
 
-    /// Sets [`renew_deadline`](Self::renew_deadline).
+    /// How long the leader keeps retrying to renew before giving up (default 10 s).
     pub fn with_renew_deadline(mut self, deadline: Duration) -> Self {
         self.renew_deadline = deadline;
         self
     }
 
-    /// Sets [`retry_period`](Self::retry_period).
+    /// How often candidates try to acquire and the leader to renew (default 2 s).
     pub fn with_retry_period(mut self, period: Duration) -> Self {
         self.retry_period = period;
         self
     }
 
-    /// Sets [`release_on_cancel`](Self::release_on_cancel).
+    /// Release the lease when cancelled, so another candidate takes over at once (default
+    /// `false`, as controller-runtime's `LeaderElectionReleaseOnCancel`).
     pub fn with_release_on_cancel(mut self, release: bool) -> Self {
         self.release_on_cancel = release;
         self

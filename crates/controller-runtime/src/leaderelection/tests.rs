@@ -556,3 +556,13 @@ mod server {
         assert_eq!(spec.lease_duration_seconds, Some(1));
     }
 }
+
+#[test]
+fn defaults_are_controller_runtimes() {
+    let config = LeaderElectionConfig::default();
+    assert_eq!(config.lease_name, "controller-runtime-leader");
+    assert_eq!(config.lease_duration, Duration::from_secs(15));
+    assert_eq!(config.renew_deadline, Duration::from_secs(10));
+    assert_eq!(config.retry_period, Duration::from_secs(2));
+    assert!(!config.release_on_cancel);
+}

@@ -60,14 +60,14 @@
 //! `start` returns when its token is cancelled, when a runnable fails
 //! ([`Error::Runnable`]: the others are stopped first), or when leadership is lost
 //! ([`Error::LeaderElectionLost`]). It cancels the groups one by one, last started first, each
-//! waited for, all within [`graceful_shutdown_timeout`](ManagerOptions::graceful_shutdown_timeout):
+//! waited for, all within [`graceful_shutdown_timeout`](ManagerOptions::with_graceful_shutdown_timeout):
 //! running reconciles finish. What has not returned by then is abandoned
 //! ([`Error::ShutdownTimeout`]). After losing the lease nothing is waited for: another
 //! process may lead already.
 //!
 //! # Leader election
 //!
-//! With [`ManagerOptions::leader_election`] set, the manager campaigns for a
+//! With [`ManagerOptions::with_leader_election`] set, the manager campaigns for a
 //! `coordination.k8s.io/v1` Lease after the warm-up and starts the leader-election group once
 //! it holds it; [`Manager::is_leader`] and [`Manager::elected`] tell, and the
 //! `leader_election_master_status{name}` gauge shows it. The group stops before the lease is
@@ -102,9 +102,10 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use address::{BindAddress, InvalidBindAddress};
-pub use runnable::{BoxError, Runnable, RunnableGroup, from_fn};
+pub use runnable::{Runnable, RunnableGroup, from_fn};
 pub use signal::signal_handler;
 
+use crate::BoxError;
 use crate::cache::{Cache, CacheOptions};
 use crate::client::Client;
 use crate::leaderelection::LeaderElector;
@@ -175,29 +176,30 @@ pub enum Error {
 ///     .with_health_probe_bind_address(":8081".parse()?)
 ///     .with_leader_election(LeaderElectionConfig::default().with_lease_name("my-operator"))
 ///     .with_graceful_shutdown_timeout(Duration::from_secs(10));
-/// assert_eq!(options.metrics_bind_address.to_string(), "127.0.0.1:8080");
-/// assert_eq!(options.health_probe_bind_address.to_string(), "0.0.0.0:8081");
 ///
+/// // Go's `":8081"` is every interface; `BindAddress::Disabled` is Go's `"0"`.
+/// let probes: BindAddress = ":8081".parse()?;
+/// assert_eq!(probes.to_string(), "0.0.0.0:8081");
 /// let quiet = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
-/// assert_eq!(quiet.metrics_bind_address.addr(), None);
+/// # let _ = (options, quiet);
 /// # Ok::<(), controller_runtime::manager::InvalidBindAddress>(())
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]
 pub struct ManagerOptions {
     /// The cache's options.
-    pub cache: CacheOptions,
+    pub(crate) cache: CacheOptions,
     /// Where `/metrics` is served (default `127.0.0.1:8080`; controller-runtime's `:8080`
     /// listens on every interface). Port 0 picks a free port (see [`Manager::metrics_addr`]).
-    pub metrics_bind_address: BindAddress,
+    pub(crate) metrics_bind_address: BindAddress,
     /// Where `/healthz` and `/readyz` are served (default [`BindAddress::Disabled`], as
     /// controller-runtime). Port 0 picks a free port (see [`Manager::health_probe_addr`]).
-    pub health_probe_bind_address: BindAddress,
+    pub(crate) health_probe_bind_address: BindAddress,
     /// Leader election; `None` (default) disables it: every runnable starts at once.
-    pub leader_election: Option<crate::leaderelection::LeaderElectionConfig>,
+    pub(crate) leader_election: Option<crate::leaderelection::LeaderElectionConfig>,
     /// How long [`Manager::start`] waits for runnables to stop after cancellation (default
     /// 30 s); zero: do not wait.
-    pub graceful_shutdown_timeout: Duration,
+    pub(crate) graceful_shutdown_timeout: Duration,
 }
 
 impl Default for ManagerOptions {
@@ -213,12 +215,13 @@ impl Default for ManagerOptions {
 }
 
 impl ManagerOptions {
-    /// Sets [`cache`](Self::cache).
+    /// The cache's options.
     pub fn with_cache(self, cache: CacheOptions) -> Self {
         ManagerOptions { cache, ..self }
     }
 
-    /// Sets [`metrics_bind_address`](Self::metrics_bind_address).
+    /// Where `/metrics` is served (default `127.0.0.1:8080`; controller-runtime's `:8080`
+    /// listens on every interface). Port 0 picks a free port (see [`Manager::metrics_addr`]).
     pub fn with_metrics_bind_address(self, addr: BindAddress) -> Self {
         ManagerOptions {
             metrics_bind_address: addr,
@@ -226,7 +229,8 @@ impl ManagerOptions {
         }
     }
 
-    /// Sets [`health_probe_bind_address`](Self::health_probe_bind_address).
+    /// Where `/healthz` and `/readyz` are served (default [`BindAddress::Disabled`], as
+    /// controller-runtime). Port 0 picks a free port (see [`Manager::health_probe_addr`]).
     pub fn with_health_probe_bind_address(self, addr: BindAddress) -> Self {
         ManagerOptions {
             health_probe_bind_address: addr,
@@ -234,7 +238,7 @@ impl ManagerOptions {
         }
     }
 
-    /// Turns on [`leader_election`](Self::leader_election) with `config`.
+    /// Leader election; `None` (default) disables it: every runnable starts at once.
     pub fn with_leader_election(self, config: crate::leaderelection::LeaderElectionConfig) -> Self {
         ManagerOptions {
             leader_election: Some(config),
@@ -242,7 +246,8 @@ impl ManagerOptions {
         }
     }
 
-    /// Sets [`graceful_shutdown_timeout`](Self::graceful_shutdown_timeout).
+    /// How long [`Manager::start`] waits for runnables to stop after cancellation (default
+    /// 30 s); zero: do not wait.
     pub fn with_graceful_shutdown_timeout(self, timeout: Duration) -> Self {
         ManagerOptions {
             graceful_shutdown_timeout: timeout,
@@ -439,11 +444,6 @@ impl Manager {
         &self.inner.registry
     }
 
-    /// The manager's options.
-    pub fn options(&self) -> &ManagerOptions {
-        &self.inner.options
-    }
-
     /// Adds a runnable to its [group](Runnable::group). Before `start` it waits for it; after,
     /// it starts at once when its group is running (else when the group starts). Fails with
     /// [`Error::Stopping`] once the manager is stopping.
@@ -508,5 +508,26 @@ impl Manager {
     /// servers fails at once with [`Error::Bind`]. A manager starts once.
     pub async fn start(&self, ctx: CancellationToken) -> Result<(), Error> {
         run::start(&self.inner, ctx).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{BindAddress, ManagerOptions};
+
+    #[test]
+    fn defaults_are_controller_runtimes_but_local() {
+        let options = ManagerOptions::default();
+        assert_eq!(options.metrics_bind_address.to_string(), "127.0.0.1:8080");
+        assert_eq!(options.health_probe_bind_address, BindAddress::Disabled);
+        assert!(options.leader_election.is_none());
+        assert_eq!(options.graceful_shutdown_timeout, Duration::from_secs(30));
+        let options = options.with_health_probe_bind_address(":8081".parse().unwrap());
+        assert_eq!(
+            options.health_probe_bind_address.to_string(),
+            "0.0.0.0:8081"
+        );
     }
 }

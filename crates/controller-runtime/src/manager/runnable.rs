@@ -10,8 +10,7 @@ use crate::cache::Cache;
 use crate::controller::Controller;
 use crate::workqueue::QueueItem;
 
-/// A boxed error, as runnables return.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub(crate) use crate::BoxError;
 
 /// Which group a runnable starts in; see the [manager docs](super).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

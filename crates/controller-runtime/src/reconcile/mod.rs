@@ -103,7 +103,7 @@ impl Action {
     }
 }
 
-type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+use crate::BoxError;
 
 /// An error that tells the controller not to retry: the reconcile failed in a way that trying
 /// again cannot fix (controller-runtime's `reconcile.TerminalError`).

@@ -50,17 +50,17 @@ use cache::{Cache, Key, Series};
 
 /// The API server's limit on an Event's note, in bytes; longer notes are cut (at a character
 /// boundary) rather than rejected.
-pub const MAX_NOTE_BYTES: usize = 1024;
+pub(crate) const MAX_NOTE_BYTES: usize = 1024;
 
 /// The API server's limit on an Event's reason and action, in characters.
-pub const MAX_REASON_CHARS: usize = 128;
+pub(crate) const MAX_REASON_CHARS: usize = 128;
 
 /// How long after its last repetition an Event still folds new repetitions into its series
 /// (client-go's 6 minutes).
-pub const DEFAULT_SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
+pub(crate) const DEFAULT_SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
 
 /// How many distinct recent Events a recorder remembers by default.
-pub const DEFAULT_CACHE_CAPACITY: usize = 4096;
+pub(crate) const DEFAULT_CACHE_CAPACITY: usize = 4096;
 
 /// Why an Event could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -133,7 +133,7 @@ pub struct EventRecord {
     pub type_: EventType,
     /// Why the action was taken, short and `CamelCase` (at most 128 characters).
     pub reason: String,
-    /// A human-readable description (cut to [`MAX_NOTE_BYTES`]).
+    /// A human-readable description (cut to 1024 bytes, as upstream).
     pub note: Option<String>,
     /// What the controller did or failed to do, e.g. `Reconcile`, `Scale` (at most 128
     /// characters).
@@ -258,8 +258,8 @@ impl Recorder {
     }
 
     /// The recorder remembering at most `capacity` distinct recent Events (default
-    /// [`DEFAULT_CACHE_CAPACITY`]; at least 1), and folding repetitions that come within
-    /// `series_window` of the last one (default [`DEFAULT_SERIES_WINDOW`]). When the cache is
+    /// 4096; at least 1), and folding repetitions that come within
+    /// `series_window` of the last one (default 6 minutes, as client-go). When the cache is
     /// full the Event repeated longest ago is forgotten: its next repetition starts a new Event.
     pub fn with_cache(self, capacity: usize, series_window: Duration) -> Self {
         Recorder {

@@ -18,13 +18,13 @@ use crate::event::{Event, GenericEvent};
 use crate::workqueue::QueueItem;
 
 /// The buffer of each destination unless set: controller-runtime's `DestBufferSize` default.
-pub const DEFAULT_BUFFER_SIZE: usize = 1024;
+pub(crate) const DEFAULT_BUFFER_SIZE: usize = 1024;
 
 /// A source of [`GenericEvent`]s that your code sends: webhooks, timers, other systems
 /// (controller-runtime's `source.Channel`).
 ///
 /// Clones share the channel: start it in several watches (or controllers) and every one of them
-/// gets every event. Each watch gets a buffer of [`DEFAULT_BUFFER_SIZE`] events
+/// gets every event. Each watch gets a buffer of 1024 events
 /// ([`buffer_size`](Self::buffer_size) changes it). Events sent before any watch started wait in
 /// the channel; the source stops when every sender is dropped.
 ///

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::{BoxError, Error, Watch};
+use super::{Error, Watch};
+use crate::BoxError;
 use crate::Request;
 use crate::workqueue::{Enqueue, QueueItem};
 

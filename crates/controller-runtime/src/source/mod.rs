@@ -39,8 +39,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use crate::Request;
 use crate::workqueue::{Enqueue, QueueItem};
+use crate::{BoxError, Request};
 
 mod channel;
 mod dispatch;
@@ -48,14 +48,11 @@ mod func;
 mod informer;
 mod watch;
 
-pub use channel::{Channel, DEFAULT_BUFFER_SIZE, channel};
+pub use channel::{Channel, channel};
 pub use dispatch::EventDispatcher;
 pub use func::Func;
 pub use informer::{Informer, Kind};
 pub use watch::{EventWatch, watch};
-
-/// A boxed error from a source or a user closure.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Why a source could not start or sync.
 #[derive(Debug, thiserror::Error)]

@@ -78,8 +78,8 @@ mod slots;
 pub use metrics::WorkqueueMetrics;
 pub use queue::{QueueConfig, Workqueue};
 pub use rate_limiter::{
-    BucketRateLimiter, DEFAULT_BASE_DELAY, DEFAULT_MAX_DELAY, ItemExponentialFailureRateLimiter,
-    MaxOfRateLimiter, RateLimiter, default_controller_rate_limiter,
+    BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimiter,
+    default_controller_rate_limiter,
 };
 pub use ready::QueueOrder;
 

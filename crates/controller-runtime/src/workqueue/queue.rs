@@ -36,23 +36,24 @@ use super::{AddOpts, Enqueue, Queue, QueueItem};
 /// How to build a [`Workqueue`]: `Default`, then builder-style setters.
 ///
 /// ```
-/// use controller_runtime::workqueue::{QueueConfig, QueueOrder};
+/// use controller_runtime::workqueue::{Queue, QueueConfig, QueueOrder, Workqueue};
 /// use controller_runtime::Request;
 ///
 /// let config = QueueConfig::<Request>::default().name("configmaps").order(QueueOrder::Priority);
-/// assert_eq!(config.name, "configmaps");
+/// let queue = Workqueue::new(config);
+/// assert_eq!(queue.len(), 0);
 /// ```
 #[non_exhaustive]
 pub struct QueueConfig<T> {
     /// The queue's name, usually the controller's; the `name` label of its metrics.
-    pub name: String,
+    pub(crate) name: String,
     /// Decides the delay of rate-limited adds. Defaults to [`default_controller_rate_limiter`].
-    pub rate_limiter: Arc<dyn RateLimiter<T>>,
+    pub(crate) rate_limiter: Arc<dyn RateLimiter<T>>,
     /// Where to report metrics; `None` (the default) reports nothing and skips the clock reads
     /// metrics need.
-    pub metrics: Option<WorkqueueMetrics>,
+    pub(crate) metrics: Option<WorkqueueMetrics>,
     /// FIFO (the default) or by priority.
-    pub order: QueueOrder,
+    pub(crate) order: QueueOrder,
 }
 
 impl<T: QueueItem> Default for QueueConfig<T> {
@@ -67,25 +68,26 @@ impl<T: QueueItem> Default for QueueConfig<T> {
 }
 
 impl<T> QueueConfig<T> {
-    /// Sets [`QueueConfig::name`].
+    /// The queue's name, usually the controller's; the `name` label of its metrics.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
 
-    /// Sets [`QueueConfig::rate_limiter`].
+    /// Decides the delay of rate-limited adds. Defaults to [`default_controller_rate_limiter`].
     pub fn rate_limiter(mut self, rate_limiter: Arc<dyn RateLimiter<T>>) -> Self {
         self.rate_limiter = rate_limiter;
         self
     }
 
-    /// Sets [`QueueConfig::metrics`].
+    /// Where to report metrics; `None` (the default) reports nothing and skips the clock reads
+    /// metrics need.
     pub fn metrics(mut self, metrics: WorkqueueMetrics) -> Self {
         self.metrics = Some(metrics);
         self
     }
 
-    /// Sets [`QueueConfig::order`].
+    /// FIFO (the default) or by priority.
     pub fn order(mut self, order: QueueOrder) -> Self {
         self.order = order;
         self

@@ -45,9 +45,9 @@ pub trait RateLimiter<T>: Send + Sync {
 }
 
 /// The default base delay of [`ItemExponentialFailureRateLimiter`]: 5 ms.
-pub const DEFAULT_BASE_DELAY: Duration = Duration::from_millis(5);
+pub(crate) const DEFAULT_BASE_DELAY: Duration = Duration::from_millis(5);
 /// The default maximum delay of [`ItemExponentialFailureRateLimiter`]: 1000 s.
-pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1000);
+pub(crate) const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1000);
 
 /// Per-item exponential backoff: the n-th failure of an item (counting from 0) waits
 /// `base * 2^n`, never more than `max` (client-go's `ItemExponentialFailureRateLimiter`).
@@ -150,7 +150,7 @@ impl BucketRateLimiter {
     /// A bucket of `burst` tokens refilled at `qps` tokens per second. It starts full.
     ///
     /// A `qps` that is not a positive finite number never refills: once the burst is spent,
-    /// every item waits [`DEFAULT_MAX_DELAY`].
+    /// every item waits the default maximum delay (1000 s).
     pub fn new(qps: f64, burst: u32) -> Self {
         BucketRateLimiter {
             qps,

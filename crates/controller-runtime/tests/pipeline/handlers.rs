@@ -320,7 +320,7 @@ fn funcs_handler_and_low_priority_wrapper() {
             }
         }
     }
-    let wrapped = with_low_priority_when_unchanged(Naive);
+    let wrapped = LowPriorityWhenUnchanged(Naive);
     wrapped.handle(&Event::Create(create(cm("ns", "a"), true)), &q);
     wrapped.handle(&Event::Create(create(cm("ns", "b"), false)), &q);
     wrapped.handle(

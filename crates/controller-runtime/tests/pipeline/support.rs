@@ -13,7 +13,7 @@ pub(crate) use controller_runtime::event::{
 };
 pub(crate) use controller_runtime::handler::{
     EnqueueRequestForObject, EnqueueRequestForOwner, EnqueueRequestsFromMapFunc, EventHandler,
-    Funcs, OwnerScope, with_low_priority_when_unchanged,
+    Funcs, LowPriorityWhenUnchanged, OwnerScope,
 };
 pub(crate) use controller_runtime::predicate::{self, Predicate};
 pub(crate) use controller_runtime::source::{self, Channel, EventDispatcher, Func, Source, Watch};
