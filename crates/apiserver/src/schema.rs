@@ -59,6 +59,8 @@
 pub mod builtin;
 pub(crate) mod cel;
 mod cel_lib;
+mod check;
+mod cost;
 pub mod decode;
 mod format;
 mod node;
@@ -142,6 +144,9 @@ impl StructuralSchema {
         if errors.is_empty() {
             check_defaults(&root, "", "", &mut errors);
             cel::check_field_paths(&root, "", &mut errors);
+        }
+        if errors.is_empty() {
+            rule::check_schema(&root, &mut errors);
         }
         if root.ty.as_deref() != Some("object") && errors.is_empty() {
             errors.push(FieldError::new(
