@@ -1,8 +1,10 @@
 //! CRD validation rules (`x-kubernetes-validations`): CEL expressions on schema nodes, as
 //! `k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel` evaluates them.
 //!
-//! Every rule is compiled when the CRD is written (a rule that does not parse refuses the CRD
-//! with `compilation failed: ...` at `...x-kubernetes-validations[i].rule`), and evaluated on
+//! Every rule is compiled when the CRD is written (a rule that does not parse, or does not
+//! type-check against the schema, refuses the CRD with `compilation failed: ...` at
+//! `...x-kubernetes-validations[i].rule`; one over the cost budget with `estimated rule cost
+//! exceeds budget ...`, see `rule::check_schema`), and evaluated on
 //! every write of a custom object with `self` bound to the node's value. A rule that names
 //! `oldSelf` is a transition rule: it is evaluated only on update, when the node has an old
 //! value (or always, with `oldSelf` an optional, under `optionalOldSelf`). On update, a node
@@ -17,9 +19,11 @@
 //! `format`) and its lists extension, plus Kubernetes' list library (`isSorted`, `sum`,
 //! `min`, `max`, `indexOf`, `lastIndexOf`), and the quantity, url, ip, cidr, format and regex
 //! (`find`, `findAll`) libraries of `cel_lib`. The cel crate checks no types when
-//! compiling; this module checks names (`undeclared reference to 'x'`, as cel-go), but an
-//! unknown function, or a field the schema does not declare, is an evaluation error on write
-//! (`no such key: x evaluating rule: ...`) rather than a compilation error on the CRD.
+//! compiling; `rule` checks names (`undeclared reference to 'x'`, as cel-go) and `check`
+//! types (`undefined field 'x'`, `found no matching overload ...`) when the CRD is written.
+//! What `check` lets through as `dyn` (an unknown function, a value of an
+//! `x-kubernetes-int-or-string` field, a missing map key) fails on write instead, as an
+//! evaluation error (`no such key: x evaluating rule: ...`).
 
 use std::collections::HashMap;
 use std::sync::Arc;

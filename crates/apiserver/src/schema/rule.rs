@@ -1,6 +1,12 @@
 //! The compiled form of one `x-kubernetes-validations` entry: parsing and checking a rule when
 //! its CRD is written (see [`cel`](super::cel) for evaluation). A leaf under `node`, which holds
 //! the compiled rules of each schema node, and `cel`, which evaluates them.
+//!
+//! [`parse_rules`] parses each entry as its node is read (syntax errors, undeclared names,
+//! reasons); once the whole schema is structural, [`check_schema`] type-checks every rule
+//! against its node's declared type ([`check`](super::check)) and estimates its cost
+//! ([`cost`](super::cost)), refusing the schema in upstream's words where a real server
+//! would. Both run only when a CRD is written; evaluation never repeats them.
 
 use std::fmt;
 use std::sync::{Arc, LazyLock};
