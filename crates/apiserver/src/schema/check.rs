@@ -80,7 +80,8 @@ impl Decl {
     pub(crate) fn of(node: &Node, resource_root: bool) -> Decl {
         let max_string = MAX_REQUEST_SIZE_BYTES - 2;
         if node.int_or_string {
-            return simple(DeclKind::Dyn, 1, max_string);
+            let max = node.max_length.map_or(max_string, |m| m.saturating_mul(4));
+            return simple(DeclKind::Dyn, 1, max);
         }
         match node.ty.as_deref() {
             Some("array") => {
@@ -94,10 +95,10 @@ impl Decl {
             Some("object") => {
                 if let Some(Additional::Schema(s)) = &node.additional {
                     let value = Decl::of(s, s.embedded);
-                    // A key of at least `""`, a colon and a comma per property.
+                    // A key of at least `""`, its quotes, a colon and a comma per property.
                     let max = node
                         .max_properties
-                        .unwrap_or(max_string / (4 + value.min_size));
+                        .unwrap_or(max_string / (6 + value.min_size));
                     return simple(DeclKind::Map(Box::new(value)), 2, max);
                 }
                 let mut fields = BTreeMap::new();
@@ -109,7 +110,7 @@ impl Decl {
                     }
                     fields.insert(name.clone(), d);
                 }
-                if resource_root {
+                if resource_root && !declares_type_and_object_meta(node) {
                     let string = || simple(DeclKind::String, 2, max_string);
                     fields.insert("apiVersion".into(), string());
                     fields.insert("kind".into(), string());
@@ -132,35 +133,47 @@ impl Decl {
                 let open = node.preserve_unknown;
                 simple(DeclKind::Object { fields, open }, min_size, 0)
             }
-            Some("string") => {
-                let max = match (&node.max_length, &node.enumeration) {
-                    (Some(m), _) => m.saturating_mul(4),
-                    (None, Some(e)) if !e.is_empty() => e
-                        .iter()
-                        .map(|v| v.as_str().map_or(0, |s| s.len() as u64))
-                        .max()
-                        .unwrap_or(0),
-                    _ => match node.format.as_deref() {
-                        Some("duration") => 32,
-                        Some("date") => 12,
-                        Some("date-time") => 64,
+            Some("string") => match node.format.as_deref() {
+                Some("byte") => simple(DeclKind::Bytes, 2, node.max_length.unwrap_or(max_string)),
+                // Sizes of RFC 3339 values with their quotes.
+                Some("duration") => simple(DeclKind::Duration, 3, 32),
+                Some("date") => simple(DeclKind::Timestamp, 12, 12),
+                Some("date-time") => simple(DeclKind::Timestamp, 21, 32),
+                _ => {
+                    let max = match (&node.max_length, &node.enumeration) {
+                        // maxLength counts code points, of up to 4 bytes each.
+                        (Some(m), _) => m.saturating_mul(4),
+                        (None, Some(e)) if !e.is_empty() => e
+                            .iter()
+                            .map(|v| v.as_str().map_or(0, |s| s.len() as u64))
+                            .max()
+                            .unwrap_or(0),
                         _ => max_string,
-                    },
-                };
-                let kind = match node.format.as_deref() {
-                    Some("byte") => DeclKind::Bytes,
-                    Some("duration") => DeclKind::Duration,
-                    Some("date") | Some("date-time") => DeclKind::Timestamp,
-                    _ => DeclKind::String,
-                };
-                simple(kind, 2, max)
-            }
+                    };
+                    simple(DeclKind::String, 2, max)
+                }
+            },
             Some("boolean") => simple(DeclKind::Bool, 4, 0),
             Some("integer") => simple(DeclKind::Int, 1, 0),
             Some("number") => simple(DeclKind::Double, 1, 0),
             _ => simple(DeclKind::Dyn, 1, max_string),
         }
     }
+}
+
+/// Whether a resource root already declares `apiVersion`, `kind` and `metadata.name` and
+/// `generateName` as strings; upstream then keeps its schema as it is (its other metadata
+/// fields declared too) rather than replacing them.
+fn declares_type_and_object_meta(node: &Node) -> bool {
+    let string = |n: Option<&Node>| n.is_some_and(|n| n.ty.as_deref() == Some("string"));
+    let meta = node.properties.get("metadata");
+    string(node.properties.get("apiVersion"))
+        && string(node.properties.get("kind"))
+        && meta.is_some_and(|m| {
+            m.ty.as_deref() == Some("object")
+                && string(m.properties.get("name"))
+                && string(m.properties.get("generateName"))
+        })
 }
 
 /// A CEL type as the checker sees it.
@@ -700,6 +713,7 @@ mod tests {
                       "items": {"type": "string", "maxLength": 64}},
             "value": {"x-kubernetes-int-or-string": true},
             "q": {"type": "string"},
+            "blob": {"type": "string", "format": "byte"},
             "at": {"type": "string", "format": "date-time"},
             "timeout": {"type": "string", "format": "duration"},
             "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
@@ -750,6 +764,15 @@ mod tests {
             "x-kubernetes-validations": [
                 {"rule": "self.metadata.name.startsWith('a') && self.apiVersion != ''"}]}));
         assert!(root.is_ok(), "{root:?}");
+        // A root that declares its type and object meta itself keeps its other fields.
+        let declared = StructuralSchema::from_value(&json!({"type": "object",
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                "metadata": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "generateName": {"type": "string"},
+                    "labels": {"type": "object",
+                               "additionalProperties": {"type": "string"}}}}},
+            "x-kubernetes-validations": [{"rule": "has(self.metadata.labels)"}]}));
+        assert!(declared.is_ok(), "{declared:?}");
         let optional = refused(
             props(),
             json!([{"rule": "!oldSelf.hasValue() || oldSelf.value() == self",
@@ -787,6 +810,11 @@ mod tests {
         assert!(
             error_of("self.replicas.startsWith('1')")
                 .contains("found no matching overload for 'startsWith' applied to 'int.(string)'")
+        );
+        assert!(
+            error_of("self.blob.size() > 0 && self.blob.startsWith('a')").contains(
+                "found no matching overload for 'startsWith' applied to 'bytes.(string)'"
+            )
         );
         assert!(error_of("self.at.startsWith('2024')").contains(
             "found no matching overload for 'startsWith' applied to 'google.protobuf.Timestamp.(string)'"

@@ -456,6 +456,17 @@ mod tests {
         let bounded = errors(json!({"type": "object", "properties": {
             "names": {"type": "array", "maxItems": 1000, "items": item}}}));
         assert!(bounded.is_empty(), "{bounded:?}");
+        // The values of a map without maxProperties, the same.
+        let errs = errors(json!({"type": "object", "properties": {
+            "labels": {"type": "object", "additionalProperties": item}}}));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert_eq!(
+            errs[0].path,
+            "properties[spec].properties[labels].additionalProperties.x-kubernetes-validations[0].rule"
+        );
+        let bounded = errors(json!({"type": "object", "properties": {
+            "labels": {"type": "object", "maxProperties": 100, "additionalProperties": item}}}));
+        assert!(bounded.is_empty(), "{bounded:?}");
     }
 
     #[test]

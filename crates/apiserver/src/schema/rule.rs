@@ -520,24 +520,32 @@ fn check_node(
             total.observe(format!("{at}.messageExpression"), cost);
         }
     }
+    // How many times each child may occur per occurrence of this node: once for an object's
+    // properties, unbounded without maxProperties (maxItems) for a map (list), as upstream's
+    // extractMaxElements (an object with any additionalProperties counts as a map).
+    let per_node = match node.ty.as_deref() {
+        Some("object") if node.additional.is_some() => node.max_properties,
+        Some("array") => node.max_items,
+        _ => Some(1),
+    };
+    let cardinality = cardinality.and_then(|c| per_node.map(|m| c.saturating_mul(m)));
     for (k, p) in &node.properties {
         let here = format!("{}[{k}]", child("properties"));
         check_node(p, &here, cardinality, p.embedded, total, errors);
     }
     if let Some(Additional::Schema(s)) = &node.additional {
-        let c = cardinality.and_then(|c| node.max_properties.map(|m| c.saturating_mul(m)));
+        let here = child("additionalProperties");
+        check_node(s, &here, cardinality, s.embedded, total, errors);
+    }
+    if let Some(items) = &node.items {
         check_node(
-            s,
-            &child("additionalProperties"),
-            c,
-            s.embedded,
+            items,
+            &child("items"),
+            cardinality,
+            items.embedded,
             total,
             errors,
         );
-    }
-    if let Some(items) = &node.items {
-        let c = cardinality.and_then(|c| node.max_items.map(|m| c.saturating_mul(m)));
-        check_node(items, &child("items"), c, items.embedded, total, errors);
     }
 }
 
