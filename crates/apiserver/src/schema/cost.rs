@@ -76,8 +76,9 @@ pub(crate) fn over_budget(what: &str, cost: u64, limit: u64) -> String {
 struct Coster<'c, 'a> {
     checked: &'c Checked<'a>,
     root: &'a Decl,
-    /// The comprehension variables in scope, innermost last, with their range's id.
-    iter_ranges: Vec<(String, u64)>,
+    /// The comprehension variables in scope, innermost last, with their range's id (none for
+    /// an accumulator).
+    iter_ranges: Vec<(String, Option<u64>)>,
     /// The schema path of an expression that names schema data (`self.spec.items`,
     /// a comprehension variable's `@items`).
     paths: HashMap<u64, Vec<String>>,
@@ -135,7 +136,9 @@ impl Coster<'_, '_> {
             Expr::Literal(_) | Expr::Unspecified => 0,
             Expr::Ident(name) => {
                 let path = match self.iter_ranges.iter().rev().find(|(n, _)| n == name) {
-                    Some((_, range)) => {
+                    // A comprehension's accumulator names no schema data.
+                    Some((_, None)) => None,
+                    Some((_, Some(range))) => {
                         let range = *range;
                         let seg = match self.ty(range) {
                             Ty::List(_) => Some("@items"),
@@ -178,6 +181,19 @@ impl Coster<'_, '_> {
                 if let Some(size) = size {
                     self.computed.insert(e.id, size);
                 }
+                // An element of a list or map is sized by the schema as its container is.
+                if let ("_[_]", [container, _]) = (c.func_name.as_str(), c.args.as_slice()) {
+                    let seg = match self.ty(container.id) {
+                        Ty::List(_) => Some("@items"),
+                        Ty::Map(..) => Some("@values"),
+                        _ => None,
+                    };
+                    if let (Some(seg), Some(p)) = (seg, self.paths.get(&container.id)) {
+                        let mut p = p.clone();
+                        p.push(seg.to_string());
+                        self.paths.insert(e.id, p);
+                    }
+                }
                 target_cost.saturating_add(cost)
             }
             Expr::List(l) => l
@@ -214,11 +230,14 @@ impl Coster<'_, '_> {
     fn comprehension(&mut self, id: u64, c: &ComprehensionExpr) -> u64 {
         let mut sum = self.cost(&c.iter_range);
         sum = sum.saturating_add(self.cost(&c.accu_init));
-        self.iter_ranges.push((c.iter_var.clone(), c.iter_range.id));
+        self.iter_ranges.push((c.accu_var.clone(), None));
+        self.iter_ranges
+            .push((c.iter_var.clone(), Some(c.iter_range.id)));
         let looped = self.cost(&c.loop_cond);
         let step = self.cost(&c.loop_step);
         self.iter_ranges.pop();
         sum = sum.saturating_add(self.cost(&c.result));
+        self.iter_ranges.pop();
         let range = self.size(&c.iter_range);
         self.computed.insert(id, range);
         sum.saturating_add(range.saturating_mul(step.saturating_add(looped)))
@@ -238,6 +257,7 @@ impl Coster<'_, '_> {
         let stringy = |e: &IdedExpr| matches!(self.ty(e.id), Ty::String | Ty::Bytes | Ty::Dyn);
         match (name, target, args) {
             ("_&&_" | "_||_", None, [_, _]) => (arg_sum, None),
+            ("dyn", None, [x]) => (plus_args(1), Some(self.size(x))),
             ("_?_:_", None, [_, a, b]) => {
                 let size = self.size(a).max(self.size(b));
                 let cost = arg_costs[0].saturating_add(arg_costs[1].max(arg_costs[2]));
@@ -467,6 +487,29 @@ mod tests {
         let bounded = errors(json!({"type": "object", "properties": {
             "labels": {"type": "object", "maxProperties": 100, "additionalProperties": item}}}));
         assert!(bounded.is_empty(), "{bounded:?}");
+    }
+
+    #[test]
+    fn elements_and_comprehension_variables_are_sized_by_the_schema() {
+        let names = json!({"type": "array", "maxItems": 4,
+            "items": {"type": "string", "maxLength": 64}});
+        for rule in [
+            "self.names[0].matches('^[a-z]+$')",
+            "self.names.exists(n, n.matches('^[a-z]+$'))",
+            "self.labels['a'].matches('^[a-z]+$')",
+        ] {
+            let errs = errors(json!({"type": "object", "properties": {
+                "names": names,
+                "labels": {"type": "object", "maxProperties": 4,
+                           "additionalProperties": {"type": "string", "maxLength": 64}}},
+                "x-kubernetes-validations": [{"rule": rule}]}));
+            assert!(errs.is_empty(), "{rule}: {errs:?}");
+        }
+        // Unbounded strings: the regex alone is 629146 a string, times 32 strings.
+        let errs = errors(json!({"type": "object", "properties": {
+            "names": {"type": "array", "maxItems": 32, "items": {"type": "string"}}},
+            "x-kubernetes-validations": [{"rule": "self.names.exists(n, n.matches('^a$'))"}]}));
+        assert_eq!(errs.len(), 1, "{errs:?}");
     }
 
     #[test]
