@@ -269,7 +269,7 @@ impl Coster<'_, '_> {
                 (plus_args(s.saturating_mul(r)), None)
             }
             ("find" | "findAll", Some(t), [re, ..]) => {
-                let s = factor(self.size(t), STRING_TRAVERSAL).saturating_add(1);
+                let s = factor(self.size(t).saturating_add(1), STRING_TRAVERSAL);
                 let r = factor(self.size(re), REGEX_LENGTH);
                 (plus_args(s.saturating_mul(r)), Some(self.size(t)))
             }
@@ -281,11 +281,7 @@ impl Coster<'_, '_> {
             ("startsWith" | "endsWith", Some(_), [x]) => {
                 (plus_args(factor(self.size(x), STRING_TRAVERSAL)), None)
             }
-            (
-                "lowerAscii" | "upperAscii" | "substring" | "trim" | "charAt" | "format",
-                Some(t),
-                _,
-            ) => {
+            ("lowerAscii" | "upperAscii" | "substring" | "trim" | "format", Some(t), _) => {
                 let size = self.size(t);
                 (plus_args(factor(size, STRING_TRAVERSAL)), Some(size))
             }
@@ -295,7 +291,7 @@ impl Coster<'_, '_> {
             }
             ("split", Some(t), _) => {
                 let size = self.size(t);
-                (plus_args(factor(size, STRING_TRAVERSAL)), Some(size))
+                (plus_args(factor(size, 2.0 * STRING_TRAVERSAL)), Some(size))
             }
             ("join", Some(t), sep) => {
                 // The separators between the elements (Kubernetes' estimate counts no more).
@@ -310,11 +306,8 @@ impl Coster<'_, '_> {
             ("isSorted" | "sum" | "min" | "max" | "indexOf" | "lastIndexOf", Some(t), _) => {
                 (plus_args(self.size(t)), None)
             }
-            (
-                "url" | "isURL" | "quantity" | "isQuantity" | "ip" | "isIP" | "cidr" | "isCIDR",
-                None,
-                [x, ..],
-            ) => (plus_args(factor(self.size(x), STRING_TRAVERSAL)), None),
+            // Kubernetes sizes only `url` by its argument among its global parsers.
+            ("url", None, [x]) => (plus_args(factor(self.size(x), STRING_TRAVERSAL)), Some(1)),
             ("@in", None, [_, l]) => match self.ty(l.id) {
                 Ty::List(_) | Ty::Dyn => (plus_args(self.size(l)), None),
                 _ => (plus_args(1), None),
