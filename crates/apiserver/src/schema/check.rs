@@ -827,6 +827,15 @@ mod tests {
             error_of("self.name.foo == 'a'")
                 .contains("type 'string' does not support field selection")
         );
+        // has() of something that is not a field.
+        assert!(
+            error_of("has(self.replicas.value)")
+                .contains("type 'int' does not support field selection")
+        );
+        assert!(
+            error_of("has(self.names.first)")
+                .contains("type 'list(string)' does not support field selection")
+        );
         assert!(error_of("self.replicas.all(x, x > 0)").contains(
             "expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)"
         ));
