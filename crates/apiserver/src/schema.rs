@@ -27,8 +27,12 @@
 //! `spec.versions[i].schema.openAPIV3Schema`.
 //!
 //! Validation includes the CEL rules of `x-kubernetes-validations` (module `cel`): they are
-//! compiled by [`from_value`](StructuralSchema::from_value) (a rule that does not compile
-//! makes the schema invalid) and evaluated by [`validate`](StructuralSchema::validate), and on
+//! compiled by [`from_value`](StructuralSchema::from_value), which refuses, as a real server
+//! does, a rule that does not parse, does not type-check against the schema of its node
+//! (`check`: undefined fields, operators on the wrong types, a result that is not a `bool`)
+//! or whose estimated cost is over budget (`cost`: 10M per rule, 100M per schema, sized by
+//! `maxItems`, `maxProperties` and `maxLength`), and evaluated by
+//! [`validate`](StructuralSchema::validate), and on
 //! update by [`validate_update`](StructuralSchema::validate_update), which also runs the
 //! transition rules (`oldSelf`) and lets unchanged values through (ratcheting).
 //!
@@ -59,6 +63,8 @@
 pub mod builtin;
 pub(crate) mod cel;
 mod cel_lib;
+mod check;
+mod cost;
 pub mod decode;
 mod format;
 mod node;
@@ -142,6 +148,9 @@ impl StructuralSchema {
         if errors.is_empty() {
             check_defaults(&root, "", "", &mut errors);
             cel::check_field_paths(&root, "", &mut errors);
+        }
+        if errors.is_empty() {
+            rule::check_schema(&root, &mut errors);
         }
         if root.ty.as_deref() != Some("object") && errors.is_empty() {
             errors.push(FieldError::new(

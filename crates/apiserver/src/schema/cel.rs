@@ -1,8 +1,10 @@
 //! CRD validation rules (`x-kubernetes-validations`): CEL expressions on schema nodes, as
 //! `k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel` evaluates them.
 //!
-//! Every rule is compiled when the CRD is written (a rule that does not parse refuses the CRD
-//! with `compilation failed: ...` at `...x-kubernetes-validations[i].rule`), and evaluated on
+//! Every rule is compiled when the CRD is written (a rule that does not parse, or does not
+//! type-check against the schema, refuses the CRD with `compilation failed: ...` at
+//! `...x-kubernetes-validations[i].rule`; one over the cost budget with `estimated rule cost
+//! exceeds budget ...`, see `rule::check_schema`), and evaluated on
 //! every write of a custom object with `self` bound to the node's value. A rule that names
 //! `oldSelf` is a transition rule: it is evaluated only on update, when the node has an old
 //! value (or always, with `oldSelf` an optional, under `optionalOldSelf`). On update, a node
@@ -17,9 +19,11 @@
 //! `format`) and its lists extension, plus Kubernetes' list library (`isSorted`, `sum`,
 //! `min`, `max`, `indexOf`, `lastIndexOf`), and the quantity, url, ip, cidr, format and regex
 //! (`find`, `findAll`) libraries of `cel_lib`. The cel crate checks no types when
-//! compiling; this module checks names (`undeclared reference to 'x'`, as cel-go), but an
-//! unknown function, or a field the schema does not declare, is an evaluation error on write
-//! (`no such key: x evaluating rule: ...`) rather than a compilation error on the CRD.
+//! compiling; `rule` checks names (`undeclared reference to 'x'`, as cel-go) and `check`
+//! types (`undefined field 'x'`, `found no matching overload ...`) when the CRD is written.
+//! What `check` lets through as `dyn` (an unknown function, a value of an
+//! `x-kubernetes-int-or-string` field, a missing map key) fails on write instead, as an
+//! evaluation error (`no such key: x evaluating rule: ...`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -480,8 +484,11 @@ mod tests {
     #[test]
     fn list_macros_and_library() {
         let s = schema(json!({"type": "object", "properties": {
-            "listeners": {"type": "array", "items": {"type": "object",
-                "properties": {"name": {"type": "string"}, "port": {"type": "integer"}}},
+            // Bounded as Gateway API bounds them: unbounded, the O(n²) uniqueness rule is over
+            // the cost budget and the CRD is refused, as upstream.
+            "listeners": {"type": "array", "maxItems": 64, "items": {"type": "object",
+                "properties": {"name": {"type": "string", "maxLength": 253},
+                               "port": {"type": "integer"}}},
                 "x-kubernetes-validations": [
                     {"rule": "self.all(l1, self.exists_one(l2, l1.name == l2.name))",
                      "message": "Listener name must be unique within the Gateway"},
@@ -535,15 +542,19 @@ mod tests {
 
     #[test]
     fn evaluation_errors_name_the_rule() {
+        // Both rules type-check (a map's value, an int-or-string) and fail only on evaluation.
         let s = schema(json!({"type": "object", "x-kubernetes-validations": [
-            {"rule": "self.missing > 1"},
+            {"rule": "self.labels.missing > 1"},
             {"rule": "self.name > 1", "message": "bad name"}],
-            "properties": {"name": {"type": "string"}}}));
-        let errs = errors(&s, json!({"name": "a"}));
+            "properties": {"name": {"x-kubernetes-int-or-string": true},
+                           "labels": {"type": "object",
+                                      "additionalProperties": {"type": "integer"}}}}));
+        let errs = errors(&s, json!({"name": "a", "labels": {}}));
         assert_eq!(errs.len(), 2, "{errs:?}");
         assert!(
             errs[0].starts_with(r#"spec: Invalid value: "object": "#)
-                && errs[0].ends_with(": no such key: missing evaluating rule: self.missing > 1"),
+                && errs[0]
+                    .ends_with(": no such key: missing evaluating rule: self.labels.missing > 1"),
             "{}",
             errs[0]
         );
@@ -554,9 +565,18 @@ mod tests {
     fn root_rules_see_name_and_kind_only_in_metadata() {
         let s = StructuralSchema::from_value(&json!({"type": "object",
             "x-kubernetes-validations": [
-                {"rule": "self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"},
-                {"rule": "!has(self.metadata.labels)"}]}))
+                {"rule": "self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"}]}))
         .unwrap();
+        // Other metadata is not declared to rules: naming it refuses the schema, as upstream.
+        let err = StructuralSchema::from_value(&json!({"type": "object",
+            "x-kubernetes-validations": [{"rule": "!has(self.metadata.labels)"}]}))
+        .unwrap_err();
+        assert!(
+            err.errors[0]
+                .message
+                .ends_with("compilation failed: ERROR: <input>:1:5: undefined field 'labels'\n | !has(self.metadata.labels)\n | ....^"),
+            "{err}"
+        );
         let obj = json!({"kind": "Pool", "metadata": {"name": "pool-a", "labels": {"a": "b"}}});
         assert!(s.validate(&obj).is_empty(), "{:?}", s.validate(&obj));
         let obj = json!({"kind": "Pool", "metadata": {"name": "other"}});

@@ -27,8 +27,11 @@ fn pool_crd() -> Value {
                             {"rule": "self == oldSelf", "message": "Value is immutable"}]},
                         "class": {"type": "string", "x-kubernetes-validations": [
                             {"rule": "self.matches('^[a-z]+$')"}]},
+                        // Bounded as Gateway API bounds them: unbounded, the O(n²) rule
+                        // below is over the cost budget and the CRD is refused.
                         "listeners": {
                             "type": "array",
+                            "maxItems": 64,
                             "x-kubernetes-list-type": "map",
                             "x-kubernetes-list-map-keys": ["name"],
                             "items": {"type": "object", "required": ["name"], "properties": {
@@ -406,4 +409,122 @@ fn kubernetes_cel_libraries_in_crd_rules() {
         "{}",
         err.message
     );
+}
+
+/// A CRD `tags.example.com` whose spec carries `rule` over a list of strings.
+fn tags_crd(list: Value, rule: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "tags.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "tags", "kind": "Tag"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "properties": {"replicas": {"type": "integer"}, "tags": list},
+                    "x-kubernetes-validations": [{"rule": rule}],
+                }}}},
+            }],
+        },
+    })
+}
+
+const TAGS_RULE: &str =
+    "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+
+#[test]
+fn a_crd_with_a_rule_that_does_not_type_check_is_refused() {
+    let s = store();
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let list =
+        json!({"type": "array", "maxItems": 8, "items": {"type": "string", "maxLength": 16}});
+    for (rule, detail) in [
+        (
+            "self.replica > 0",
+            "compilation failed: ERROR: <input>:1:5: undefined field 'replica'\n | self.replica > 0\n | ....^",
+        ),
+        (
+            "self.replicas + self.tags[0] > 0",
+            "compilation failed: ERROR: <input>:1:15: found no matching overload for '_+_' applied to '(int, string)'\n | self.replicas + self.tags[0] > 0\n | ..............^",
+        ),
+        ("self.tags.size()", "cel expression must evaluate to a bool"),
+    ] {
+        let bad = tags_crd(list.clone(), rule);
+        let err = fails_unchanged(&s, 422, || s.create(&crds, None, bad, &w()));
+        assert_eq!(err.reason, "Invalid");
+        let causes = &err.details.as_ref().unwrap()["causes"];
+        assert_eq!(causes.as_array().unwrap().len(), 1, "{causes}");
+        assert_eq!(causes[0]["field"], TAGS_RULE);
+        assert_eq!(causes[0]["reason"], "FieldValueInvalid");
+        let want = format!(
+            "Invalid value: apiextensions.ValidationRule{{Rule:{rule:?}, Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}}: {detail}"
+        );
+        assert_eq!(causes[0]["message"], want.as_str());
+        assert_eq!(
+            err.message,
+            format!(
+                "CustomResourceDefinition.apiextensions.k8s.io \"tags.example.com\" is invalid: {TAGS_RULE}: {want}"
+            )
+        );
+    }
+    // Fixed, the CRD installs and its rule runs.
+    let fixed = tags_crd(list, "self.replicas > 0 && self.tags.all(t, t.size() > 1)");
+    s.create(&crds, None, fixed, &w()).unwrap();
+    let tags = s.resolve("example.com", "v1", "tags").unwrap();
+    let tag = |spec: Value| {
+        json!({"apiVersion": "example.com/v1", "kind": "Tag",
+               "metadata": {"name": "t", "namespace": "default"}, "spec": spec})
+    };
+    let err = s
+        .create(
+            &tags,
+            Some("default"),
+            tag(json!({"replicas": 1, "tags": ["a"]})),
+            &w(),
+        )
+        .unwrap_err();
+    assert_eq!(err.code, 422);
+    s.create(
+        &tags,
+        Some("default"),
+        tag(json!({"replicas": 1, "tags": ["ab"]})),
+        &w(),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_crd_with_a_rule_over_the_cost_budget_is_refused() {
+    let s = store();
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let rule = "self.tags.all(x, x.matches('^[a-z]+$'))";
+    let hint = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    let unbounded = json!({"type": "array", "items": {"type": "string"}});
+    let err = fails_unchanged(&s, 422, || {
+        s.create(&crds, None, tags_crd(unbounded, rule), &w())
+    });
+    assert_eq!(err.reason, "Invalid");
+    let causes = &err.details.as_ref().unwrap()["causes"];
+    assert_eq!(
+        causes,
+        &json!([
+            {"field": TAGS_RULE, "reason": "FieldValueForbidden",
+             "message": format!("Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}")},
+            {"field": TAGS_RULE, "reason": "FieldValueForbidden",
+             "message": "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"},
+            {"field": "spec.versions[0].schema.openAPIV3Schema", "reason": "FieldValueForbidden",
+             "message": format!("Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}")},
+        ])
+    );
+    assert!(s.resolve("example.com", "v1", "tags").is_none());
+    // With maxItems and maxLength the same rule fits the budget.
+    let bounded = json!({"type": "array", "maxItems": 32,
+                         "items": {"type": "string", "maxLength": 63}});
+    s.create(&crds, None, tags_crd(bounded, rule), &w())
+        .unwrap();
+    assert!(s.resolve("example.com", "v1", "tags").is_some());
 }
