@@ -59,6 +59,7 @@
 #![allow(clippy::result_large_err)]
 
 pub(crate) mod admission;
+pub(crate) mod conversion;
 pub mod discovery;
 pub mod error;
 pub mod faults;
@@ -73,6 +74,7 @@ pub mod storage;
 pub mod table;
 pub mod tls;
 pub(crate) mod validation;
+pub(crate) mod webhook_client;
 
 pub use error::{ApiError, Error};
 pub use faults::Faults;

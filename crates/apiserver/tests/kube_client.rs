@@ -8,6 +8,8 @@ mod admission_policy;
 mod auth;
 #[path = "kube_client/builtins.rs"]
 mod builtins;
+#[path = "kube_client/conversion_webhook.rs"]
+mod conversion_webhook;
 #[path = "kube_client/http2.rs"]
 mod http2;
 #[path = "kube_client/openapi_v2.rs"]

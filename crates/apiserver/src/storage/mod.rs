@@ -87,6 +87,7 @@ mod select;
 mod shared;
 mod store;
 mod watch;
+mod webhook;
 mod write;
 
 #[cfg(test)]
@@ -105,6 +106,7 @@ use crate::resource::ResourceInfo;
 pub(crate) use shared::Frame;
 pub use shared::{SharedEvent, SharedWatch};
 use store::State;
+pub(crate) use webhook::Conversion;
 
 /// Tunables of the store.
 #[derive(Clone, Debug)]
@@ -401,6 +403,13 @@ impl Storage {
         self.state.lock().registry.all().cloned().collect()
     }
 
+    /// How requests at `res` are converted from and to the stored objects when its CRD
+    /// converts through a webhook and `res` is not the storage version (`None` otherwise, and
+    /// for built-in kinds). The caller converts, outside the lock: the webhook call is async.
+    pub(crate) fn conversion(&self, res: &ResourceInfo) -> Result<Option<Conversion>, ApiError> {
+        webhook::conversion(&self.state.lock(), res)
+    }
+
     /// The current (latest) resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.state.lock().rv
@@ -541,6 +550,23 @@ impl Storage {
                 opts,
             ),
         })
+    }
+
+    /// Replaces an object (or its `status`) with `patched`, the result of a patch the caller
+    /// applied itself (to an object it converted): an update whose errors are worded as a
+    /// patch's.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn update_patched(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        patched: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.update(res, namespace, name, subresource, patched, opts)
+            .map_err(write::strict_patch_error)
     }
 
     /// Deletes an object (DELETE). Answers the object when it still exists afterwards (it has
