@@ -43,6 +43,9 @@
 //!   update, patch, apply and delete their bindings select: `Deny` refuses with upstream's
 //!   wording, `Warn` answers `Warning` headers, params come from the objects a binding's
 //!   `paramRef` names.
+//! - CRDs of conversion strategy `Webhook`: objects are stored in the storage version and
+//!   converted through the CRD's conversion webhook (HTTPS, verified against its `caBundle`) for
+//!   reads, lists, watches and writes at every other served version, as upstream does.
 //! - The Table form for `kubectl get`, `PartialObjectMetadata` for metadata-only clients.
 //! - Server-side apply (`application/apply-patch+yaml`, YAML or JSON) with `managedFields`
 //!   recorded for every write, conflicts worded as the real server words them, `force`, and

@@ -4,7 +4,16 @@
 //! the way out (objects, lists, watch events), outside the store's lock, as the real server's
 //! codec converts between the request's version and the stored one.
 //!
-//! Defaulting, pruning, validation and admission run on the storage version's form.
+//! Where this differs from upstream, which works on the request's version and converts only
+//! when it encodes for etcd:
+//! - defaulting, pruning, validation (and its field paths) and admission run on the storage
+//!   version's form, and `managedFields` entries name the storage version;
+//! - the `scale` subresource reads and writes the storage version's replica paths;
+//! - the storage version must be served (a 500 says so otherwise);
+//! - objects are taken to be stored at the storage version: objects written before the CRD
+//!   switched to `Webhook` (or to another storage version) are read as if they were;
+//! - a server-side apply configuration is converted as an object (upstream converts the live
+//!   object to the configuration's version and merges there).
 
 use serde_json::Value;
 

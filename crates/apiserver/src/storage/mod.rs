@@ -43,7 +43,9 @@
 //!   sequences while keeping tests deterministic (no sleeping until a controller catches up).
 //! - All versions of a resource share one stored form (`convert.rs`): CRD versions differ in
 //!   `apiVersion` only (conversion strategy `None`); core and `events.k8s.io` Events are one
-//!   resource, renamed field by field.
+//!   resource, renamed field by field. CRDs of strategy `Webhook` are stored in their storage
+//!   version only: `Storage::conversion` (`webhook.rs`) tells the HTTP layer to call the
+//!   storage at that version and convert through the webhook itself, outside the lock.
 //! - Every write records field ownership in `metadata.managedFields` (`crate::fieldmanager`):
 //!   create, update and the three patch types an `Update` entry for `WriteOptions::field_manager`,
 //!   server-side apply (`PatchType::Apply`, `apply.rs`) an `Apply` entry, with conflicts, force
@@ -61,7 +63,8 @@
 //! commit (create, update, delete, delete collection) once the object is final, with the
 //! store as its `Lookup`. Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
-//! versions · `meta.rs` JSON metadata helpers. Validation (metadata, per-kind rules, the 422
+//! versions · `webhook.rs` which requests a CRD's conversion webhook converts · `meta.rs` JSON
+//! metadata helpers. Validation (metadata, per-kind rules, the 422
 //! wording) is the `validation` module's. No two of these modules import each other,
 //! directly or through others (`crates/crt/tests/module_cycles.rs` checks it).
 
@@ -407,6 +410,10 @@ impl Storage {
     /// converts through a webhook and `res` is not the storage version (`None` otherwise, and
     /// for built-in kinds). The caller converts, outside the lock: the webhook call is async.
     pub(crate) fn conversion(&self, res: &ResourceInfo) -> Result<Option<Conversion>, ApiError> {
+        if !res.custom {
+            // Built-in kinds: no lock taken.
+            return Ok(None);
+        }
         webhook::conversion(&self.state.lock(), res)
     }
 
