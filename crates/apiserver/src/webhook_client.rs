@@ -193,3 +193,68 @@ pub(crate) fn resolve(
         ca_bundle,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// A store holding one Service and its Endpoints.
+    struct Store;
+
+    impl crate::admission::Lookup for Store {
+        fn namespace(&self, _: &str) -> Option<Arc<Value>> {
+            None
+        }
+        fn policy(&self, _: &str) -> Option<Arc<Value>> {
+            None
+        }
+        fn kind_scope(&self, _: &str, _: &str) -> Option<bool> {
+            Some(true)
+        }
+        fn get(&self, _: &str, kind: &str, namespace: &str, name: &str) -> Option<Arc<Value>> {
+            if (namespace, name) != ("system", "hooks") {
+                return None;
+            }
+            Some(Arc::new(match kind {
+                "Service" => json!({"spec": {"ports": [{"port": 443, "targetPort": 9443}]}}),
+                "Endpoints" => json!({"subsets": [{"addresses": [{"ip": "127.0.0.1"}]}]}),
+                _ => return None,
+            }))
+        }
+        fn list(&self, _: &str, _: &str, _: Option<&str>) -> Vec<Arc<Value>> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn urls_and_services_resolve_to_a_target() {
+        let t = resolve(
+            &json!({"url": "https://hooks.example:8443/convert", "caBundle": "cGVt"}),
+            &Store,
+        )
+        .unwrap();
+        assert_eq!(t.url.to_string(), "https://hooks.example:8443/convert");
+        assert_eq!(t.server_name, "hooks.example");
+        assert_eq!(t.ca_bundle.as_deref(), Some(&b"pem"[..]));
+
+        let t = resolve(
+            &json!({"service": {"namespace": "system", "name": "hooks", "path": "/convert"}}),
+            &Store,
+        )
+        .unwrap();
+        assert_eq!(t.url.to_string(), "https://127.0.0.1:9443/convert");
+        assert_eq!(t.server_name, "hooks.system.svc");
+        assert_eq!(t.ca_bundle, None);
+
+        let missing = json!({"service": {"namespace": "system", "name": "gone"}});
+        assert_eq!(
+            resolve(&missing, &Store).unwrap_err(),
+            "service \"gone\" not found"
+        );
+        assert!(resolve(&json!({"caBundle": "%%"}), &Store).is_err());
+    }
+}

@@ -195,7 +195,7 @@ async fn updates_and_patches_at_v1_round_trip() {
 
 #[tokio::test]
 async fn a_watch_at_v1_sees_converted_events() {
-    let (_server, client, _webhook) = setup().await;
+    let (_server, client, webhook) = setup().await;
     let gvk = GroupVersionKind::gvk("conv.example.com", "v1", "Gadget");
     let v1: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), "default", &ApiResource::from_gvk(&gvk));
@@ -239,6 +239,38 @@ async fn a_watch_at_v1_sees_converted_events() {
         panic!("expected MODIFIED, got {event:?}");
     };
     assert_eq!(obj.data["spec"], json!({"size": 6}));
+
+    // An event that cannot be converted ends the watch with the 500.
+    webhook.stop().await;
+    let (code, _, _) = raw(
+        &client,
+        "PATCH",
+        &format!("{V2}/w"),
+        "application/merge-patch+json",
+        json!({"spec": {"replicas": 7}}).to_string(),
+    )
+    .await;
+    assert_eq!(code, 200);
+    let event = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+        .await
+        .expect("an event")
+        .unwrap()
+        .unwrap();
+    let WatchEvent::Error(status) = event else {
+        panic!("expected ERROR, got {event:?}");
+    };
+    assert_eq!(status.code, 500);
+    assert!(
+        status
+            .message
+            .contains("conversion webhook for conv.example.com/v2, Kind=Gadget failed"),
+        "{}",
+        status.message
+    );
+    let end = tokio::time::timeout(Duration::from_secs(10), stream.try_next())
+        .await
+        .expect("the end");
+    assert!(matches!(end, Ok(None)), "{end:?}");
 }
 
 #[tokio::test]
