@@ -33,8 +33,11 @@ where
     check_scope(&res, &path)?;
     // A version its CRD converts through a webhook: the storage is called at the storage
     // version (`stored`), and objects are converted on their way in and out.
+    // Bodies of another version are converted at the storage version too; answers only at
+    // another version.
     let conversion = storage.conversion(&res)?;
-    let conversion = conversion.as_ref();
+    let body_conversion = conversion.as_ref();
+    let conversion = body_conversion.filter(|c| c.storage.version != res.version);
     let stored = conversion.map_or(&*res, |c| &*c.storage);
     let (parts, body) = req.into_parts();
     let req_query = parts.uri.query();
@@ -141,8 +144,8 @@ where
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
             let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_namespace(&res, ns, &obj)?;
-            if conversion.is_some() {
-                let obj = converted::body(conversion, &res, obj).await?;
+            if body_conversion.is_some() {
+                let obj = converted::body(body_conversion, &res, obj).await?;
                 let created = storage.create(stored, ns, obj, &write)?;
                 let created = converted::answer(conversion, &res, created).await?;
                 return Ok(with_warnings(json(201, &created), &write.warnings));
@@ -155,7 +158,7 @@ where
             let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
-            let obj = converted::body(conversion, &res, obj).await?;
+            let obj = converted::body(body_conversion, &res, obj).await?;
             let updated = storage.update(stored, ns, name, sub, obj, &write)?;
             (200, converted::answer(conversion, &res, updated).await?)
         }

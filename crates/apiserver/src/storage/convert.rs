@@ -8,7 +8,7 @@
 //! at the storage version (`webhook.rs` names it and the CRD's webhook) while the HTTP layer
 //! (`http/converted.rs`) converts through the webhook (`crate::conversion`) on the way in and
 //! out, outside the store's lock, since a webhook call is async. A request at the storage
-//! version calls nothing.
+//! version calls nothing, unless its body is of another version.
 //!
 //! Events are
 //! the exception that matters to controllers: `events.k8s.io/v1` and core `v1` Events are one

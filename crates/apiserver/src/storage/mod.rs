@@ -407,8 +407,9 @@ impl Storage {
     }
 
     /// How requests at `res` are converted from and to the stored objects when its CRD
-    /// converts through a webhook and `res` is not the storage version (`None` otherwise, and
-    /// for built-in kinds). The caller converts, outside the lock: the webhook call is async.
+    /// converts through a webhook (`None` otherwise, and for built-in kinds); at the storage
+    /// version itself only request bodies of another version need it. The caller converts,
+    /// outside the lock: the webhook call is async.
     pub(crate) fn conversion(&self, res: &ResourceInfo) -> Result<Option<Conversion>, ApiError> {
         if !res.custom {
             // Built-in kinds: no lock taken.

@@ -1,5 +1,6 @@
 //! Which requests go through a CRD's conversion webhook: those at a served version other than
-//! the storage version of a CRD whose `spec.conversion.strategy` is `Webhook`. The storage
+//! the storage version of a CRD whose `spec.conversion.strategy` is `Webhook`, and request
+//! bodies of another version than the storage one. The storage
 //! only answers the question (the storage version's resource and the webhook, resolved under
 //! the lock); the HTTP layer converts, outside the lock, since a webhook call is async.
 
@@ -22,8 +23,9 @@ pub(crate) struct Conversion {
     pub(crate) webhook: Webhook,
 }
 
-/// The conversion `res` needs: `None` for built-in kinds, CRDs of strategy `None`, and the
-/// storage version itself (the fast path: nothing to convert).
+/// The conversion `res` needs: `None` for built-in kinds and CRDs of strategy `None`. At the
+/// storage version itself, `storage` is `res`: stored objects need no call (the fast path),
+/// only a request body of another version does.
 pub(crate) fn conversion(st: &State, res: &ResourceInfo) -> Result<Option<Conversion>, ApiError> {
     if !res.custom {
         return Ok(None);
@@ -41,9 +43,6 @@ pub(crate) fn conversion(st: &State, res: &ResourceInfo) -> Result<Option<Conver
     else {
         return Ok(None);
     };
-    if storage_version == res.version {
-        return Ok(None);
-    }
     let Some(webhook) = Webhook::from_crd(crd, &admit::lookup(st)) else {
         return Ok(None);
     };

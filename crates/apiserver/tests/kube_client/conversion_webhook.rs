@@ -89,6 +89,29 @@ async fn created_at_v1_stored_at_v2_and_read_at_both() {
     .await;
     assert_eq!(code, 201);
     assert_eq!(webhook.reviews(), 3);
+    // A v1 body sent to v2 is converted on its way in (and only then).
+    let (code, _, created) = raw(
+        &client,
+        "POST",
+        V2,
+        "application/json",
+        gadget("conv.example.com/v1", "c", json!({"size": 9})),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["apiVersion"], "conv.example.com/v2");
+    assert_eq!(created["spec"], json!({"replicas": 9}));
+    assert_eq!(webhook.reviews(), 4);
+    let (code, _, _) = raw(
+        &client,
+        "DELETE",
+        &format!("{V2}/c"),
+        "application/json",
+        "",
+    )
+    .await;
+    assert_eq!(code, 200);
+    assert_eq!(webhook.reviews(), 4);
 
     // A list converts its items in one review.
     let (code, list) = get(&client, V1).await;
@@ -109,10 +132,10 @@ async fn created_at_v1_stored_at_v2_and_read_at_both() {
             .iter()
             .all(|i| i["apiVersion"] == "conv.example.com/v1")
     );
-    assert_eq!(webhook.reviews(), 4);
+    assert_eq!(webhook.reviews(), 5);
     let (_, list) = get(&client, V2).await;
     assert_eq!(list["items"][0]["spec"], json!({"replicas": 3}));
-    assert_eq!(webhook.reviews(), 4);
+    assert_eq!(webhook.reviews(), 5);
 }
 
 #[tokio::test]
@@ -180,6 +203,20 @@ async fn updates_and_patches_at_v1_round_trip() {
     assert_eq!(code, 200, "{patched}");
     assert_eq!(patched["spec"], json!({"size": 8}));
 
+    // Server-side apply at v1: the configuration is converted as an object.
+    let (code, _, applied) = raw(
+        &client,
+        "PATCH",
+        &format!("{V1}/a?fieldManager=tester&force=true"),
+        "application/apply-patch+yaml",
+        "apiVersion: conv.example.com/v1\nkind: Gadget\nmetadata:\n  name: a\nspec:\n  size: 10\n",
+    )
+    .await;
+    assert_eq!(code, 200, "{applied}");
+    assert_eq!(applied["spec"], json!({"size": 10}));
+    let (_, stored) = get(&client, &format!("{V2}/a")).await;
+    assert_eq!(stored["spec"], json!({"replicas": 10}));
+
     let (code, _, deleted) = raw(
         &client,
         "DELETE",
@@ -190,7 +227,7 @@ async fn updates_and_patches_at_v1_round_trip() {
     .await;
     assert_eq!(code, 200, "{deleted}");
     assert_eq!(deleted["apiVersion"], "conv.example.com/v1");
-    assert_eq!(deleted["spec"], json!({"size": 8}));
+    assert_eq!(deleted["spec"], json!({"size": 10}));
 }
 
 #[tokio::test]
