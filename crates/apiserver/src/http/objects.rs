@@ -32,9 +32,8 @@ where
         .ok_or_else(not_found)?;
     check_scope(&res, &path)?;
     // A version its CRD converts through a webhook: the storage is called at the storage
-    // version (`stored`), and objects are converted on their way in and out.
-    // Bodies of another version are converted at the storage version too; answers only at
-    // another version.
+    // version (`stored`), and objects are converted on their way in and out. At the storage
+    // version itself only a body of another version is converted.
     let conversion = storage.conversion(&res)?;
     let body_conversion = conversion.as_ref();
     let conversion = body_conversion.filter(|c| c.storage.version != res.version);
