@@ -43,6 +43,9 @@
 //!   update, patch, apply and delete their bindings select: `Deny` refuses with upstream's
 //!   wording, `Warn` answers `Warning` headers, params come from the objects a binding's
 //!   `paramRef` names.
+//! - CRDs of conversion strategy `Webhook`: objects are stored in the storage version and
+//!   converted through the CRD's conversion webhook (HTTPS, verified against its `caBundle`) for
+//!   reads, lists, watches and writes at every other served version, as upstream does.
 //! - The Table form for `kubectl get`, `PartialObjectMetadata` for metadata-only clients.
 //! - Server-side apply (`application/apply-patch+yaml`, YAML or JSON) with `managedFields`
 //!   recorded for every write, conflicts worded as the real server words them, `force`, and
@@ -59,6 +62,7 @@
 #![allow(clippy::result_large_err)]
 
 pub(crate) mod admission;
+pub(crate) mod conversion;
 pub mod discovery;
 pub mod error;
 pub mod faults;
@@ -73,6 +77,7 @@ pub mod storage;
 pub mod table;
 pub mod tls;
 pub(crate) mod validation;
+pub(crate) mod webhook_client;
 
 pub use error::{ApiError, Error};
 pub use faults::Faults;

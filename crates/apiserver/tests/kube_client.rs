@@ -8,6 +8,8 @@ mod admission_policy;
 mod auth;
 #[path = "kube_client/builtins.rs"]
 mod builtins;
+#[path = "kube_client/conversion_webhook.rs"]
+mod conversion_webhook;
 #[path = "kube_client/crd_rules.rs"]
 mod crd_rules;
 #[path = "kube_client/http2.rs"]

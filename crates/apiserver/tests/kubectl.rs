@@ -495,6 +495,82 @@ async fn custom_resources() {
     );
 }
 
+/// A CRD converted by a webhook (`v1`'s `spec.size` is the stored `v2`'s `spec.replicas`):
+/// kubectl reads, lists, edits and watches at either version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_converted_by_a_webhook() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let webhook = common::conversion::ConversionWebhook::start().await;
+    k.ok_with(&["create", "-f", "-"], Some(&webhook.crd().to_string()))
+        .await;
+    k.ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/gadgets.conv.example.com",
+        "--timeout=10s",
+    ])
+    .await;
+    let gadget =
+        "apiVersion: conv.example.com/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {size: 3}\n";
+    k.ok_with(&["create", "-f", "-"], Some(gadget)).await;
+    let at_v1 = k.json(&["get", "gadgets.v1.conv.example.com", "g1"]).await;
+    assert_eq!(at_v1["apiVersion"], "conv.example.com/v1");
+    assert_eq!(at_v1["spec"], json!({"size": 3}));
+    let at_v2 = k.json(&["get", "gadgets.v2.conv.example.com", "g1"]).await;
+    assert_eq!(at_v2["apiVersion"], "conv.example.com/v2");
+    assert_eq!(at_v2["spec"], json!({"replicas": 3}));
+    let list = k.json(&["get", "gadgets.v1.conv.example.com"]).await;
+    assert_eq!(list["items"][0]["spec"], json!({"size": 3}));
+    let table = k.ok(&["get", "gadgets.v1.conv.example.com"]).await;
+    assert!(table.contains("g1"), "{table}");
+
+    let (mut child, buf) = k.spawn(&[
+        "get",
+        "gadgets.v1.conv.example.com",
+        "--watch",
+        "-o",
+        "jsonpath={.metadata.name}={.spec.size}{\"\\n\"}",
+    ]);
+    wait_for("the listed gadget", &buf, "g1=3").await;
+    k.ok_with(
+        &["apply", "-f", "-"],
+        Some(&gadget.replace("size: 3", "size: 5")),
+    )
+    .await;
+    wait_for("the watched change at v1", &buf, "g1=5").await;
+    child.kill().await.unwrap();
+    assert_eq!(
+        k.json(&["get", "gadgets.v2.conv.example.com", "g1"]).await["spec"],
+        json!({"replicas": 5})
+    );
+    k.ok(&[
+        "patch",
+        "gadgets.v1.conv.example.com",
+        "g1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":6}}"#,
+    ])
+    .await;
+    assert_eq!(
+        k.json(&["get", "gadgets.v2.conv.example.com", "g1"]).await["spec"],
+        json!({"replicas": 6})
+    );
+
+    webhook.stop().await;
+    let err = k
+        .fails(&["get", "gadgets.v1.conv.example.com", "g1"], None)
+        .await;
+    assert!(
+        err.contains("conversion webhook for conv.example.com/v2, Kind=Gadget failed"),
+        "{err}"
+    );
+    k.ok(&["get", "gadgets.v2.conv.example.com", "g1"]).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finalizers_garbage_collection_and_namespace_deletion() {
     let server = common::server().await;

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::request::{Accept, Query, ResourcePath, accept, decode_object, parse_query, patch_type};
 use super::response::{Body, json, method_not_allowed, not_found, read_body};
-use super::{AppState, watch};
+use super::{AppState, converted, watch};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::table::{self, IncludeObject};
@@ -31,6 +31,13 @@ where
         .resolve_shared(&path.group, &path.version, &path.plural)
         .ok_or_else(not_found)?;
     check_scope(&res, &path)?;
+    // A version its CRD converts through a webhook: the storage is called at the storage
+    // version (`stored`), and objects are converted on their way in and out. At the storage
+    // version itself only a body of another version is converted.
+    let conversion = storage.conversion(&res)?;
+    let body_conversion = conversion.as_ref();
+    let conversion = body_conversion.filter(|c| c.storage.version != res.version);
+    let stored = conversion.map_or(&*res, |c| &*c.storage);
     let (parts, body) = req.into_parts();
     let req_query = parts.uri.query();
     let query = parse_query(req_query)?;
@@ -54,8 +61,24 @@ where
         return Err(method_not_allowed());
     }
     if method == Method::GET && watching && sub.is_none() {
-        let w = storage.watch_shared(&res, ns, &query.watch_options(name))?;
+        let w = storage.watch_shared(stored, ns, &query.watch_options(name))?;
         let transform = transform_for(state, &res, accept, &query);
+        if let Some(conversion) = conversion {
+            let webhook = conversion.webhook.clone();
+            let api_version = res.api_version();
+            let to = api_version.clone();
+            let convert: watch::Convert = Box::new(move |obj| {
+                let (webhook, to) = (webhook.clone(), to.clone());
+                Box::pin(async move { webhook.convert_object(obj, &to).await })
+            });
+            return Ok(watch::converted_response(
+                w,
+                query.timeout_seconds.map(Duration::from_secs),
+                transform,
+                convert,
+                api_version,
+            ));
+        }
         return Ok(watch::response(
             w,
             query.timeout_seconds.map(Duration::from_secs),
@@ -102,18 +125,30 @@ where
     }
     let transform = transform_for(state, &res, accept, &query);
     let (code, answer) = match (method, name) {
-        (&Method::GET | &Method::HEAD, Some(name)) if transform.is_none() => {
+        (&Method::GET | &Method::HEAD, Some(name))
+            if transform.is_none() && conversion.is_none() =>
+        {
             // Plain JSON: the stored object is encoded as it is, not copied.
             let found = storage.get_shared(&res, ns, name, sub)?;
             return Ok(json(200, &found));
         }
-        (&Method::GET | &Method::HEAD, Some(name)) => (200, storage.get(&res, ns, name, sub)?),
+        (&Method::GET | &Method::HEAD, Some(name)) => {
+            let found = storage.get(stored, ns, name, sub)?;
+            (200, converted::answer(conversion, &res, found).await?)
+        }
         (&Method::GET | &Method::HEAD, None) => {
-            (200, storage.list(&res, ns, &query.list_options())?)
+            let list = storage.list(stored, ns, &query.list_options())?;
+            (200, converted::answer(conversion, &res, list).await?)
         }
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
             let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_namespace(&res, ns, &obj)?;
+            if body_conversion.is_some() {
+                let obj = converted::body(body_conversion, &res, obj).await?;
+                let created = storage.create(stored, ns, obj, &write)?;
+                let created = converted::answer(conversion, &res, created).await?;
+                return Ok(with_warnings(json(201, &created), &write.warnings));
+            }
             // The stored object is encoded as it is, not copied.
             let created = storage.create_shared(&res, ns, obj, &write)?;
             return Ok(with_warnings(json(201, &created), &write.warnings));
@@ -122,26 +157,40 @@ where
             let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
-            (200, storage.update(&res, ns, name, sub, obj, &write)?)
+            let obj = converted::body(body_conversion, &res, obj).await?;
+            let updated = storage.update(stored, ns, name, sub, obj, &write)?;
+            (200, converted::answer(conversion, &res, updated).await?)
         }
         (&Method::PATCH, Some(name)) => {
             let patch = patch_kind.ok_or_else(method_not_allowed)?;
             if res.custom && patch == crate::storage::PatchType::Strategic {
                 return Err(ApiError::unsupported_media_type(content_type.unwrap_or("")));
             }
-            (
-                200,
-                storage.patch(&res, ns, name, sub, patch, &body, &write)?,
-            )
+            match conversion {
+                // The Scale subresource reads the stored object at the storage version's paths.
+                Some(conversion) if sub != Some("scale") => {
+                    let patched = converted::patch(
+                        storage, conversion, &res, ns, name, sub, patch, &body, &write,
+                    )
+                    .await?;
+                    (200, patched)
+                }
+                _ => (
+                    200,
+                    storage.patch(stored, ns, name, sub, patch, &body, &write)?,
+                ),
+            }
         }
         (&Method::DELETE, Some(name)) if sub.is_none() => {
             let opts = query.delete_options(&body)?;
-            let deleted = storage.delete(&res, ns, name, &opts)?;
+            let deleted = storage.delete(stored, ns, name, &opts)?;
+            let deleted = converted::answer(conversion, &res, deleted).await?;
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
             let opts = query.delete_options(&body)?;
-            let deleted = storage.delete_collection(&res, ns, &query.list_options(), &opts)?;
+            let deleted = storage.delete_collection(stored, ns, &query.list_options(), &opts)?;
+            let deleted = converted::answer(conversion, &res, deleted).await?;
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         _ => return Err(method_not_allowed()),

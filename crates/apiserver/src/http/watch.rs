@@ -3,6 +3,9 @@
 //!
 //! Watches use storage's shared events: a plain JSON watch sends the line storage encoded
 //! once for every watcher of the change; only Table and metadata watches encode per watcher.
+//! A watch at a version its CRD converts through a webhook ([`converted_response`]) converts
+//! each event's object on its way out, one event at a time; a failed conversion ends the watch
+//! with an ERROR event carrying the 500.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -14,10 +17,16 @@ use hyper::body::Frame;
 use serde_json::Value;
 
 use super::response::Body;
+use crate::error::ApiError;
 use crate::storage::{Frame as Line, SharedWatch, WatchEvent};
 
 /// Turns each event's object into the form the client asked for (JSON, Table, metadata).
 pub type Transform = Box<dyn Fn(Value) -> Value + Send + Sync>;
+
+/// Converts each event's object to the watched version (a CRD's conversion webhook).
+pub type Convert = Box<
+    dyn Fn(Value) -> futures::future::BoxFuture<'static, Result<Value, ApiError>> + Send + Sync,
+>;
 
 /// One event as a line of the stream.
 pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
@@ -82,6 +91,59 @@ pub fn response(
             Ok::<_, Infallible>(Frame::data(batch.freeze())),
             (events, transform, false),
         ))
+    });
+    let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// The streaming response of a watch whose objects `convert` turns into the watched version
+/// (`api_version`, which BOOKMARKs are relabelled with); `transform` is `None` for plain JSON.
+pub fn converted_response(
+    watch: SharedWatch,
+    timeout: Option<Duration>,
+    transform: Option<Transform>,
+    convert: Convert,
+    api_version: String,
+) -> Response<Body> {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let transform = transform.unwrap_or_else(|| Box::new(|v| v));
+    let shared = std::sync::Arc::new((transform, convert, api_version));
+    let state = (watch.events, false);
+    let stream = futures::stream::unfold(state, move |(mut events, done)| {
+        let shared = shared.clone();
+        async move {
+            let (transform, convert, api_version) = &*shared;
+            if done {
+                return None;
+            }
+            let event = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, events.recv())
+                    .await
+                    .ok()
+                    .flatten(),
+                None => events.recv().await,
+            }?;
+            let converted = match event.to_watch_event() {
+                WatchEvent::Added(o) => convert(o).await.map(WatchEvent::Added),
+                WatchEvent::Modified(o) => convert(o).await.map(WatchEvent::Modified),
+                WatchEvent::Deleted(o) => convert(o).await.map(WatchEvent::Deleted),
+                WatchEvent::Bookmark(mut o) => {
+                    if let Some(m) = o.as_object_mut() {
+                        m.insert("apiVersion".into(), Value::from(api_version.as_str()));
+                    }
+                    Ok(WatchEvent::Bookmark(o))
+                }
+                other => Ok(other),
+            };
+            let event = converted.unwrap_or_else(|e| WatchEvent::Error(e.to_status()));
+            let last = matches!(event, WatchEvent::Error(_));
+            let line = encode(event, transform);
+            Some((Ok::<_, Infallible>(Frame::data(line)), (events, last)))
+        }
     });
     let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
     resp.headers_mut().insert(

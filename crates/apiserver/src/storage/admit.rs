@@ -26,6 +26,11 @@ const BINDINGS: &str = "validatingadmissionpolicybindings.admissionregistration.
 /// The store, read by admission.
 struct View<'a>(&'a State);
 
+/// The store as [`admission::Lookup`] (webhooks resolve their `service` references through it).
+pub(crate) fn lookup(st: &State) -> impl admission::Lookup + '_ {
+    View(st)
+}
+
 impl View<'_> {
     /// The served resource of a kind.
     fn resource(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {

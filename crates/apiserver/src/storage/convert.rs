@@ -1,7 +1,16 @@
 //! Conversion between the versions of one stored resource.
 //!
 //! Every version of a resource shares one stored form. For most resources the versions differ
-//! only in `apiVersion` (CRD versions without a conversion webhook: strategy `None`). Events are
+//! only in `apiVersion` (CRD versions without a conversion webhook: strategy `None`).
+//!
+//! CRDs of conversion strategy `Webhook` are not converted here: their objects are stored in
+//! the storage version only, and a request at another served version is served by the storage
+//! at the storage version (`webhook.rs` names it and the CRD's webhook) while the HTTP layer
+//! (`http/converted.rs`) converts through the webhook (`crate::conversion`) on the way in and
+//! out, outside the store's lock, since a webhook call is async. A request at the storage
+//! version calls nothing, unless its body is of another version.
+//!
+//! Events are
 //! the exception that matters to controllers: `events.k8s.io/v1` and core `v1` Events are one
 //! resource in the real server, so an event recorded through one API is listed and watched
 //! through the other (`kubectl get events` reads core events; kube-runtime's recorder writes

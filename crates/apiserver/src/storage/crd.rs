@@ -204,6 +204,180 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
             "must have at least one served version",
         ));
     }
+    errs.extend(validate_conversion(crd));
+    errs
+}
+
+/// Checks `spec.conversion` as upstream's `validateCustomResourceConversion` does. The paths
+/// are upstream's internal ones: a v1 client's `spec.conversion.webhook.clientConfig` is
+/// `spec.conversion.webhookClientConfig` there, and that is what upstream reports.
+fn validate_conversion(crd: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(conversion) = meta::get_path(crd, ".spec.conversion").filter(|c| !c.is_null()) else {
+        return errs;
+    };
+    let strategy = s(conversion, ".strategy");
+    match strategy {
+        "None" | "Webhook" => {}
+        "" => errs.push(FieldError::required("spec.conversion.strategy", "")),
+        other => errs.push(FieldError::not_supported(
+            "spec.conversion.strategy",
+            &Value::from(other),
+            &["None", "Webhook"],
+        )),
+    }
+    if strategy == "Webhook"
+        && meta::get_path(crd, ".spec.preserveUnknownFields").and_then(Value::as_bool) == Some(true)
+    {
+        errs.push(FieldError::invalid(
+            "spec.conversion.strategy",
+            &Value::from(strategy),
+            "must be None if spec.preserveUnknownFields is true",
+        ));
+    }
+    let webhook = conversion.get("webhook").filter(|w| !w.is_null());
+    let client_config = webhook
+        .and_then(|w| w.get("clientConfig"))
+        .filter(|c| !c.is_null());
+    let review_versions = webhook
+        .and_then(|w| w.get("conversionReviewVersions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    const CLIENT_CONFIG: &str = "spec.conversion.webhookClientConfig";
+    const REVIEW_VERSIONS: &str = "spec.conversion.conversionReviewVersions";
+    if strategy != "Webhook" {
+        let not_webhook = "should not be set when strategy is not set to Webhook";
+        if client_config.is_some() {
+            errs.push(FieldError::forbidden(CLIENT_CONFIG, not_webhook));
+        }
+        if !review_versions.is_empty() {
+            errs.push(FieldError::forbidden(REVIEW_VERSIONS, not_webhook));
+        }
+        return errs;
+    }
+    match client_config {
+        None => errs.push(FieldError::required(
+            CLIENT_CONFIG,
+            "required when strategy is set to Webhook",
+        )),
+        Some(cc) => {
+            let url = cc.get("url").filter(|u| !u.is_null());
+            let service = cc.get("service").filter(|u| !u.is_null());
+            match (url, service) {
+                (Some(url), None) => errs.extend(validate_webhook_url(
+                    &format!("{CLIENT_CONFIG}.url"),
+                    url.as_str().unwrap_or(""),
+                )),
+                (None, Some(service)) => {
+                    let at = format!("{CLIENT_CONFIG}.service");
+                    for f in ["name", "namespace"] {
+                        if s(service, &format!(".{f}")).is_empty() {
+                            errs.push(FieldError::required(
+                                format!("{at}.{f}"),
+                                &format!("service {f} is required"),
+                            ));
+                        }
+                    }
+                    let path = s(service, ".path");
+                    if !path.is_empty() && !path.starts_with('/') {
+                        errs.push(FieldError::invalid(
+                            format!("{at}.path"),
+                            &Value::from(path),
+                            "must start with a '/'",
+                        ));
+                    }
+                }
+                _ => errs.push(FieldError::required(
+                    CLIENT_CONFIG,
+                    "exactly one of url or service is required",
+                )),
+            }
+        }
+    }
+    if review_versions.is_empty() {
+        errs.push(FieldError::required(REVIEW_VERSIONS, ""));
+        return errs;
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut accepted = false;
+    for (i, v) in review_versions.iter().enumerate() {
+        let v = v.as_str().unwrap_or("");
+        let at = format!("{REVIEW_VERSIONS}[{i}]");
+        if !seen.insert(v) {
+            errs.push(FieldError::invalid(
+                at,
+                &Value::from(v),
+                "duplicate version",
+            ));
+            continue;
+        }
+        errs.extend(validate_name(NameFormat::Dns1035, v, &at));
+        accepted |= matches!(v, "v1" | "v1beta1");
+    }
+    if !accepted {
+        let go = review_versions
+            .iter()
+            .map(|v| format!("{:?}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        errs.push(FieldError::invalid_go(
+            REVIEW_VERSIONS,
+            &format!("[]string{{{go}}}"),
+            "must include at least one of v1, v1beta1",
+        ));
+    }
+    errs
+}
+
+/// Checks a webhook's `url` as upstream's `ValidateWebhookURL` does with HTTPS required.
+fn validate_webhook_url(field: &str, url: &str) -> Vec<FieldError> {
+    const FORM: &str = "; desired format: https://host[/path]";
+    let mut errs = Vec::new();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let authority = rest.split('/').next().unwrap_or("");
+    let (user, host) = match authority.rsplit_once('@') {
+        Some((user, host)) => (Some(user), host),
+        None => (None, authority),
+    };
+    let host = if url.contains("://") { host } else { "" };
+    if scheme != "https" {
+        errs.push(FieldError::invalid(
+            field,
+            &Value::from(scheme),
+            &format!("'https' is the only allowed URL scheme{FORM}"),
+        ));
+    }
+    if host.is_empty() {
+        errs.push(FieldError::invalid(
+            field,
+            &Value::from(host),
+            &format!("host must be specified{FORM}"),
+        ));
+    }
+    if let Some(user) = user {
+        errs.push(FieldError::invalid(
+            field,
+            &Value::from(user),
+            "user information is not permitted in the URL",
+        ));
+    }
+    if !fragment.is_empty() {
+        errs.push(FieldError::invalid(
+            field,
+            &Value::from(fragment),
+            "fragments are not permitted in the URL",
+        ));
+    }
+    if !query.is_empty() {
+        errs.push(FieldError::invalid(
+            field,
+            &Value::from(query),
+            "query parameters are not permitted in the URL",
+        ));
+    }
     errs
 }
 

@@ -43,7 +43,9 @@
 //!   sequences while keeping tests deterministic (no sleeping until a controller catches up).
 //! - All versions of a resource share one stored form (`convert.rs`): CRD versions differ in
 //!   `apiVersion` only (conversion strategy `None`); core and `events.k8s.io` Events are one
-//!   resource, renamed field by field.
+//!   resource, renamed field by field. CRDs of strategy `Webhook` are stored in their storage
+//!   version only: `Storage::conversion` (`webhook.rs`) tells the HTTP layer to call the
+//!   storage at that version and convert through the webhook itself, outside the lock.
 //! - Every write records field ownership in `metadata.managedFields` (`crate::fieldmanager`):
 //!   create, update and the three patch types an `Update` entry for `WriteOptions::field_manager`,
 //!   server-side apply (`PatchType::Apply`, `apply.rs`) an `Apply` entry, with conflicts, force
@@ -61,7 +63,8 @@
 //! commit (create, update, delete, delete collection) once the object is final, with the
 //! store as its `Lookup`. Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
-//! versions · `meta.rs` JSON metadata helpers. Validation (metadata, per-kind rules, the 422
+//! versions · `webhook.rs` which requests a CRD's conversion webhook converts · `meta.rs` JSON
+//! metadata helpers. Validation (metadata, per-kind rules, the 422
 //! wording) is the `validation` module's. No two of these modules import each other,
 //! directly or through others (`crates/crt/tests/module_cycles.rs` checks it).
 
@@ -87,6 +90,7 @@ mod select;
 mod shared;
 mod store;
 mod watch;
+mod webhook;
 mod write;
 
 #[cfg(test)]
@@ -105,6 +109,7 @@ use crate::resource::ResourceInfo;
 pub(crate) use shared::Frame;
 pub use shared::{SharedEvent, SharedWatch};
 use store::State;
+pub(crate) use webhook::Conversion;
 
 /// Tunables of the store.
 #[derive(Clone, Debug)]
@@ -401,6 +406,18 @@ impl Storage {
         self.state.lock().registry.all().cloned().collect()
     }
 
+    /// How requests at `res` are converted from and to the stored objects when its CRD
+    /// converts through a webhook (`None` otherwise, and for built-in kinds); at the storage
+    /// version itself only request bodies of another version need it. The caller converts,
+    /// outside the lock: the webhook call is async.
+    pub(crate) fn conversion(&self, res: &ResourceInfo) -> Result<Option<Conversion>, ApiError> {
+        if !res.custom {
+            // Built-in kinds: no lock taken.
+            return Ok(None);
+        }
+        webhook::conversion(&self.state.lock(), res)
+    }
+
     /// The current (latest) resourceVersion.
     pub fn resource_version(&self) -> u64 {
         self.state.lock().rv
@@ -541,6 +558,23 @@ impl Storage {
                 opts,
             ),
         })
+    }
+
+    /// Replaces an object (or its `status`) with `patched`, the result of a patch the caller
+    /// applied itself (to an object it converted): an update whose errors are worded as a
+    /// patch's.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn update_patched(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        patched: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
+        self.update(res, namespace, name, subresource, patched, opts)
+            .map_err(write::strict_patch_error)
     }
 
     /// Deletes an object (DELETE). Answers the object when it still exists afterwards (it has

@@ -87,7 +87,7 @@ pub(crate) fn patch(
 
 /// A patch's strict decoding error is worded without the create/update "cannot be handled
 /// as" prefix, as upstream's patcher answers it.
-fn strict_patch_error(mut e: ApiError) -> ApiError {
+pub(crate) fn strict_patch_error(mut e: ApiError) -> ApiError {
     if e.code == 400
         && let Some(at) = e.message.find(crd::STRICT_PREFIX)
     {

@@ -1,6 +1,8 @@
 //! Shared helpers of the integration tests: a server, a kube-client for it, raw requests.
 #![allow(dead_code)]
 
+pub mod conversion;
+
 use bytes::Bytes;
 use crt_apiserver::{Config, Server};
 use http_body_util::BodyExt;
