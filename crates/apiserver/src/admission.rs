@@ -22,6 +22,7 @@
 //! server's configuration.
 
 pub(crate) mod policy;
+pub(crate) mod webhook;
 
 use std::sync::Arc;
 
@@ -125,4 +126,16 @@ pub(crate) trait Lookup {
     /// The objects of that kind in `namespace` (`None`: in every namespace, or
     /// cluster-scoped).
     fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Arc<Value>>;
+    /// The other served versions of `resource` in `group` (`(version, kind)`), whose objects
+    /// [`Lookup::convert`] converts: what `matchPolicy: Equivalent` matches. None by default.
+    fn equivalents(&self, group: &str, resource: &str) -> Vec<(String, String)> {
+        let _ = (group, resource);
+        Vec::new()
+    }
+    /// `obj` at `api_version` (an equivalent version of its resource).
+    fn convert(&self, obj: &Value, api_version: &str) -> Value {
+        let mut obj = obj.clone();
+        obj["apiVersion"] = Value::from(api_version);
+        obj
+    }
 }

@@ -73,6 +73,7 @@ pub mod storage;
 pub mod table;
 pub mod tls;
 pub(crate) mod validation;
+pub(crate) mod webhook_client;
 
 pub use error::{ApiError, Error};
 pub use faults::Faults;

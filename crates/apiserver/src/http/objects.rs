@@ -11,6 +11,7 @@ use super::response::{Body, json, method_not_allowed, not_found, read_body};
 use super::{AppState, watch};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+use crate::storage::Write;
 use crate::table::{self, IncludeObject};
 
 /// Serves a request on a resource path.
@@ -114,6 +115,12 @@ where
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
             let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_namespace(&res, ns, &obj)?;
+            if storage.has_webhooks() {
+                let created = storage
+                    .write_hooked(&res, ns, Write::Create(&obj), &write)
+                    .await?;
+                return Ok(with_warnings(json(201, &created), &write.warnings));
+            }
             // The stored object is encoded as it is, not copied.
             let created = storage.create_shared(&res, ns, obj, &write)?;
             return Ok(with_warnings(json(201, &created), &write.warnings));
@@ -122,21 +129,35 @@ where
             let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
-            (200, storage.update(&res, ns, name, sub, obj, &write)?)
+            if storage.has_webhooks() {
+                let w = Write::Update(name, sub, &obj);
+                (200, storage.write_hooked(&res, ns, w, &write).await?)
+            } else {
+                (200, storage.update(&res, ns, name, sub, obj, &write)?)
+            }
         }
         (&Method::PATCH, Some(name)) => {
             let patch = patch_kind.ok_or_else(method_not_allowed)?;
             if res.custom && patch == crate::storage::PatchType::Strategic {
                 return Err(ApiError::unsupported_media_type(content_type.unwrap_or("")));
             }
-            (
-                200,
-                storage.patch(&res, ns, name, sub, patch, &body, &write)?,
-            )
+            if storage.has_webhooks() {
+                let w = Write::Patch(name, sub, patch, &body);
+                (200, storage.write_hooked(&res, ns, w, &write).await?)
+            } else {
+                (
+                    200,
+                    storage.patch(&res, ns, name, sub, patch, &body, &write)?,
+                )
+            }
         }
         (&Method::DELETE, Some(name)) if sub.is_none() => {
             let opts = query.delete_options(&body)?;
-            let deleted = storage.delete(&res, ns, name, &opts)?;
+            let deleted = if storage.has_webhooks() {
+                storage.delete_hooked(&res, ns, name, &opts).await?
+            } else {
+                storage.delete(&res, ns, name, &opts)?
+            };
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {

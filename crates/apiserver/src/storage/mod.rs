@@ -79,6 +79,7 @@ mod delete;
 mod events;
 mod evict;
 mod gc;
+mod hooked;
 mod meta;
 mod read;
 mod rules;
@@ -102,6 +103,7 @@ use tokio::sync::mpsc;
 use crate::error::ApiError;
 use crate::patch::{MergeKeys, PatchKind};
 use crate::resource::ResourceInfo;
+pub(crate) use hooked::Write;
 pub(crate) use shared::Frame;
 pub use shared::{SharedEvent, SharedWatch};
 use store::State;
@@ -399,6 +401,12 @@ impl Storage {
     /// Every resource served now, for discovery (built-in ones, then CRD-defined ones).
     pub fn served_resources(&self) -> Vec<ResourceInfo> {
         self.state.lock().registry.all().cloned().collect()
+    }
+
+    /// Whether any Mutating or ValidatingWebhookConfiguration is stored: writes then go
+    /// through the async entries of `hooked.rs` (`write_hooked`, `delete_hooked`).
+    pub(crate) fn has_webhooks(&self) -> bool {
+        admit::has_webhooks(&self.state.lock())
     }
 
     /// The current (latest) resourceVersion.
