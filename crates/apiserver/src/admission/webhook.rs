@@ -444,6 +444,16 @@ async fn call(
     lookup: &(dyn Lookup + Sync),
     caller: &dyn Caller,
 ) -> Result<Outcome, ApiError> {
+    let versions = list_of(&hook.spec, "admissionReviewVersions");
+    if !versions.is_empty() && !versions.iter().any(|v| v == "v1") {
+        // Only v1 reviews are sent (upstream also speaks v1beta1, deprecated).
+        let why = "could not create admission objects: webhook does not accept known AdmissionReview versions";
+        return if hook.fails_closed() {
+            Err(call_failed(&hook.name, why))
+        } else {
+            Ok(Outcome::Ignored)
+        };
+    }
     let uid = new_uid();
     let converted = |o: Option<&Value>| {
         o.map(|o| {
@@ -610,4 +620,228 @@ pub(crate) async fn validate(
         }
     }
     Ok(warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store serving `widgets` of `example.com` at v1 and v2, and namespace `prod`.
+    struct Store;
+
+    impl Lookup for Store {
+        fn namespace(&self, name: &str) -> Option<Arc<Value>> {
+            (name == "prod")
+                .then(|| Arc::new(json!({"metadata": {"name": "prod", "labels": {"env": "prod"}}})))
+        }
+        fn policy(&self, _: &str) -> Option<Arc<Value>> {
+            None
+        }
+        fn kind_scope(&self, _: &str, _: &str) -> Option<bool> {
+            None
+        }
+        fn get(&self, _: &str, _: &str, _: &str, _: &str) -> Option<Arc<Value>> {
+            None
+        }
+        fn list(&self, _: &str, _: &str, _: Option<&str>) -> Vec<Arc<Value>> {
+            Vec::new()
+        }
+        fn equivalents(&self, group: &str, resource: &str) -> Vec<(String, String)> {
+            if (group, resource) == ("example.com", "widgets") {
+                vec![
+                    ("v1".into(), "Widget".into()),
+                    ("v2".into(), "Widget".into()),
+                ]
+            } else {
+                Vec::new()
+            }
+        }
+    }
+
+    fn attrs<'a>(obj: &'a Value, namespace: &'a str) -> Attributes<'a> {
+        Attributes {
+            operation: Operation::Create,
+            group: "example.com",
+            version: "v1",
+            kind: "Widget",
+            resource: "widgets",
+            subresource: "",
+            namespaced: true,
+            namespace,
+            name: "w",
+            object: Some(obj),
+            old_object: None,
+            dry_run: false,
+        }
+    }
+
+    fn hook(extra: Value) -> Hook {
+        let mut spec = json!({"name": "w.example.com", "sideEffects": "None",
+            "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v2"],
+                       "operations": ["*"], "resources": ["widgets"]}]});
+        if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+            s.extend(e.clone());
+        }
+        Hook {
+            name: "w.example.com".into(),
+            spec,
+        }
+    }
+
+    #[test]
+    fn equivalent_versions_match_unless_the_policy_is_exact() {
+        let obj = json!({"apiVersion": "example.com/v1", "kind": "Widget"});
+        let seen = should_call(&hook(json!({})), &attrs(&obj, "default"), &Store).unwrap();
+        assert_eq!(
+            seen,
+            Some(Invocation {
+                version: "v2".into(),
+                kind: "Widget".into()
+            })
+        );
+        let exact = hook(json!({"matchPolicy": "Exact"}));
+        assert_eq!(
+            should_call(&exact, &attrs(&obj, "default"), &Store).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn selectors_scope_the_webhook() {
+        let obj = json!({"metadata": {"labels": {"tier": "gold"}}});
+        let ns = hook(json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}));
+        assert!(
+            should_call(&ns, &attrs(&obj, "prod"), &Store)
+                .unwrap()
+                .is_some()
+        );
+        // A namespace not found is an error only once the rules match.
+        let err = should_call(&ns, &attrs(&obj, "gone"), &Store).unwrap_err();
+        assert_eq!(err.code, 500);
+        assert!(
+            err.message.contains("namespaces \"gone\" not found"),
+            "{}",
+            err.message
+        );
+        let objects = hook(json!({"objectSelector": {"matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["silver"]}]}}));
+        assert!(
+            should_call(&objects, &attrs(&obj, "prod"), &Store)
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn conditions_and_dry_run_decide_before_the_call() {
+        let obj = json!({"metadata": {"name": "w"}, "spec": {"size": 3}});
+        let small = hook(json!({"matchConditions": [
+            {"name": "small", "expression": "object.spec.size < 2"}]}));
+        assert!(!admitted_by_conditions(&small, &attrs(&obj, "prod")).unwrap());
+        let broken = hook(json!({"matchConditions": [
+            {"name": "broken", "expression": "object.spec.nope == 1"}]}));
+        let err = admitted_by_conditions(&broken, &attrs(&obj, "prod")).unwrap_err();
+        assert_eq!(err.code, 403);
+        assert!(
+            err.message.starts_with("widgets.example.com \"w\" is forbidden: matchCondition 'broken': expression 'object.spec.nope == 1' resulted in error"),
+            "{}",
+            err.message
+        );
+        let mut ignore = broken.clone();
+        ignore.spec["failurePolicy"] = json!("Ignore");
+        assert!(!admitted_by_conditions(&ignore, &attrs(&obj, "prod")).unwrap());
+        let dry = Attributes {
+            dry_run: true,
+            ..attrs(&obj, "prod")
+        };
+        assert!(admitted_by_conditions(&hook(json!({})), &dry).unwrap());
+        let err =
+            admitted_by_conditions(&hook(json!({"sideEffects": "Unknown"})), &dry).unwrap_err();
+        assert_eq!((err.code, err.reason.as_str()), (400, "BadRequest"));
+        assert_eq!(
+            err.message,
+            "admission webhook \"w.example.com\" does not support dry run"
+        );
+    }
+
+    #[test]
+    fn answers_are_checked_and_denials_worded_as_upstream() {
+        let review = |response: Value| {
+            json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                   "response": response})
+        };
+        assert_eq!(
+            verify("a", true, &review(json!({"uid": "b", "allowed": true}))).err(),
+            Some("expected response.uid=\"a\", got \"b\"".to_string())
+        );
+        assert_eq!(
+            verify(
+                "a",
+                true,
+                &review(json!({"uid": "a", "allowed": true, "patch": "W10="}))
+            )
+            .err(),
+            Some("webhook returned response.patch but not response.patchType".to_string())
+        );
+        assert_eq!(
+            verify(
+                "a",
+                false,
+                &review(json!({"uid": "a", "allowed": true, "patch": "W10="}))
+            )
+            .err(),
+            Some("validating webhook may not return response.patch".to_string())
+        );
+        assert_eq!(
+            verify("a", true, &json!({"apiVersion": "admission.k8s.io/v1beta1",
+                "kind": "AdmissionReview", "response": {"uid": "a"}})).err(),
+            Some("expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview".to_string())
+        );
+        let ok = verify(
+            "a",
+            true,
+            &review(
+                json!({"uid": "a", "allowed": true, "patchType": "JSONPatch",
+                "patch": "W3sib3AiOiJhZGQiLCJwYXRoIjoiL3giLCJ2YWx1ZSI6MX1d",
+                "warnings": ["w"]}),
+            ),
+        )
+        .unwrap();
+        assert!(ok.allowed && ok.patch.is_some());
+        assert_eq!(ok.warnings, ["w"]);
+
+        let e = denial("d", &json!({"code": 200, "message": "no"}));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (400, "admission webhook \"d\" denied the request: no")
+        );
+        let e = denial("d", &json!({"code": 422, "reason": "Invalid"}));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (422, "admission webhook \"d\" denied the request: Invalid")
+        );
+        assert_eq!(
+            denial("d", &Value::Null).message,
+            "admission webhook \"d\" denied the request without explanation"
+        );
+        let e = call_failed("d", "failed to call webhook: boom");
+        assert_eq!((e.code, e.reason.as_str()), (500, "InternalError"));
+        assert_eq!(
+            e.message,
+            "Internal error occurred: failed calling webhook \"d\": failed to call webhook: boom"
+        );
+    }
+
+    #[test]
+    fn configurations_are_called_in_name_order() {
+        let config = |name: &str, hooks: &[&str]| {
+            let hooks: Vec<Value> = hooks.iter().map(|h| json!({"name": h})).collect();
+            Arc::new(json!({"metadata": {"name": name}, "webhooks": hooks}))
+        };
+        let order: Vec<String> = hooks(&[config("b", &["b2", "b1"]), config("a", &["a1"])])
+            .into_iter()
+            .map(|h| h.name)
+            .collect();
+        assert_eq!(order, ["a1", "b2", "b1"]);
+    }
 }
