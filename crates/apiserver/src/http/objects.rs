@@ -1,5 +1,10 @@
 //! Resource requests: the verb from the method, the path and `?watch`, dispatched to
 //! [`crate::storage::Storage`], the answer encoded as JSON, a Table or metadata.
+//!
+//! Creates, updates, patches (apply, `status` and `scale` included) and deletes take the
+//! storage's async path through admission webhooks (`Storage::write_hooked`,
+//! `Storage::delete_hooked`) when a Mutating or ValidatingWebhookConfiguration is stored,
+//! and the synchronous calls otherwise. Warnings of either path become `Warning` headers.
 
 use std::time::Duration;
 

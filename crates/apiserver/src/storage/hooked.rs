@@ -11,7 +11,9 @@
 //! 2. the mutating webhooks are called on that object, outside the lock (their JSON patches
 //!    applied in turn);
 //! 3. when they changed it, the patched object is validated again (another dry run: the
-//!    exact object, with the managed fields step 1 computed);
+//!    exact object, with the managed fields step 1 computed; fields a patch added that the
+//!    kind does not declare are dropped silently, as upstream's decoding of the patched
+//!    object drops them, whatever the request's `fieldValidation`);
 //! 4. the validating webhooks are called on the final object;
 //! 5. the final object is committed, exactly, with the resourceVersion step 1 read as its
 //!    precondition; a conflict (another write came in between) starts again from step 1, up
@@ -29,7 +31,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::admit::{self, Webhooks};
-use super::{DeleteOptions, PatchType, Storage, WriteOptions, commit, meta, scale};
+use super::{
+    DeleteOptions, FieldValidation, PatchType, Storage, WriteOptions, commit, meta, scale,
+};
 use crate::admission::webhook::{self, Caller, Request};
 use crate::admission::{Attributes, Operation};
 use crate::error::ApiError;
@@ -261,6 +265,7 @@ impl Storage {
                 let check = WriteOptions {
                     dry_run: true,
                     warnings: Default::default(),
+                    field_validation: FieldValidation::Ignore,
                     ..opts.clone()
                 };
                 object =
@@ -282,6 +287,7 @@ impl Storage {
             }
             let done = WriteOptions {
                 warnings: Default::default(),
+                field_validation: FieldValidation::Ignore,
                 ..opts.clone()
             };
             match self.commit_exact(res, namespace, target, sub, object, old.as_ref(), &done) {

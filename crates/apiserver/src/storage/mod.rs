@@ -25,7 +25,8 @@
 //!
 //! ## Design
 //! - One `parking_lot::Mutex` guards the whole state (`store::State`); no call holds it across
-//!   an await (no method here is async). Objects are `Arc<Value>` in persistent `imbl` maps,
+//!   an await (the only async methods, `hooked.rs`'s writes through admission webhooks, take
+//!   it for each synchronous step and never across a webhook call). Objects are `Arc<Value>` in persistent `imbl` maps,
 //!   so a snapshot of everything is an O(1) clone: a paginated list keeps the snapshot of its
 //!   first page and serves every later page from it (the continue token names the snapshot's
 //!   resourceVersion and the last key; the last `StorageConfig::list_snapshots` snapshots are
@@ -59,7 +60,9 @@
 //! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
 //! window, fan-out to watchers). Admission: `admit.rs` calls `crate::admission` from every
 //! commit (create, update, delete, delete collection) once the object is final, with the
-//! store as its `Lookup`. Rules and helpers: `rules.rs` per-kind defaults and status ·
+//! store as its `Lookup`; `hooked.rs` is the async write path taken when admission webhooks
+//! are configured (dry run, webhooks outside the lock, exact commit with a resourceVersion
+//! precondition, retried on conflict). Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
 //! versions · `meta.rs` JSON metadata helpers. Validation (metadata, per-kind rules, the 422
 //! wording) is the `validation` module's. No two of these modules import each other,

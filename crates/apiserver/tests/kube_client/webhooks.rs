@@ -169,10 +169,18 @@ async fn a_validating_denial_reaches_the_client_with_upstreams_wording() {
 #[tokio::test]
 async fn mutating_patches_are_stored_for_creates_updates_patches_and_applies() {
     let handler: Handler = Arc::new(|_: &str, req: &Value| {
+        // A field ConfigMaps do not declare is added too: dropped, even under Strict.
+        let unknown = json!({"op": "add", "path": "/extra", "value": 1});
         if req["object"]["metadata"]["labels"].is_object() {
-            patch(json!([{"op": "add", "path": "/metadata/labels/defaulted", "value": "yes"}]))
+            patch(json!([
+                {"op": "add", "path": "/metadata/labels/defaulted", "value": "yes"},
+                unknown
+            ]))
         } else {
-            patch(json!([{"op": "add", "path": "/metadata/labels", "value": {"defaulted": "yes"}}]))
+            patch(json!([
+                {"op": "add", "path": "/metadata/labels", "value": {"defaulted": "yes"}},
+                unknown
+            ]))
         }
     });
     let hooks = WebhookServer::start(handler).await;
@@ -190,9 +198,15 @@ async fn mutating_patches_are_stored_for_creates_updates_patches_and_applies() {
     );
     install(&client, MUTATING, config).await;
 
-    let (status, created) = post(&client, CMS, &json!({"metadata": {"name": "a"}})).await;
+    let (status, created) = post(
+        &client,
+        &format!("{CMS}?fieldValidation=Strict"),
+        &json!({"metadata": {"name": "a"}}),
+    )
+    .await;
     assert_eq!(status, 201, "{created}");
     assert_eq!(created["metadata"]["labels"]["defaulted"], "yes");
+    assert_eq!(created.get("extra"), None);
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let stored = api.get("a").await.unwrap();
     assert_eq!(stored.metadata.labels.unwrap()["defaulted"], "yes");
