@@ -1,9 +1,9 @@
 //! Resource requests: the verb from the method, the path and `?watch`, dispatched to
 //! [`crate::storage::Storage`], the answer encoded as JSON, a Table or metadata.
 //!
-//! Creates, updates, patches (apply, `status` and `scale` included) and deletes take the
-//! storage's async path through admission webhooks (`Storage::write_hooked`,
-//! `Storage::delete_hooked`) when a Mutating or ValidatingWebhookConfiguration is stored,
+//! Creates, updates, patches (apply, `status` and `scale` included), deletes and delete
+//! collections take the storage's async path through admission webhooks
+//! (`Storage::write_hooked`, `Storage::delete_hooked`, `Storage::delete_collection_hooked`) when a Mutating or ValidatingWebhookConfiguration is stored,
 //! and the synchronous calls otherwise. Warnings of either path become `Warning` headers.
 
 use std::time::Duration;
@@ -167,7 +167,14 @@ where
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
             let opts = query.delete_options(&body)?;
-            let deleted = storage.delete_collection(&res, ns, &query.list_options(), &opts)?;
+            let list = query.list_options();
+            let deleted = if storage.has_webhooks() {
+                storage
+                    .delete_collection_hooked(&res, ns, &list, &opts)
+                    .await?
+            } else {
+                storage.delete_collection(&res, ns, &list, &opts)?
+            };
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         _ => return Err(method_not_allowed()),

@@ -22,6 +22,7 @@
 //!
 //! A delete reads the object, calls the webhooks with it as `oldObject`, and deletes it with
 //! its resourceVersion as precondition (unless the request names one), retrying the same way.
+//! A delete collection admits every selected object's delete before deleting the collection.
 //! Warnings of every step are answered once each (upstream's warning recorder deduplicates
 //! them too).
 
@@ -32,7 +33,8 @@ use serde_json::Value;
 
 use super::admit::{self, Webhooks};
 use super::{
-    DeleteOptions, FieldValidation, PatchType, Storage, WriteOptions, commit, meta, scale,
+    DeleteOptions, FieldValidation, ListOptions, PatchType, Storage, WriteOptions, commit, meta,
+    scale,
 };
 use crate::admission::webhook::{self, Caller, Request};
 use crate::admission::{Attributes, Operation};
@@ -323,55 +325,8 @@ impl Storage {
                 ..opts.clone()
             };
             self.delete(res, namespace, name, &dry)?;
-            let obj_ns = meta::meta_str(&old, "namespace").unwrap_or("").to_string();
-            let options = webhook::options(
-                Operation::Delete,
-                opts.dry_run,
-                None,
-                opts.propagation_policy.as_deref(),
-            );
-            let req = Request {
-                attrs: Attributes {
-                    operation: Operation::Delete,
-                    group: &res.group,
-                    version: &res.version,
-                    kind: &res.kind,
-                    resource: &res.plural,
-                    subresource: "",
-                    namespaced: res.namespaced,
-                    namespace: &obj_ns,
-                    name,
-                    object: None,
-                    old_object: None,
-                    dry_run: opts.dry_run,
-                },
-                options: &options,
-            };
-            if req.attrs.is_exempt() {
-                return self.delete(res, namespace, name, opts);
-            }
-            let caller = Https(&hooks.snapshot);
-            let mut none = None;
-            let (warnings, _) = webhook::mutate(
-                &hooks.mutating,
-                req,
-                &mut none,
-                Some(&old),
-                &hooks.snapshot,
-                &caller,
-            )
-            .await?;
-            merge(&opts.warnings, &mut seen, warnings);
-            let warnings = webhook::validate(
-                &hooks.validating,
-                req,
-                None,
-                Some(&old),
-                &hooks.snapshot,
-                &caller,
-            )
-            .await?;
-            merge(&opts.warnings, &mut seen, warnings);
+            self.admit_delete(&hooks, res, name, &old, opts, &mut seen)
+                .await?;
             let mut done = DeleteOptions {
                 warnings: Default::default(),
                 ..opts.clone()
@@ -391,5 +346,95 @@ impl Storage {
                 }
             }
         }
+    }
+    /// Runs the webhooks on the delete of `old` (`name`); the error refuses it.
+    async fn admit_delete(
+        &self,
+        hooks: &Webhooks,
+        res: &ResourceInfo,
+        name: &str,
+        old: &Value,
+        opts: &DeleteOptions,
+        seen: &mut Vec<String>,
+    ) -> Result<(), ApiError> {
+        let obj_ns = meta::meta_str(old, "namespace").unwrap_or("").to_string();
+        let options = webhook::options(
+            Operation::Delete,
+            opts.dry_run,
+            None,
+            opts.propagation_policy.as_deref(),
+        );
+        let req = Request {
+            attrs: Attributes {
+                operation: Operation::Delete,
+                group: &res.group,
+                version: &res.version,
+                kind: &res.kind,
+                resource: &res.plural,
+                subresource: "",
+                namespaced: res.namespaced,
+                namespace: &obj_ns,
+                name,
+                object: None,
+                old_object: None,
+                dry_run: opts.dry_run,
+            },
+            options: &options,
+        };
+        if req.attrs.is_exempt() {
+            return Ok(());
+        }
+        let caller = Https(&hooks.snapshot);
+        let mut none = None;
+        let (warnings, _) = webhook::mutate(
+            &hooks.mutating,
+            req,
+            &mut none,
+            Some(old),
+            &hooks.snapshot,
+            &caller,
+        )
+        .await?;
+        merge(&opts.warnings, seen, warnings);
+        let warnings = webhook::validate(
+            &hooks.validating,
+            req,
+            None,
+            Some(old),
+            &hooks.snapshot,
+            &caller,
+        )
+        .await?;
+        merge(&opts.warnings, seen, warnings);
+        Ok(())
+    }
+
+    /// A delete collection through the admission webhooks: every selected object's delete
+    /// is admitted (the stored object as `oldObject`) before any is deleted, as the plain
+    /// delete collection admits policies; then the collection is deleted. An object that
+    /// comes into the selection while the webhooks are called is deleted without them.
+    pub(crate) async fn delete_collection_hooked(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        list: &ListOptions,
+        opts: &DeleteOptions,
+    ) -> Result<Value, ApiError> {
+        let Some(hooks) = self.webhooks() else {
+            return self.delete_collection(res, namespace, list, opts);
+        };
+        let all = ListOptions {
+            limit: None,
+            continue_token: None,
+            ..list.clone()
+        };
+        let selected = self.list(res, namespace, &all)?;
+        let mut seen = Vec::new();
+        for old in selected["items"].as_array().into_iter().flatten() {
+            let name = meta::name(old).to_string();
+            self.admit_delete(&hooks, res, &name, old, opts, &mut seen)
+                .await?;
+        }
+        self.delete_collection(res, namespace, list, opts)
     }
 }

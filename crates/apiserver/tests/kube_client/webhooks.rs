@@ -577,6 +577,21 @@ async fn dry_run_only_reaches_webhooks_without_side_effects_and_deletes_are_admi
     assert_eq!(delete["oldObject"]["metadata"]["name"], "keep");
     assert_eq!(delete["object"], Value::Null);
     assert_eq!(delete["options"]["kind"], "DeleteOptions");
+
+    // A delete collection is admitted item by item before anything is deleted.
+    let (status, body) = post(&client, CMS, &cm("other", json!({}))).await;
+    assert_eq!(status, 201, "{body}");
+    let before = hooks.calls.lock().len();
+    let (status, _, body) = send(&client, "DELETE", CMS, "application/json", &json!({})).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(api.get("keep").await.is_ok() && api.get("other").await.is_ok());
+    let calls = hooks.calls.lock().clone();
+    assert!(calls.len() > before, "{calls:?}");
+    assert!(
+        calls[before..]
+            .iter()
+            .all(|(_, r)| r["operation"] == "DELETE")
+    );
 }
 
 #[tokio::test]
