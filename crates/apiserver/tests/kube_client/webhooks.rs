@@ -655,3 +655,150 @@ async fn mutating_webhooks_are_reinvoked_if_needed() {
     assert_eq!(body["metadata"]["labels"], json!({"seen": "xx", "b": "1"}));
     assert_eq!(hooks.paths(), ["/first", "/second", "/first"]);
 }
+
+#[tokio::test]
+async fn a_write_that_conflicts_while_webhooks_run_is_computed_again() {
+    // The webhook's first call writes the same object behind the request's back (as another
+    // client would while the webhook answers): the request is computed again from the new
+    // version and the webhook called again, as upstream's GuaranteedUpdate retries.
+    let server = server().await;
+    let storage = server.storage().clone();
+    let cms = storage.resolve("", "v1", "configmaps").unwrap();
+    let writes = std::sync::atomic::AtomicUsize::new(0);
+    let handler: Handler = Arc::new(move |_: &str, req: &Value| {
+        if req["operation"] == "UPDATE" && req["object"]["data"]["other"].is_null() {
+            let n = writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let patch = json!({"data": {"other": format!("x{n}")}}).to_string();
+            storage
+                .patch(
+                    &cms,
+                    Some("default"),
+                    "a",
+                    None,
+                    crt_apiserver::storage::PatchType::Merge,
+                    patch.as_bytes(),
+                    &Default::default(),
+                )
+                .unwrap();
+        }
+        allow()
+    });
+    let hooks = WebhookServer::start(handler).await;
+    let client = client(&server).await;
+    let (status, body) = post(&client, CMS, &cm("a", json!({}))).await;
+    assert_eq!(status, 201, "{body}");
+    let config = configuration(
+        "Validating",
+        "racy",
+        json!([hook(
+            "racy.example.com",
+            hooks.url_config("/racy"),
+            rule("", &["configmaps"], &["UPDATE"]),
+            json!({})
+        )]),
+    );
+    install(&client, VALIDATING, config).await;
+    let (status, _, body) = send(
+        &client,
+        "PATCH",
+        &format!("{CMS}/a"),
+        "application/merge-patch+json",
+        &json!({"data": {"mine": "y"}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"], json!({"k": "v", "other": "x1", "mine": "y"}));
+    assert_eq!(hooks.paths(), ["/racy", "/racy"]);
+
+    // A PUT naming the resourceVersion it read is not retried: its precondition fails
+    // once the webhook's call has written the object.
+    let mut stale = body.clone();
+    stale["data"].as_object_mut().unwrap().remove("other");
+    let (status, _, body) = send(
+        &client,
+        "PUT",
+        &format!("{CMS}/a"),
+        "application/json",
+        &stale,
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["reason"], "Conflict");
+    let stored = Api::<ConfigMap>::namespaced(client, "default")
+        .get("a")
+        .await
+        .unwrap();
+    assert_eq!(stored.data.unwrap()["other"], "x2");
+}
+
+#[tokio::test]
+async fn equivalent_versions_reach_a_webhook_at_the_version_its_rule_names() {
+    let handler: Handler = Arc::new(|_: &str, _: &Value| {
+        patch(json!([{"op": "add", "path": "/metadata/labels", "value": {"seen-at": "v2"}}]))
+    });
+    let hooks = WebhookServer::start(handler).await;
+    let server = server().await;
+    let client = client(&server).await;
+    let schema = json!({"openAPIV3Schema": {"type": "object",
+        "x-kubernetes-preserve-unknown-fields": true}});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget",
+                      "listKind": "WidgetList"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema},
+                {"name": "v2", "served": true, "storage": false, "schema": schema}]}});
+    let (status, body) = post(
+        &client,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let v2_only = json!([{"apiGroups": ["example.com"], "apiVersions": ["v2"],
+        "resources": ["widgets"], "operations": ["CREATE"]}]);
+    install(
+        &client,
+        MUTATING,
+        configuration(
+            "Mutating",
+            "widgets",
+            json!([
+                hook(
+                    "equivalent.example.com",
+                    hooks.url_config("/eq"),
+                    v2_only.clone(),
+                    json!({})
+                ),
+                hook(
+                    "exact.example.com",
+                    hooks.url_config("/exact"),
+                    v2_only,
+                    json!({"matchPolicy": "Exact"})
+                ),
+            ]),
+        ),
+    )
+    .await;
+    let (status, body) = post(
+        &client,
+        "/apis/example.com/v1/namespaces/default/widgets",
+        &json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": {"size": 1}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["apiVersion"], "example.com/v1");
+    assert_eq!(body["metadata"]["labels"]["seen-at"], "v2");
+    // Only the Equivalent webhook was called, and it saw the object at v2.
+    let calls = hooks.calls.lock().clone();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    let req = &calls[0].1;
+    assert_eq!(calls[0].0, "/eq");
+    assert_eq!(req["object"]["apiVersion"], "example.com/v2");
+    assert_eq!(req["kind"]["version"], "v2");
+    assert_eq!(req["resource"]["version"], "v2");
+    assert_eq!(req["requestKind"]["version"], "v1");
+    assert_eq!(req["requestResource"]["version"], "v1");
+}
