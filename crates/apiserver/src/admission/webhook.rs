@@ -35,6 +35,13 @@
 //!
 //! This module decides and words; it never opens a connection: the caller (the storage's
 //! async write path) passes a [`Caller`] that resolves a `clientConfig` and POSTs to it.
+//!
+//! Not done: `admission.k8s.io/v1beta1` reviews (a webhook must accept v1), the
+//! `authorizer` variable in `matchConditions`, audit annotations, webhooks on pod bindings
+//! and evictions (those writes are not admitted by webhooks), and `CONNECT`. Webhooks see a
+//! create's generated name (upstream sends `generateName` and an empty name), and changes a
+//! webhook makes outside the subresource a request writes (the spec, on a `status` write)
+//! are dropped, as this server's subresource writes keep only their own part.
 
 use std::sync::Arc;
 use std::time::Duration;
