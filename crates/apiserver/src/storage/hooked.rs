@@ -209,7 +209,14 @@ impl Storage {
                 && meta::resource_version(old) != meta::resource_version(&first)
             {
                 // Written in between: computed from another version than the one read.
-                continue;
+                if attempt < ATTEMPTS {
+                    continue;
+                }
+                return Err(ApiError::conflict(
+                    &res.group_resource(),
+                    meta::name(old),
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                ));
             }
             let operation = if old.is_some() {
                 Operation::Update
