@@ -6,8 +6,12 @@
 //!   the CEL policies upstream's `plugin/policy/validating` enforces: `matchConstraints` and
 //!   the binding's `matchResources`, `matchConditions`, `paramKind`/`paramRef`, `variables`,
 //!   `validations` with `Deny`, `Warn` and `Audit` actions, and `failurePolicy`.
-//! - admission webhooks (`ValidatingWebhookConfiguration`, `MutatingWebhookConfiguration`) are
-//!   meant to sit beside it as `webhook`, taking the same [`Attributes`] and [`Lookup`].
+//! - `webhook`: admission webhooks (`MutatingWebhookConfiguration`,
+//!   `ValidatingWebhookConfiguration`), as upstream's `plugin/webhook` dispatches them: rules,
+//!   selectors, `matchPolicy`, `matchConditions` (the same CEL as policies), `sideEffects`
+//!   with dryRun, `timeoutSeconds`, `failurePolicy`, JSON patches and `reinvocationPolicy`,
+//!   denials and failures worded as upstream's. It decides and words; the calls themselves go
+//!   through a [`webhook::Caller`] the storage layer passes (`crate::webhook_client`).
 //!
 //! # Contract with storage
 //! This module never imports `storage`: the storage layer calls it inside a write, once the
@@ -17,11 +21,21 @@
 //! storage layer keeps a [`policy::Cache`] so that a policy's CEL is compiled once per
 //! resourceVersion, not once per write.
 //!
+//! Policies run synchronously inside the write, under the store's lock. Webhooks cannot (a
+//! call is a network round trip): when a webhook configuration is stored, the HTTP layer
+//! takes the storage's async write path (`storage/hooked.rs`), which computes the write as a
+//! dry run, calls [`webhook::mutate`] and [`webhook::validate`] outside the lock with a
+//! snapshot of the store as their [`Lookup`], and commits the final object with the
+//! resourceVersion it read as precondition (retried on conflict). Mutating webhooks thus run
+//! after defaulting and before validation is repeated on their result, validating ones after
+//! it, just before the object is stored, as upstream orders them.
+//!
 //! Writes to the admission configuration itself (policies, bindings, webhook configurations)
 //! are never subject to admission, as upstream exempts them, so that no policy can lock the
 //! server's configuration.
 
 pub(crate) mod policy;
+pub(crate) mod webhook;
 
 use std::sync::Arc;
 
@@ -125,4 +139,16 @@ pub(crate) trait Lookup {
     /// The objects of that kind in `namespace` (`None`: in every namespace, or
     /// cluster-scoped).
     fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Arc<Value>>;
+    /// The other served versions of `resource` in `group` (`(version, kind)`), whose objects
+    /// [`Lookup::convert`] converts: what `matchPolicy: Equivalent` matches. None by default.
+    fn equivalents(&self, group: &str, resource: &str) -> Vec<(String, String)> {
+        let _ = (group, resource);
+        Vec::new()
+    }
+    /// `obj` at `api_version` (an equivalent version of its resource).
+    fn convert(&self, obj: &Value, api_version: &str) -> Value {
+        let mut obj = obj.clone();
+        obj["apiVersion"] = Value::from(api_version);
+        obj
+    }
 }

@@ -22,6 +22,8 @@ mod pod_actions;
 mod validation;
 #[path = "kube_client/watch_http.rs"]
 mod watch_http;
+#[path = "kube_client/webhooks.rs"]
+mod webhooks;
 
 use std::time::Duration;
 

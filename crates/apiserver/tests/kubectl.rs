@@ -1845,3 +1845,97 @@ async fn kubectl_create_generators_for_rbac_pdbs_and_priority_classes() {
         (Some(-5), Some("Never"))
     );
 }
+
+/// Admission webhooks seen through kubectl: a validating webhook's denial is printed with its
+/// message, its warnings as kubectl's `Warning:` lines, and a mutating webhook's patch is in
+/// `kubectl get -o yaml`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_prints_webhook_denials_and_warnings_and_shows_their_patches() {
+    use common::webhook::{WebhookServer, allow, configuration, deny, hook, patch, rule};
+    let handler: common::webhook::Handler = Arc::new(|path: &str, req: &Value| {
+        let replicas = req["object"]["spec"]["replicas"].as_i64().unwrap_or(0);
+        match path {
+            "/mutate" => patch(json!([{"op": "add",
+                "path": "/metadata/annotations", "value": {"defaulted-by": "webhook"}}])),
+            "/validate" if replicas > 5 => deny(403, "at most 5 replicas, please"),
+            "/validate" if replicas > 2 => {
+                json!({"allowed": true, "warnings": ["more than 2 replicas cost extra"]})
+            }
+            _ => allow(),
+        }
+    });
+    let hooks = WebhookServer::start(handler).await;
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let rules = rule("apps", &["deployments"], &["CREATE", "UPDATE"]);
+    let configs = [
+        configuration(
+            "Mutating",
+            "defaults",
+            json!([hook(
+                "mutate.example.com",
+                hooks.url_config("/mutate"),
+                rules.clone(),
+                json!({})
+            )]),
+        ),
+        configuration(
+            "Validating",
+            "limits",
+            json!([hook(
+                "validate.example.com",
+                hooks.url_config("/validate"),
+                rule(
+                    "apps",
+                    &["deployments", "deployments/scale"],
+                    &["CREATE", "UPDATE"]
+                ),
+                json!({})
+            )]),
+        ),
+    ];
+    for config in configs {
+        k.ok_with(&["apply", "-f", "-"], Some(&config.to_string()))
+            .await;
+    }
+    let deployment = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  \
+             replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    \
+             metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      \
+             - {{name: web, image: nginx}}\n"
+        )
+    };
+    let err = k.fails(&["apply", "-f", "-"], Some(&deployment(6))).await;
+    assert!(
+        err.contains(
+            "admission webhook \"validate.example.com\" denied the request: at most 5 replicas, please"
+        ),
+        "{err}"
+    );
+    let out = k.run(&["apply", "-f", "-"], Some(&deployment(3))).await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("deployment.apps/web created"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr
+            .contains("Warning: more than 2 replicas cost extra"),
+        "{}",
+        out.stderr
+    );
+    let yaml = k.ok(&["get", "deployment", "web", "-o", "yaml"]).await;
+    assert!(yaml.contains("defaulted-by: webhook"), "{yaml}");
+    // The scale subresource is admitted too (the webhook sees a Scale): refused over the
+    // limit, nothing changed.
+    let err = k
+        .fails(&["scale", "deployment", "web", "--replicas=9"], None)
+        .await;
+    assert!(err.contains("at most 5 replicas"), "{err}");
+    let web = k.json(&["get", "deployment", "web"]).await;
+    assert_eq!(web["spec"]["replicas"], 3);
+}

@@ -468,7 +468,7 @@ fn labels(obj: &Value) -> Option<&serde_json::Map<String, Value>> {
 }
 
 /// A `metav1.LabelSelector` as a selector (absent or `null`: everything).
-fn selector(sel: Option<&Value>) -> Result<LabelSelector, String> {
+pub(super) fn selector(sel: Option<&Value>) -> Result<LabelSelector, String> {
     let Some(sel) = sel.filter(|s| !s.is_null()) else {
         return Ok(LabelSelector::everything());
     };
@@ -495,7 +495,7 @@ fn selector(sel: Option<&Value>) -> Result<LabelSelector, String> {
 }
 
 /// Whether `obj`'s labels satisfy `sel`.
-fn selects(sel: &LabelSelector, obj: Option<&Value>) -> bool {
+pub(super) fn selects(sel: &LabelSelector, obj: Option<&Value>) -> bool {
     let Some(obj) = obj else { return false };
     let labels = labels(obj);
     sel.matches_fn(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str))
@@ -540,7 +540,7 @@ fn matches(criteria: &Value, attrs: &Attributes<'_>, store: &dyn Lookup) -> Resu
 }
 
 /// Whether a `NamedRuleWithOperations` matches the request.
-fn rule_matches(rule: &Value, attrs: &Attributes<'_>) -> bool {
+pub(super) fn rule_matches(rule: &Value, attrs: &Attributes<'_>) -> bool {
     let has = |key: &str, want: &str| {
         list_of(rule, key)
             .iter()
@@ -629,6 +629,11 @@ fn collect_params(
 
 /// The `request` variable: the request as an `admission.k8s.io/v1 AdmissionRequest`.
 fn request_of(attrs: &Attributes<'_>) -> Cel {
+    to_cel(&request_json(attrs))
+}
+
+/// The request as an `admission.k8s.io/v1 AdmissionRequest` (the fields CEL sees).
+pub(super) fn request_json(attrs: &Attributes<'_>) -> Value {
     let kind = json!({"group": attrs.group, "version": attrs.version, "kind": attrs.kind});
     let resource =
         json!({"group": attrs.group, "version": attrs.version, "resource": attrs.resource});
@@ -647,7 +652,42 @@ fn request_of(attrs: &Attributes<'_>) -> Cel {
         req["subResource"] = Value::from(attrs.subresource);
         req["requestSubResource"] = Value::from(attrs.subresource);
     }
-    to_cel(&req)
+    req
+}
+
+/// Evaluates an admission webhook's `matchConditions` (`(name, expression)`) with `object`,
+/// `oldObject` and `request` bound, as upstream's `matchconditions.Matcher`: `Ok(false)` as
+/// soon as one is false; otherwise the errors, worded as upstream's (each names its
+/// condition), or `Ok(true)`.
+pub(super) fn match_conditions(
+    conditions: &[(String, String)],
+    attrs: &Attributes<'_>,
+) -> Result<bool, String> {
+    if conditions.is_empty() {
+        return Ok(true);
+    }
+    let mut ctx = Context::with_env(ENV.clone());
+    add_k8s_lists(&mut ctx);
+    ctx.add_variable_from_value("object", attrs.object.map_or(Cel::Null, to_cel));
+    ctx.add_variable_from_value("oldObject", attrs.old_object.map_or(Cel::Null, to_cel));
+    ctx.add_variable_from_value("request", request_of(attrs));
+    let mut errors = Vec::new();
+    for (name, src) in conditions {
+        match Expr::new(src).eval(&ctx) {
+            Ok(Cel::Bool(true)) => {}
+            Ok(Cel::Bool(false)) => return Ok(false),
+            Ok(other) => errors.push(format!(
+                "matchCondition '{name}': expression '{}' resulted in error: no such overload: {other:?}",
+                src.trim()
+            )),
+            Err(e) => errors.push(format!("matchCondition '{name}': {e}")),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
 }
 
 /// The `namespaceObject` variable: the request's namespace (`null` for cluster-scoped

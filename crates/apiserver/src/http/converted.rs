@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-use crate::storage::{Conversion, PatchType, Storage, WriteOptions};
+use crate::storage::{Conversion, PatchType, Storage, Write, WriteOptions};
 
 /// How often a patch is retried when the object changed between its read and its write (the
 /// real server's `GuaranteedUpdate` retries likewise).
@@ -127,15 +127,20 @@ pub(super) async fn patch(
         };
         let config = body(Some(conversion), res, config).await?;
         let bytes = serde_json::to_vec(&config).unwrap_or_default();
-        let answer = storage.patch(
-            stored,
-            namespace,
-            name,
-            subresource,
-            patch_type,
-            &bytes,
-            opts,
-        )?;
+        let answer = if storage.has_webhooks() {
+            let w = Write::Patch(name, subresource, patch_type, &bytes);
+            storage.write_hooked(stored, namespace, w, opts).await?
+        } else {
+            storage.patch(
+                stored,
+                namespace,
+                name,
+                subresource,
+                patch_type,
+                &bytes,
+                opts,
+            )?
+        };
         return self::answer(Some(conversion), res, answer).await;
     }
     let mut attempt = 0;
@@ -147,7 +152,14 @@ pub(super) async fn patch(
         let patched = crate::storage::apply_patch(res, &old, patch_type, patch)?;
         let pinned = patched.pointer("/metadata/resourceVersion").cloned() != read_version;
         let patched = body(Some(conversion), res, patched).await?;
-        match storage.update_patched(stored, namespace, name, subresource, patched, opts) {
+        let result = if storage.has_webhooks() {
+            // Admission webhooks see the patched object as an update at the storage version.
+            let w = Write::Update(name, subresource, &patched);
+            storage.write_hooked(stored, namespace, w, opts).await
+        } else {
+            storage.update_patched(stored, namespace, name, subresource, patched, opts)
+        };
+        match result {
             Err(e) if e.code == 409 && !pinned && attempt < PATCH_ATTEMPTS => continue,
             result => return answer(Some(conversion), res, result?).await,
         }

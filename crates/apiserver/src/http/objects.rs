@@ -1,5 +1,10 @@
 //! Resource requests: the verb from the method, the path and `?watch`, dispatched to
 //! [`crate::storage::Storage`], the answer encoded as JSON, a Table or metadata.
+//!
+//! Creates, updates, patches (apply, `status` and `scale` included), deletes and delete
+//! collections take the storage's async path through admission webhooks
+//! (`Storage::write_hooked`, `Storage::delete_hooked`, `Storage::delete_collection_hooked`) when a Mutating or ValidatingWebhookConfiguration is stored,
+//! and the synchronous calls otherwise. Warnings of either path become `Warning` headers.
 
 use std::time::Duration;
 
@@ -11,6 +16,7 @@ use super::response::{Body, json, method_not_allowed, not_found, read_body};
 use super::{AppState, converted, watch};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+use crate::storage::Write;
 use crate::table::{self, IncludeObject};
 
 /// Serves a request on a resource path.
@@ -143,8 +149,15 @@ where
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
             let obj = decode_write_body(&res, content_type, &body, &write)?;
             check_body_namespace(&res, ns, &obj)?;
+            let obj = converted::body(body_conversion, &res, obj).await?;
+            if storage.has_webhooks() {
+                let created = storage
+                    .write_hooked(stored, ns, Write::Create(&obj), &write)
+                    .await?;
+                let created = converted::answer(conversion, &res, created).await?;
+                return Ok(with_warnings(json(201, &created), &write.warnings));
+            }
             if body_conversion.is_some() {
-                let obj = converted::body(body_conversion, &res, obj).await?;
                 let created = storage.create(stored, ns, obj, &write)?;
                 let created = converted::answer(conversion, &res, created).await?;
                 return Ok(with_warnings(json(201, &created), &write.warnings));
@@ -158,7 +171,12 @@ where
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
             let obj = converted::body(body_conversion, &res, obj).await?;
-            let updated = storage.update(stored, ns, name, sub, obj, &write)?;
+            let updated = if storage.has_webhooks() {
+                let w = Write::Update(name, sub, &obj);
+                storage.write_hooked(stored, ns, w, &write).await?
+            } else {
+                storage.update(stored, ns, name, sub, obj, &write)?
+            };
             (200, converted::answer(conversion, &res, updated).await?)
         }
         (&Method::PATCH, Some(name)) => {
@@ -175,6 +193,10 @@ where
                     .await?;
                     (200, patched)
                 }
+                _ if storage.has_webhooks() => {
+                    let w = Write::Patch(name, sub, patch, &body);
+                    (200, storage.write_hooked(stored, ns, w, &write).await?)
+                }
                 _ => (
                     200,
                     storage.patch(stored, ns, name, sub, patch, &body, &write)?,
@@ -183,13 +205,24 @@ where
         }
         (&Method::DELETE, Some(name)) if sub.is_none() => {
             let opts = query.delete_options(&body)?;
-            let deleted = storage.delete(stored, ns, name, &opts)?;
+            let deleted = if storage.has_webhooks() {
+                storage.delete_hooked(stored, ns, name, &opts).await?
+            } else {
+                storage.delete(stored, ns, name, &opts)?
+            };
             let deleted = converted::answer(conversion, &res, deleted).await?;
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
             let opts = query.delete_options(&body)?;
-            let deleted = storage.delete_collection(stored, ns, &query.list_options(), &opts)?;
+            let list = query.list_options();
+            let deleted = if storage.has_webhooks() {
+                storage
+                    .delete_collection_hooked(stored, ns, &list, &opts)
+                    .await?
+            } else {
+                storage.delete_collection(stored, ns, &list, &opts)?
+            };
             let deleted = converted::answer(conversion, &res, deleted).await?;
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }

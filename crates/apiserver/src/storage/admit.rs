@@ -10,9 +10,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Warnings;
+use super::convert::{to_version, to_version_shared};
 use super::meta;
-use super::store::{State, res_key};
-use crate::admission::{self, Attributes, Operation, policy};
+use super::store::{Data, Registry, State, res_key};
+use crate::admission::{self, Attributes, Operation, policy, webhook};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::validation::FieldError;
@@ -22,36 +23,52 @@ const GROUP: &str = "admissionregistration.k8s.io";
 /// every write makes allocates nothing.
 const POLICIES: &str = "validatingadmissionpolicies.admissionregistration.k8s.io";
 const BINDINGS: &str = "validatingadmissionpolicybindings.admissionregistration.k8s.io";
+const MUTATING: &str = "mutatingwebhookconfigurations.admissionregistration.k8s.io";
+const VALIDATING: &str = "validatingwebhookconfigurations.admissionregistration.k8s.io";
 
 /// The store, read by admission.
-struct View<'a>(&'a State);
-
-/// The store as [`admission::Lookup`] (webhooks resolve their `service` references through it).
-pub(crate) fn lookup(st: &State) -> impl admission::Lookup + '_ {
-    View(st)
+#[derive(Clone, Copy)]
+struct View<'a> {
+    data: &'a Data,
+    registry: &'a Registry,
 }
 
-impl View<'_> {
+impl<'a> View<'a> {
+    fn of(st: &'a State) -> Self {
+        View {
+            data: &st.data,
+            registry: &st.registry,
+        }
+    }
+
     /// The served resource of a kind.
-    fn resource(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
-        self.0
-            .registry
+    fn resource(&self, api_version: &str, kind: &str) -> Option<&'a ResourceInfo> {
+        self.registry
             .all()
             .find(|r| r.kind == kind && r.api_version() == api_version)
     }
+
+    fn object(&self, key: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.data
+            .get(key)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
+    }
+}
+
+/// The store as [`admission::Lookup`] (conversion webhooks resolve their `service`
+/// references through it).
+pub(crate) fn lookup(st: &State) -> impl admission::Lookup + '_ {
+    View::of(st)
 }
 
 impl admission::Lookup for View<'_> {
     fn namespace(&self, name: &str) -> Option<Arc<Value>> {
-        self.0
-            .get("namespaces", &(String::new(), name.to_string()))
-            .cloned()
+        self.object("namespaces", "", name)
     }
 
     fn policy(&self, name: &str) -> Option<Arc<Value>> {
-        self.0
-            .get(POLICIES, &(String::new(), name.to_string()))
-            .cloned()
+        self.object(POLICIES, "", name)
     }
 
     fn kind_scope(&self, api_version: &str, kind: &str) -> Option<bool> {
@@ -66,24 +83,113 @@ impl admission::Lookup for View<'_> {
         name: &str,
     ) -> Option<Arc<Value>> {
         let res = self.resource(api_version, kind)?;
-        self.0
-            .get(&res_key(res), &(namespace.to_string(), name.to_string()))
-            .cloned()
+        self.object(&res_key(res), namespace, name)
+            .map(|o| to_version_shared(&o, api_version))
     }
 
     fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
         let Some(res) = self.resource(api_version, kind) else {
             return Vec::new();
         };
-        let Some(objects) = self.0.data.get(&res_key(res)) else {
+        let Some(objects) = self.data.get(&res_key(res)) else {
             return Vec::new();
         };
         objects
             .iter()
             .filter(|((ns, _), _)| namespace.is_none_or(|want| want == ns))
-            .map(|(_, o)| o.clone())
+            .map(|(_, o)| to_version_shared(o, api_version))
             .collect()
     }
+
+    fn equivalents(&self, group: &str, resource: &str) -> Vec<(String, String)> {
+        self.registry
+            .all()
+            .filter(|r| r.group == group && r.plural == resource)
+            .map(|r| (r.version.clone(), r.kind.clone()))
+            .collect()
+    }
+
+    fn convert(&self, obj: &Value, api_version: &str) -> Value {
+        to_version(obj, api_version)
+    }
+}
+
+/// The store as admission webhooks read it while their calls are under way, without the
+/// lock: a snapshot (O(1): the maps are persistent) of the objects and served resources.
+pub(crate) struct Snapshot {
+    data: Data,
+    registry: Registry,
+}
+
+impl Snapshot {
+    fn view(&self) -> View<'_> {
+        View {
+            data: &self.data,
+            registry: &self.registry,
+        }
+    }
+}
+
+impl admission::Lookup for Snapshot {
+    fn namespace(&self, name: &str) -> Option<Arc<Value>> {
+        self.view().namespace(name)
+    }
+    fn policy(&self, name: &str) -> Option<Arc<Value>> {
+        self.view().policy(name)
+    }
+    fn kind_scope(&self, api_version: &str, kind: &str) -> Option<bool> {
+        self.view().kind_scope(api_version, kind)
+    }
+    fn get(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.view().get(api_version, kind, ns, name)
+    }
+    fn list(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.view().list(api_version, kind, namespace)
+    }
+    fn equivalents(&self, group: &str, resource: &str) -> Vec<(String, String)> {
+        self.view().equivalents(group, resource)
+    }
+    fn convert(&self, obj: &Value, api_version: &str) -> Value {
+        self.view().convert(obj, api_version)
+    }
+}
+
+/// The admission webhooks configured now, and the store they read.
+pub(crate) struct Webhooks {
+    /// The mutating webhooks, in call order.
+    pub(crate) mutating: Vec<webhook::Hook>,
+    /// The validating webhooks, in call order.
+    pub(crate) validating: Vec<webhook::Hook>,
+    /// The store, for selectors, conditions and `service` references.
+    pub(crate) snapshot: Snapshot,
+}
+
+/// Whether any admission webhook configuration is stored.
+pub(crate) fn has_webhooks(st: &State) -> bool {
+    let present = |key: &str| st.data.get(key).is_some_and(|m| !m.is_empty());
+    present(MUTATING) || present(VALIDATING)
+}
+
+/// The admission webhooks configured now; `None` (one lookup per kind of configuration)
+/// when there are none, the common case.
+pub(crate) fn webhooks(st: &State) -> Option<Webhooks> {
+    let configs = |key: &str| -> Vec<Arc<Value>> {
+        st.data
+            .get(key)
+            .map(|m| m.values().cloned().collect())
+            .unwrap_or_default()
+    };
+    if !has_webhooks(st) {
+        return None;
+    }
+    Some(Webhooks {
+        mutating: webhook::hooks(&configs(MUTATING)),
+        validating: webhook::hooks(&configs(VALIDATING)),
+        snapshot: Snapshot {
+            data: st.data.clone(),
+            registry: st.registry.clone(),
+        },
+    })
 }
 
 /// Runs admission on a write of `res` (`subresource` when it writes one): `object` is what
@@ -121,7 +227,7 @@ pub(crate) fn admit(
         old_object: old,
         dry_run,
     };
-    for w in policy::admit(&st.policies, &bindings, &attrs, &View(st))? {
+    for w in policy::admit(&st.policies, &bindings, &attrs, &View::of(st))? {
         warnings.push(w);
     }
     Ok(())
@@ -148,6 +254,14 @@ mod tests {
         assert_eq!(
             BINDINGS,
             storage_key(GROUP, "validatingadmissionpolicybindings")
+        );
+        assert_eq!(
+            MUTATING,
+            storage_key(GROUP, "mutatingwebhookconfigurations")
+        );
+        assert_eq!(
+            VALIDATING,
+            storage_key(GROUP, "validatingwebhookconfigurations")
         );
     }
 }

@@ -345,7 +345,11 @@ pub(crate) fn commit_create(
         return Err(ApiError::already_exists(&res.group_resource(), &name));
     }
     if opts.dry_run {
-        return Ok(Arc::new(obj));
+        // Answered at the request's version, as the stored create below is.
+        return Ok(super::convert::to_version_shared(
+            &Arc::new(obj),
+            &res.api_version(),
+        ));
     }
     if let Some(ip) = next_ip {
         st.next_cluster_ip = ip;

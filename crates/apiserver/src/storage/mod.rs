@@ -25,7 +25,8 @@
 //!
 //! ## Design
 //! - One `parking_lot::Mutex` guards the whole state (`store::State`); no call holds it across
-//!   an await (no method here is async). Objects are `Arc<Value>` in persistent `imbl` maps,
+//!   an await (the only async methods, `hooked.rs`'s writes through admission webhooks, take
+//!   it for each synchronous step and never across a webhook call). Objects are `Arc<Value>` in persistent `imbl` maps,
 //!   so a snapshot of everything is an O(1) clone: a paginated list keeps the snapshot of its
 //!   first page and serves every later page from it (the continue token names the snapshot's
 //!   resourceVersion and the last key; the last `StorageConfig::list_snapshots` snapshots are
@@ -61,7 +62,9 @@
 //! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
 //! window, fan-out to watchers). Admission: `admit.rs` calls `crate::admission` from every
 //! commit (create, update, delete, delete collection) once the object is final, with the
-//! store as its `Lookup`. Rules and helpers: `rules.rs` per-kind defaults and status ·
+//! store as its `Lookup`; `hooked.rs` is the async write path taken when admission webhooks
+//! are configured (dry run, webhooks outside the lock, exact commit with a resourceVersion
+//! precondition, retried on conflict). Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
 //! versions · `webhook.rs` which requests a CRD's conversion webhook converts · `meta.rs` JSON
 //! metadata helpers. Validation (metadata, per-kind rules, the 422
@@ -82,6 +85,7 @@ mod delete;
 mod events;
 mod evict;
 mod gc;
+mod hooked;
 mod meta;
 mod read;
 mod rules;
@@ -106,6 +110,7 @@ use tokio::sync::mpsc;
 use crate::error::ApiError;
 use crate::patch::{MergeKeys, PatchKind};
 use crate::resource::ResourceInfo;
+pub(crate) use hooked::Write;
 pub(crate) use shared::Frame;
 pub use shared::{SharedEvent, SharedWatch};
 use store::State;
@@ -416,6 +421,12 @@ impl Storage {
             return Ok(None);
         }
         webhook::conversion(&self.state.lock(), res)
+    }
+
+    /// Whether any Mutating or ValidatingWebhookConfiguration is stored: writes then go
+    /// through the async entries of `hooked.rs` (`write_hooked`, `delete_hooked`).
+    pub(crate) fn has_webhooks(&self) -> bool {
+        admit::has_webhooks(&self.state.lock())
     }
 
     /// The current (latest) resourceVersion.

@@ -10,6 +10,8 @@ use kube_client::Client;
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::Value;
 
+pub mod webhook;
+
 /// Starts a server with the default configuration.
 pub async fn server() -> Server {
     Server::start(Config::default())

@@ -499,6 +499,28 @@ fn dry_run_changes_nothing() {
 }
 
 #[test]
+fn a_dry_run_create_answers_at_the_requests_version() {
+    let s = store();
+    let events = res(&s, "events.k8s.io", "events");
+    let dry = WriteOptions {
+        dry_run: true,
+        ..Default::default()
+    };
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "x/y", "reportingInstance": "i", "action": "A",
+        "reason": "R", "type": "Normal", "regarding": {"kind": "Pod", "name": "p"}});
+    let out = s
+        .create(&events, Some("default"), event.clone(), &dry)
+        .unwrap();
+    let stored = s
+        .create(&events, Some("default"), event, &WriteOptions::default())
+        .unwrap();
+    assert_eq!(out["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(out["regarding"], stored["regarding"]);
+}
+
+#[test]
 fn bad_names_are_invalid() {
     let s = store();
     let cms = res(&s, "", "configmaps");
