@@ -65,6 +65,7 @@ pub(crate) mod cel;
 mod cel_lib;
 mod check;
 mod cost;
+mod crd_rules;
 pub mod decode;
 mod format;
 mod node;
@@ -150,7 +151,7 @@ impl StructuralSchema {
             cel::check_field_paths(&root, "", &mut errors);
         }
         if errors.is_empty() {
-            rule::check_schema(&root, &mut errors);
+            crd_rules::check_schema(&root, &mut errors);
         }
         if root.ty.as_deref() != Some("object") && errors.is_empty() {
             errors.push(FieldError::new(

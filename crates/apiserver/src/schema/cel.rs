@@ -4,7 +4,7 @@
 //! Every rule is compiled when the CRD is written (a rule that does not parse, or does not
 //! type-check against the schema, refuses the CRD with `compilation failed: ...` at
 //! `...x-kubernetes-validations[i].rule`; one over the cost budget with `estimated rule cost
-//! exceeds budget ...`, see `rule::check_schema`), and evaluated on
+//! exceeds budget ...`, see `crd_rules::check_schema`), and evaluated on
 //! every write of a custom object with `self` bound to the node's value. A rule that names
 //! `oldSelf` is a transition rule: it is evaluated only on update, when the node has an old
 //! value (or always, with `oldSelf` an optional, under `optionalOldSelf`). On update, a node

@@ -3,10 +3,9 @@
 //! the compiled rules of each schema node, and `cel`, which evaluates them.
 //!
 //! [`parse_rules`] parses each entry as its node is read (syntax errors, undeclared names,
-//! reasons); once the whole schema is structural, [`check_schema`] type-checks every rule
-//! against its node's declared type ([`check`](super::check)) and estimates its cost
-//! ([`cost`](super::cost)), refusing the schema in upstream's words where a real server
-//! would. Both run only when a CRD is written; evaluation never repeats them.
+//! reasons); once the whole schema is structural, `crd_rules::check_schema` type-checks every
+//! rule and estimates its cost. Both run only when a CRD is written; evaluation never repeats
+//! them.
 
 use std::fmt;
 use std::sync::{Arc, LazyLock};
@@ -142,7 +141,7 @@ pub(super) fn compile(src: &str) -> Result<Program, String> {
 
 /// One error as cel-go displays it: `ERROR: <input>:line:col: message`, the line, and a
 /// caret under the column.
-fn error_at(src: &str, at: Option<(u32, u32)>, message: &str) -> String {
+pub(super) fn error_at(src: &str, at: Option<(u32, u32)>, message: &str) -> String {
     let (line, col, text) = position(src, at);
     format!(
         "ERROR: <input>:{line}:{col}: {message}\n | {text}\n | {}^",
@@ -359,203 +358,4 @@ pub(crate) fn parse_rules(
         }));
     }
     rules
-}
-
-/// The running total of a schema's rule costs, and its most expensive rules (upstream's
-/// `TotalCost`).
-#[derive(Default)]
-struct Total {
-    total: u64,
-    most_expensive: Vec<(String, u64)>,
-}
-
-impl Total {
-    fn observe(&mut self, path: String, cost: u64) {
-        self.total = self.total.saturating_add(cost);
-        // Rules under 1% of the per-CRD budget are not worth naming.
-        if cost < super::cost::PER_CRD_LIMIT / 100 {
-            return;
-        }
-        self.most_expensive.push((path, cost));
-        self.most_expensive
-            .sort_by_key(|(_, cost)| std::cmp::Reverse(*cost));
-        self.most_expensive.truncate(4);
-    }
-}
-
-/// Type-checks every rule of the schema under `root` against its node's declared type and
-/// estimates its cost, as upstream does when a CRD is written (after the structural checks
-/// pass): a type error, a rule that is not a `bool` or a messageExpression that is not a
-/// `string` is `Invalid`, a rule or messageExpression over the per-expression budget and a
-/// schema over the per-CRD budget are `Forbidden`, with upstream's messages. Paths are
-/// relative to `openAPIV3Schema`.
-pub(crate) fn check_schema(root: &super::node::Node, errors: &mut Vec<FieldError>) {
-    let mut total = Total::default();
-    check_node(root, "", Some(1), true, &mut total, errors);
-    if total.total > super::cost::PER_CRD_LIMIT {
-        for (path, _) in &total.most_expensive {
-            errors.push(FieldError::new(
-                path,
-                "FieldValueForbidden",
-                "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
-            ));
-        }
-        errors.push(FieldError::new(
-            "",
-            "FieldValueForbidden",
-            format!(
-                "Forbidden: {}",
-                super::cost::over_budget(
-                    "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
-                    total.total,
-                    super::cost::PER_CRD_LIMIT
-                )
-            ),
-        ));
-    }
-}
-
-fn check_node(
-    node: &super::node::Node,
-    path: &str,
-    cardinality: Option<u64>,
-    resource_root: bool,
-    total: &mut Total,
-    errors: &mut Vec<FieldError>,
-) {
-    use super::check::{Decl, Ty, check};
-    use super::cost::{PER_RULE_LIMIT, estimate, over_budget, times};
-    use super::node::Additional;
-
-    let child = |key: &str| {
-        if path.is_empty() {
-            key.to_string()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
-    if !node.rules.is_empty() {
-        let decl = Decl::of(node, resource_root);
-        // Where an enclosing list or map is unbounded: how many of this node fit a request.
-        let cardinality =
-            cardinality.unwrap_or(super::check::MAX_REQUEST_SIZE_BYTES / (decl.min_size + 1));
-        for rule in &node.rules {
-            let at = child(&format!("x-kubernetes-validations[{}]", rule.index));
-            let invalid = |field: &str, detail: String| {
-                FieldError::new(
-                    &format!("{at}.{field}"),
-                    "FieldValueInvalid",
-                    format!("Invalid value: {}: {detail}", rule.go),
-                )
-            };
-            let expr = rule.program.expression();
-            let checked = match check(expr, &decl, rule.optional_old_self) {
-                Ok(c) => c,
-                Err(errs) => {
-                    errors.push(invalid(
-                        "rule",
-                        format!(
-                            "compilation failed: {}",
-                            display(&rule.source, &rule.program, errs)
-                        ),
-                    ));
-                    continue;
-                }
-            };
-            if !matches!(checked.ty(expr.id), Ty::Bool | Ty::Dyn) {
-                errors.push(invalid(
-                    "rule",
-                    "cel expression must evaluate to a bool".into(),
-                ));
-                continue;
-            }
-            let cost = times(estimate(expr, &checked, &decl), cardinality);
-            if cost > PER_RULE_LIMIT {
-                errors.push(FieldError::new(
-                    &format!("{at}.rule"),
-                    "FieldValueForbidden",
-                    format!(
-                        "Forbidden: {}",
-                        over_budget("estimated rule cost", cost, PER_RULE_LIMIT)
-                    ),
-                ));
-            }
-            total.observe(format!("{at}.rule"), cost);
-            let (Some(program), Some(src)) = (&rule.message_expression, &rule.message_source)
-            else {
-                continue;
-            };
-            let mexpr = program.expression();
-            let checked = match check(mexpr, &decl, rule.optional_old_self) {
-                Ok(c) => c,
-                Err(errs) => {
-                    errors.push(invalid(
-                        "messageExpression",
-                        format!(
-                            "messageExpression compilation failed: {}",
-                            display(src, program, errs)
-                        ),
-                    ));
-                    continue;
-                }
-            };
-            if !matches!(checked.ty(mexpr.id), Ty::String | Ty::Dyn) {
-                errors.push(invalid(
-                    "messageExpression",
-                    "messageExpression must evaluate to a string".into(),
-                ));
-                continue;
-            }
-            let cost = estimate(mexpr, &checked, &decl);
-            if cost > PER_RULE_LIMIT {
-                errors.push(FieldError::new(
-                    &format!("{at}.messageExpression"),
-                    "FieldValueForbidden",
-                    format!(
-                        "Forbidden: {}",
-                        over_budget("estimated messageExpression cost", cost, PER_RULE_LIMIT)
-                    ),
-                ));
-            }
-            total.observe(format!("{at}.messageExpression"), cost);
-        }
-    }
-    // How many times each child may occur per occurrence of this node: once for an object's
-    // properties, unbounded without maxProperties (maxItems) for a map (list), as upstream's
-    // extractMaxElements (an object with any additionalProperties counts as a map).
-    let per_node = match node.ty.as_deref() {
-        Some("object") if node.additional.is_some() => node.max_properties,
-        Some("array") => node.max_items,
-        _ => Some(1),
-    };
-    let cardinality = cardinality.and_then(|c| per_node.map(|m| c.saturating_mul(m)));
-    for (k, p) in &node.properties {
-        let here = format!("{}[{k}]", child("properties"));
-        check_node(p, &here, cardinality, p.embedded, total, errors);
-    }
-    if let Some(Additional::Schema(s)) = &node.additional {
-        let here = child("additionalProperties");
-        check_node(s, &here, cardinality, s.embedded, total, errors);
-    }
-    if let Some(items) = &node.items {
-        check_node(
-            items,
-            &child("items"),
-            cardinality,
-            items.embedded,
-            total,
-            errors,
-        );
-    }
-}
-
-/// Type errors as cel-go lists them: by position, one `ERROR:` block each.
-fn display(src: &str, program: &Program, mut errs: Vec<super::check::TypeError>) -> String {
-    let offset = |id: u64| program.source_info().offset_for(id);
-    errs.sort_by_key(|e| offset(e.id).map_or(0, |(start, _)| start));
-    let parts: Vec<String> = errs
-        .iter()
-        .map(|e| error_at(src, offset(e.id), &e.message))
-        .collect();
-    parts.join("\n")
 }
