@@ -14,6 +14,10 @@
 //! look for it: [`event`], [`predicate`], [`handler`], [`workqueue`], [`source`], [`reconcile`] and
 //! [`controller`].
 //!
+//! Beside the pipeline, [`webhook`] serves admission (defaulting, validation) and CRD conversion
+//! webhooks over HTTPS, registered per kind by [`builder::WebhookBuilder`] and run by the
+//! [`manager::Manager`].
+//!
 //! One key type names objects everywhere: [`ObjectKey`] (namespace and name), the item a
 //! handler enqueues ([`Request`] is an alias of it), the key of the cache's stores and the key
 //! of client and cache reads.
@@ -46,6 +50,7 @@ pub mod prelude;
 pub mod reconcile;
 pub mod recorder;
 pub mod source;
+pub mod webhook;
 pub mod workqueue;
 
 mod error;

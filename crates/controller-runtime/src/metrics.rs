@@ -44,6 +44,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::webhook::WebhookMetrics;
 use crate::workqueue::WorkqueueMetrics;
 
 /// The labels of every per-controller series.
@@ -208,7 +209,8 @@ pub(crate) struct ControllerSeries {
     pub(crate) active_workers: Gauge,
 }
 
-/// Every metric family of the runtime for one registry: the controllers' and the workqueues'.
+/// Every metric family of the runtime for one registry: the controllers', the workqueues' and
+/// the webhook server's.
 /// What a Manager creates once and passes to each controller.
 #[derive(Clone, Debug)]
 pub struct Metrics {
@@ -216,14 +218,17 @@ pub struct Metrics {
     pub controller: ControllerMetrics,
     /// The `workqueue_*` families.
     pub workqueue: WorkqueueMetrics,
+    /// The `controller_runtime_webhook_*` families.
+    pub webhook: WebhookMetrics,
 }
 
 impl Metrics {
-    /// Registers both sets of families with `registry`. Call it once per registry.
+    /// Registers every set of families with `registry`. Call it once per registry.
     pub fn register(registry: &mut Registry) -> Self {
         Metrics {
             controller: ControllerMetrics::register(registry),
             workqueue: WorkqueueMetrics::register(registry),
+            webhook: WebhookMetrics::register(registry),
         }
     }
 }

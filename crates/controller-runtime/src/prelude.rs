@@ -1,8 +1,10 @@
 //! What a reconciler and its `main` need, in one import: `use controller_runtime::prelude::*;`.
 //!
-//! The Builder and the Manager that run a controller, the client a reconciler reads and writes
-//! with, the one key type ([`ObjectKey`], which a reconcile's [`Request`] is), the context a
-//! reconcile is handed ([`ReconcileContext`]), a reconcile's result types, controllerutil's helpers module, and kube's `Resource`/`ResourceExt` traits for
+//! The Builders (of a controller and of a kind's webhooks) and the Manager that runs them, the
+//! client a reconciler reads and writes with, the one key type ([`ObjectKey`], which a
+//! reconcile's [`Request`] is), the context a reconcile is handed ([`ReconcileContext`]), a
+//! reconcile's result types, controllerutil's helpers module, and kube's
+//! `Resource`/`ResourceExt` traits for
 //! the objects' metadata (`obj.name_any()`, `obj.namespace()`).
 //!
 //! ```
@@ -27,7 +29,7 @@ pub use kube_core::{Resource, ResourceExt};
 #[doc(no_inline)]
 pub use crate::CancellationToken;
 pub use crate::ObjectKey;
-pub use crate::builder::{ControllerBuilder, Input};
+pub use crate::builder::{ControllerBuilder, Input, WebhookBuilder};
 pub use crate::client::Client;
 pub use crate::controllerutil;
 pub use crate::manager::{BindAddress, Manager, ManagerOptions, signal_handler};

@@ -458,3 +458,234 @@ async fn existing_cluster_child() {
         .unwrap();
     env.stop().await.unwrap();
 }
+
+mod webhooks {
+    //! envtest installs a process's webhooks (envtest's `WebhookInstallOptions`).
+
+    use std::sync::Arc;
+
+    use controller_runtime::CancellationToken;
+    use controller_runtime::builder::WebhookBuilder;
+    use controller_runtime::envtest::{
+        Environment, MUTATING_CONFIGURATION, VALIDATING_CONFIGURATION,
+    };
+    use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
+    use controller_runtime::webhook::BoxError;
+    use controller_runtime::webhook::admission::{
+        Defaulter, Denial, Request, ValidationResult, Validator,
+    };
+    use controller_runtime::webhook::conversion::{Conversion, Convertible, Hub};
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::rt::TokioIo;
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube_client::Api;
+    use kube_core::CustomResourceExt;
+    use kube_derive::CustomResource;
+    use rustls::pki_types::{CertificateDer, ServerName, pem::PemObject};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+    use serde_json::{Value, json};
+
+    mod v1 {
+        use super::*;
+        #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
+        #[kube(
+            group = "hooks.crt.dev",
+            version = "v1",
+            kind = "Note",
+            namespaced,
+            crates(kube_core = "::kube_core")
+        )]
+        pub struct NoteSpec {
+            pub text: String,
+        }
+    }
+
+    mod v2 {
+        use super::*;
+        #[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
+        #[kube(
+            group = "hooks.crt.dev",
+            version = "v2",
+            kind = "Note",
+            namespaced,
+            crates(kube_core = "::kube_core")
+        )]
+        pub struct NoteSpec {
+            pub body: String,
+        }
+    }
+
+    impl Hub for v2::Note {}
+
+    impl Convertible<v2::Note> for v1::Note {
+        fn convert_to(&self) -> Result<v2::Note, BoxError> {
+            Ok(v2::Note {
+                metadata: self.metadata.clone(),
+                spec: v2::NoteSpec {
+                    body: self.spec.text.clone(),
+                },
+            })
+        }
+        fn convert_from(hub: &v2::Note) -> Result<Self, BoxError> {
+            Ok(v1::Note {
+                metadata: hub.metadata.clone(),
+                spec: v1::NoteSpec {
+                    text: hub.spec.body.clone(),
+                },
+            })
+        }
+    }
+
+    struct Hooks;
+
+    impl Defaulter<ConfigMap> for Hooks {
+        async fn default(&self, _: &mut ConfigMap, _: &Request) -> Result<(), Denial> {
+            Ok(())
+        }
+    }
+
+    impl Validator<ConfigMap> for Hooks {
+        async fn validate_create(&self, _: &ConfigMap, _: &Request) -> ValidationResult {
+            Err(Denial::new("no new configmaps"))
+        }
+    }
+
+    /// POSTs `body` to `url` over HTTPS trusting `ca` only, as the API server calls a webhook.
+    async fn call(url: &str, ca: &[u8], body: Value) -> Value {
+        let uri: http::Uri = url.parse().unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(ca).unwrap())
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let authority = uri.authority().unwrap().clone();
+        let tcp = tokio::net::TcpStream::connect(authority.as_str())
+            .await
+            .unwrap();
+        let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(
+                ServerName::try_from(authority.host().to_string()).unwrap(),
+                tcp,
+            )
+            .await
+            .expect("the serving certificate is trusted through the caBundle");
+        let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let request = http::Request::post(uri.path())
+            .header("host", authority.as_str())
+            .header("content-type", "application/json")
+            .body(Full::new(bytes::Bytes::from(
+                serde_json::to_vec(&body).unwrap(),
+            )))
+            .unwrap();
+        let response = send.send_request(request).await.unwrap();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_environment_installs_the_webhooks_of_a_running_manager() {
+        let crd = kube_core::crd::merge_crds(vec![v1::Note::crd(), v2::Note::crd()], "v2").unwrap();
+        let env = Environment::new()
+            .use_existing_cluster(false)
+            .crd_object(crd)
+            .start()
+            .await
+            .unwrap();
+        let options = env.webhook_options().unwrap();
+        assert_eq!(
+            format!("{:?}", env.webhook_options().unwrap()),
+            format!("{options:?}"),
+            "made once"
+        );
+        let mgr = Manager::new(
+            env.client(),
+            ManagerOptions::default()
+                .with_metrics_bind_address(BindAddress::Disabled)
+                .with_webhook_server(options.clone()),
+        )
+        .unwrap();
+        WebhookBuilder::new(&mgr)
+            .for_::<ConfigMap>()
+            .with_defaulter(Hooks)
+            .with_validator(Hooks)
+            .complete()
+            .unwrap();
+        WebhookBuilder::new(&mgr)
+            .for_::<v2::Note>()
+            .with_conversion(Conversion::new().with_spoke::<v1::Note>())
+            .complete()
+            .unwrap();
+        let ctx = CancellationToken::new();
+        let running = tokio::spawn({
+            let (mgr, ctx) = (mgr.clone(), ctx.clone());
+            async move { mgr.start(ctx).await }
+        });
+        // The server starts from the environment's certificate, on the loopback address.
+        let addr = mgr.webhook_server().listening().await.unwrap();
+        assert_eq!(addr.ip().to_string(), "127.0.0.1");
+        env.install_webhooks(mgr.webhook_server()).await.unwrap();
+
+        let ca = env.webhook_ca_pem().unwrap();
+        let base = format!("https://127.0.0.1:{}", addr.port());
+        let mutating = Api::<MutatingWebhookConfiguration>::all(env.client())
+            .get(MUTATING_CONFIGURATION)
+            .await
+            .unwrap();
+        let webhook = &mutating.webhooks.unwrap()[0];
+        assert_eq!(
+            webhook.client_config.url.as_deref(),
+            Some(&*format!("{base}/mutate-core-v1-configmap"))
+        );
+        assert_eq!(
+            webhook.client_config.ca_bundle.as_ref().unwrap().0,
+            ca.as_bytes()
+        );
+        let validating = Api::<ValidatingWebhookConfiguration>::all(env.client())
+            .get(VALIDATING_CONFIGURATION)
+            .await
+            .unwrap();
+        let webhook = &validating.webhooks.unwrap()[0];
+        let url = webhook.client_config.url.clone().unwrap();
+        assert_eq!(url, format!("{base}/validate-core-v1-configmap"));
+        let crd = Api::<CustomResourceDefinition>::all(env.client())
+            .get("notes.hooks.crt.dev")
+            .await
+            .unwrap();
+        let conversion = crd.spec.conversion.unwrap();
+        assert_eq!(conversion.strategy, "Webhook");
+        let client_config = conversion.webhook.unwrap().client_config.unwrap();
+        assert_eq!(client_config.url, Some(format!("{base}/convert")));
+
+        // The installed URL and caBundle reach the running server, as the API server will.
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "e1",
+                "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+                "name": "x", "namespace": "default", "operation": "CREATE", "userInfo": {},
+                "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}},
+            },
+        });
+        let answer = call(&url, ca.as_bytes(), review).await;
+        assert_eq!(answer["response"]["allowed"], false);
+        assert_eq!(answer["response"]["status"]["message"], "no new configmaps");
+
+        ctx.cancel();
+        running.await.unwrap().unwrap();
+        env.stop().await.unwrap();
+    }
+}

@@ -137,6 +137,7 @@
 //! ```
 
 mod input;
+mod webhook;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -145,6 +146,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 pub use input::Input;
+pub use webhook::{WebhookBuilder, WebhookFor};
 
 use crate::Request;
 use crate::cache::{Cache, CacheObject};

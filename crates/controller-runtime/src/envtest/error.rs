@@ -105,4 +105,8 @@ pub enum Error {
         /// How long the environment waited.
         timeout: Duration,
     },
+    /// The webhooks' local serving certificate could not be made, or their configuration
+    /// objects not installed.
+    #[error("webhooks: {0}")]
+    Webhook(String),
 }

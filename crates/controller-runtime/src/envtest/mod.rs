@@ -107,6 +107,14 @@
 //! [`clean_up_after_use`](Environment::clean_up_after_use) asks [`Running::stop`] to delete
 //! them (envtest's `CRDInstallOptions.CleanUpAfterUse`).
 //!
+//! ## Webhooks
+//!
+//! As envtest's `WebhookInstallOptions`: [`Running::webhook_options`] gives the options of a
+//! webhook server serving on `127.0.0.1` at a free port with a certificate made for the
+//! environment; once the manager's webhooks are registered, [`Running::install_webhooks`]
+//! writes their configuration objects (`url: https://127.0.0.1:<port>/<path>`, the CA bundle)
+//! and the conversion stanza of the installed CRDs, so the API server calls this process.
+//!
 //! ## Stopping
 //!
 //! [`Running::stop`] deletes the CRDs it was asked to clean up, then stops the embedded server:
@@ -116,8 +124,10 @@
 
 mod crds;
 mod error;
+mod webhooks;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -126,6 +136,7 @@ use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_core::CustomResourceExt;
 
 pub use error::Error;
+pub use webhooks::{MUTATING_CONFIGURATION, VALIDATING_CONFIGURATION};
 
 /// The environment variable that points tests at an existing cluster (`true` or `1`), as
 /// envtest's.
@@ -267,6 +278,7 @@ impl Environment {
             installed,
             clean_up_after_use: self.clean_up_after_use,
             timeout: self.crd_install_timeout,
+            webhook_serving: parking_lot::Mutex::default(),
         })
     }
 }
@@ -294,6 +306,8 @@ pub struct Running {
     installed: Vec<String>,
     clean_up_after_use: bool,
     timeout: Duration,
+    /// The webhooks' local serving certificate and port, made on first use.
+    webhook_serving: parking_lot::Mutex<Option<Arc<webhooks::LocalServing>>>,
 }
 
 impl std::fmt::Debug for Running {
@@ -339,6 +353,55 @@ impl Running {
     /// The names of the CRDs [`Environment::start`] installed, in install order.
     pub fn installed_crds(&self) -> &[String] {
         &self.installed
+    }
+
+    fn webhook_serving(&self) -> Result<Arc<webhooks::LocalServing>, Error> {
+        let mut serving = self.webhook_serving.lock();
+        if let Some(serving) = &*serving {
+            return Ok(serving.clone());
+        }
+        let made = Arc::new(webhooks::local_serving()?);
+        *serving = Some(made.clone());
+        Ok(made)
+    }
+
+    /// The options of a webhook server serving this process's webhooks to the environment
+    /// (envtest's `WebhookInstallOptions.LocalServing*`): `127.0.0.1`, a port that was free, and
+    /// a directory with a serving certificate for `127.0.0.1` signed by a CA made for this
+    /// environment (removed with it). Give them to the manager
+    /// ([`ManagerOptions::with_webhook_server`](crate::manager::ManagerOptions::with_webhook_server)),
+    /// register the webhooks, then [`install_webhooks`](Self::install_webhooks).
+    pub fn webhook_options(&self) -> Result<crate::webhook::Options, Error> {
+        Ok(self.webhook_serving()?.options())
+    }
+
+    /// The CA (PEM) that signed the webhook serving certificate (the `caBundle` of the
+    /// installed configurations).
+    pub fn webhook_ca_pem(&self) -> Result<String, Error> {
+        Ok(self.webhook_serving()?.ca_pem.clone())
+    }
+
+    /// Installs `server`'s webhooks as envtest does: its `MutatingWebhookConfiguration`
+    /// ([`MUTATING_CONFIGURATION`]) and `ValidatingWebhookConfiguration`
+    /// ([`VALIDATING_CONFIGURATION`]) with `url: https://127.0.0.1:<port>/<path>` and the CA
+    /// bundle, and the `spec.conversion` of every installed CRD whose kind has a registered
+    /// conversion. Call it once the webhooks are registered; the server must run with
+    /// [`webhook_options`](Self::webhook_options) for the API server to reach it.
+    ///
+    /// ```no_run
+    /// # async fn f(mgr_options: controller_runtime::manager::ManagerOptions) -> Result<(), Box<dyn std::error::Error>> {
+    /// use controller_runtime::envtest::Environment;
+    /// use controller_runtime::manager::Manager;
+    ///
+    /// let env = Environment::new().start().await?;
+    /// let mgr = Manager::new(env.client(), mgr_options.with_webhook_server(env.webhook_options()?))?;
+    /// // WebhookBuilder::new(&mgr).for_::<Foo>().with_validator(..).complete()?;
+    /// env.install_webhooks(mgr.webhook_server()).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn install_webhooks(&self, server: &crate::webhook::Server) -> Result<(), Error> {
+        let serving = self.webhook_serving()?;
+        webhooks::install(&self.client, &serving, server, &self.installed).await
     }
 
     /// Stops the environment: deletes the CRDs it installed if

@@ -6,7 +6,8 @@
 //! [`Manager::start`] in controller-runtime's order and stopped in reverse:
 //!
 //! 1. HTTP servers (metrics, health probes)
-//! 2. webhooks
+//! 2. webhooks (the [webhook server](Manager::webhook_server), listening before the caches
+//!    start)
 //! 3. caches (and their wait for sync)
 //! 4. other runnables that do not need leader election
 //! 5. warm-up of the controllers that need leader election
@@ -111,7 +112,8 @@ use crate::client::Client;
 use crate::leaderelection::LeaderElector;
 use crate::metrics::Metrics;
 use crate::recorder::Recorder;
-use groups::Groups;
+use crate::webhook::{Options as WebhookOptions, Server as WebhookServer};
+use groups::{Groups, ReadyCheck};
 use healthz::Checks;
 
 /// Why a manager could not be built, or why it stopped.
@@ -200,6 +202,9 @@ pub struct ManagerOptions {
     /// How long [`Manager::start`] waits for runnables to stop after cancellation (default
     /// 30 s); zero: do not wait.
     pub(crate) graceful_shutdown_timeout: Duration,
+    /// The webhook server's options (port 9443, certificates in
+    /// `<temp dir>/k8s-webhook-server/serving-certs`); see [`Manager::webhook_server`].
+    pub(crate) webhook_server: WebhookOptions,
 }
 
 impl Default for ManagerOptions {
@@ -210,6 +215,7 @@ impl Default for ManagerOptions {
             health_probe_bind_address: BindAddress::Disabled,
             leader_election: None,
             graceful_shutdown_timeout: Duration::from_secs(30),
+            webhook_server: WebhookOptions::default(),
         }
     }
 }
@@ -251,6 +257,15 @@ impl ManagerOptions {
     pub fn with_graceful_shutdown_timeout(self, timeout: Duration) -> Self {
         ManagerOptions {
             graceful_shutdown_timeout: timeout,
+            ..self
+        }
+    }
+
+    /// The webhook server's options (port 9443, certificates in
+    /// `<temp dir>/k8s-webhook-server/serving-certs`); see [`Manager::webhook_server`].
+    pub fn with_webhook_server(self, options: WebhookOptions) -> Self {
+        ManagerOptions {
+            webhook_server: options,
             ..self
         }
     }
@@ -305,6 +320,9 @@ struct Inner {
     elected: watch::Sender<bool>,
     metrics_addr: Mutex<Option<SocketAddr>>,
     health_probe_addr: Mutex<Option<SocketAddr>>,
+    webhook_server: WebhookServer,
+    /// Whether the webhook server was added to the webhooks group (on first use).
+    webhook_server_added: AtomicBool,
 }
 
 impl Manager {
@@ -333,6 +351,8 @@ impl Manager {
                 .get_or_create(&vec![("name".into(), config.lease_name.clone())])
                 .clone()
         });
+        let webhook_server =
+            WebhookServer::new(options.webhook_server.clone(), metrics.webhook.clone());
         let (failures, failures_rx) = mpsc::unbounded_channel();
         let caches_synced = Arc::new(AtomicBool::new(false));
         let readyz = Checks::default();
@@ -367,6 +387,8 @@ impl Manager {
                 elected: watch::Sender::new(false),
                 metrics_addr: Mutex::default(),
                 health_probe_addr: Mutex::default(),
+                webhook_server,
+                webhook_server_added: AtomicBool::new(false),
             }),
         })
     }
@@ -449,6 +471,42 @@ impl Manager {
     /// [`Error::Stopping`] once the manager is stopping.
     pub fn add(&self, runnable: impl Runnable) -> Result<(), Error> {
         self.inner.groups.add(Arc::new(runnable), None)
+    }
+
+    /// The webhook server (controller-runtime's `GetWebhookServer`), configured by
+    /// [`ManagerOptions::with_webhook_server`]. The first call adds it to the
+    /// [`Webhooks`](RunnableGroup::Webhooks) group, so a manager that never asks for it binds
+    /// nothing; the manager starts the caches only once it listens. Register webhooks on it
+    /// (the [`WebhookBuilder`](crate::builder::WebhookBuilder) does), before or after `start`,
+    /// and its readiness check with
+    /// `mgr.add_readyz_check("webhook", mgr.webhook_server().started_checker())`.
+    pub fn webhook_server(&self) -> &WebhookServer {
+        let server = &self.inner.webhook_server;
+        if !self.inner.webhook_server_added.swap(true, Ordering::AcqRel) {
+            let ready: ReadyCheck = Box::new({
+                let server = server.clone();
+                move |ctx: CancellationToken| {
+                    Box::pin(async move {
+                        tokio::select! {
+                            listening = server.listening() => match listening {
+                                Ok(_) => true,
+                                // The server's own error stops the manager: wait for that.
+                                Err(_) => {
+                                    ctx.cancelled().await;
+                                    false
+                                }
+                            },
+                            _ = ctx.cancelled() => false,
+                        }
+                    })
+                }
+            });
+            let runnable = Arc::new(runnable::WebhookServerRunnable(server.clone()));
+            if let Err(e) = self.inner.groups.add(runnable, Some(ready)) {
+                tracing::warn!(error = %e, "the webhook server was not added to the manager");
+            }
+        }
+        server
     }
 
     /// Reserves a controller name in this manager; the Builder calls it. Fails for a name

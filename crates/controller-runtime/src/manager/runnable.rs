@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cache::Cache;
 use crate::controller::Controller;
+use crate::webhook::Server as WebhookServer;
 use crate::workqueue::QueueItem;
 
 pub(crate) use crate::BoxError;
@@ -126,5 +127,24 @@ impl Runnable for CacheRunnable {
 
     fn group(&self) -> RunnableGroup {
         RunnableGroup::Caches
+    }
+}
+
+/// The manager's webhook server as a runnable in [`RunnableGroup::Webhooks`]; the manager waits
+/// until it listens before it starts the caches.
+pub(crate) struct WebhookServerRunnable(pub(crate) WebhookServer);
+
+impl Runnable for WebhookServerRunnable {
+    fn name(&self) -> String {
+        "webhook server".into()
+    }
+
+    fn start(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        let server = self.0.clone();
+        Box::pin(async move { Ok(server.start(ctx).await?) })
+    }
+
+    fn group(&self) -> RunnableGroup {
+        RunnableGroup::Webhooks
     }
 }
