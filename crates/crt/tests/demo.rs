@@ -85,3 +85,83 @@ fn crt_demo_plays_every_step_and_exits_0() {
     let lines = stdout.lines().count();
     assert!(lines < 200, "{lines} lines:\n{stdout}");
 }
+
+/// On a cluster (`--kubeconfig`), which cannot call back into the demo's process, the demo
+/// installs no webhooks, says so, and plays the same steps with the message written by hand.
+#[test]
+fn crt_demo_on_a_cluster_runs_without_webhooks_and_says_so() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    };
+    use kube_client::Api;
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt
+        .block_on(crt_apiserver::Server::start(Default::default()))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+
+    // The server keeps serving on the runtime's workers while the demo runs.
+    let out = Command::new(env!("CARGO_BIN_EXE_crt"))
+        .arg("demo")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .output()
+        .expect("crt demo runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "crt demo exited with {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    let expected = [
+        "== operator running",
+        "webhooks: off (the cluster cannot call back into this process)",
+        "== step 1/6: create Greeting hello (replicas 2, message \"hello\")",
+        "ok: hello-0 and hello-1 say \"hello\"",
+        "== step 2/6: change the message to \"bonjour\" (a spec change: generation 2)\n",
+        "== step 6/6: delete the Greeting",
+        "ok: cleanup deleted hello-0",
+        "== summary",
+        "left on the cluster: namespace crt-demo",
+    ];
+    let mut rest = &stdout[..];
+    for line in expected {
+        match rest.find(line) {
+            Some(at) => rest = &rest[at + line.len()..],
+            None => panic!("{line:?} missing (or out of order) in:\n{stdout}"),
+        }
+    }
+    for absent in ["defaulting webhook", "validating webhook", "goodbye, world"] {
+        assert!(!stdout.contains(absent), "{absent:?} in:\n{stdout}");
+    }
+
+    // Nothing was installed that would make the cluster call this (now gone) process.
+    let (mutating, validating) = rt.block_on(async {
+        let kc = kube_client::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+        let config = kube_client::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
+        let client = kube_client::Client::try_from(config).unwrap();
+        let list = Default::default();
+        (
+            Api::<MutatingWebhookConfiguration>::all(client.clone())
+                .list(&list)
+                .await
+                .unwrap()
+                .items
+                .len(),
+            Api::<ValidatingWebhookConfiguration>::all(client)
+                .list(&list)
+                .await
+                .unwrap()
+                .items
+                .len(),
+        )
+    });
+    assert_eq!((mutating, validating), (0, 0));
+    rt.block_on(server.stop());
+}
