@@ -44,7 +44,9 @@ pub struct GreetingSpec {
     /// operator create a million objects.
     #[schemars(range(min = 0, max = 10))]
     pub replicas: i32,
-    /// The text every ConfigMap carries under `data.message`.
+    /// The text every ConfigMap carries under `data.message`. Optional in the schema: the
+    /// demo's defaulting webhook fills in an empty or missing one (`hello`).
+    #[serde(default)]
     pub message: String,
 }
 

@@ -7,7 +7,11 @@
 //!    Greetings, `owns` ConfigMaps. For each Greeting it keeps `replicas` ConfigMaps carrying
 //!    `message`, reports them in the status with a `Ready` condition, tells what it changed in
 //!    Kubernetes Events (the recorder), and deletes them through a finalizer when the Greeting
-//!    goes.
+//!    goes. On the embedded server, the same Manager serves the Greeting's admission webhooks
+//!    ([`webhook`]: a defaulter fills in an empty message, a validator refuses a bad one and
+//!    warns on delete) over HTTPS, with a certificate made for the run, and installs their
+//!    configuration on the API server, which calls them on every write of a Greeting. With
+//!    `--kubeconfig` there are no webhooks: a cluster cannot call back into this process.
 //! 3. It plays a scenario against the API ([`scenario`]) and checks each step's outcome,
 //!    printing the pipeline as it runs ([`flow`]): event, predicate, handler, queue, reconcile,
 //!    result.
@@ -34,7 +38,9 @@ mod crd;
 mod flow;
 mod operator;
 mod scenario;
+mod webhook;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,7 +49,9 @@ use anyhow::Context;
 use controller_runtime::builder::{ControllerBuilder, Input};
 use controller_runtime::cache::{ByObject, CacheOptions, namespaces};
 use controller_runtime::controller::ControllerOptions;
+use controller_runtime::envtest::{Environment, Running};
 use controller_runtime::manager::{Manager, ManagerOptions};
+use controller_runtime::webhook::admission::{mutate_path, validate_path};
 use controller_runtime::workqueue::{QueueConfig, QueueOrder, Workqueue};
 use k8s_openapi::api::core::v1::ConfigMap;
 use tokio_util::sync::CancellationToken;
@@ -72,14 +80,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let (kubeconfig, embedded) = match &args.kubeconfig {
         Some(path) => (path.clone(), None),
         None => {
-            let server = crt_apiserver::Server::start(Default::default())
+            // The embedded API server, started as a test environment: envtest also makes the
+            // webhook server's certificate and installs the webhooks' configuration.
+            let env = Environment::new()
+                .use_existing_cluster(false)
+                .start()
                 .await
                 .context("starting the embedded API server")?;
+            let server = env
+                .server()
+                .context("the environment started no embedded API server")?;
             let path =
                 std::env::temp_dir().join(format!("crt-demo-{}.kubeconfig", std::process::id()));
             server.write_kubeconfig(&path)?;
             say!("embedded API server at {}", server.url());
-            (path.clone(), Some((server, RemoveOnDrop(path))))
+            (path.clone(), Some((env, RemoveOnDrop(path))))
         }
     };
     let client = client_from_file(&kubeconfig).await?;
@@ -89,7 +104,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
     // The operator: a Manager, and one controller built with the Builder.
     let stats = Arc::new(Stats::default());
-    let mgr = manager(client.clone())?;
+    let env = embedded.as_ref().map(|(env, _)| env);
+    let mgr = manager(client.clone(), env)?;
     let notes = Arc::new(Notes::default());
     let reconciler = FlowReconciler::new(
         operator::reconciler(mgr.client(), notes.clone(), stats.clone()),
@@ -103,21 +119,44 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .complete_with(reconciler)
         .await
         .context("building the greeting controller")?;
+    // A cluster cannot call back into this process: webhooks only on the embedded server.
+    if env.is_some() {
+        webhook::register(&mgr).context("registering the Greeting's webhooks")?;
+    }
     let ctx = CancellationToken::new();
     let running = tokio::spawn({
         let (mgr, ctx) = (mgr.clone(), ctx.clone());
         async move { mgr.start(ctx).await }
     });
+    let webhooks = match env {
+        Some(env) => Some(install_webhooks(&mgr, env).await?),
+        None => None,
+    };
     scenario::wait_started(&mgr).await?;
     say!(
         "== operator running: controller \"greeting\" (for Greeting, owns ConfigMap){}",
         endpoints(&mgr)
     );
+    match &webhooks {
+        Some(addr) => say!(
+            "   webhooks at https://{addr}: {} defaults an empty message to {:?}, {} refuses \
+             {:?} and messages over {} characters; installed on the API server",
+            mutate_path::<Greeting>(),
+            webhook::DEFAULT_MESSAGE,
+            validate_path::<Greeting>(),
+            webhook::FORBIDDEN,
+            webhook::MAX_MESSAGE
+        ),
+        None => say!(
+            "   webhooks: off (the cluster cannot call back into this process); Greetings are \
+             checked by their schema only"
+        ),
+    }
     say!(
         "   an event prints: event | predicate | handler | queue; a reconcile: reconcile, then result"
     );
 
-    let outcome = scenario::play(&client, &stats).await;
+    let outcome = scenario::play(&client, &stats, webhooks.is_some()).await;
     if let Err(e) = outcome {
         ctx.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(5), running).await;
@@ -140,6 +179,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             "        kubectl --kubeconfig {path} -n {NAMESPACE} scale greeting/hello --replicas 3"
         );
         say!("        kubectl --kubeconfig {path} -n {NAMESPACE} describe greeting hello");
+        if webhooks.is_some() {
+            say!(
+                "        kubectl --kubeconfig {path} -n {NAMESPACE} patch greeting hello --type merge \
+                 -p '{{\"spec\":{{\"message\":\"goodbye\"}}}}'   # refused by the webhook"
+            );
+        }
         controller_runtime::manager::signal_handler()
             .cancelled()
             .await;
@@ -153,8 +198,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         Err(_) => eprintln!("the manager did not stop within 10 s"),
     }
     match embedded {
-        Some((server, _kubeconfig_file)) => {
-            server.stop().await;
+        Some((env, _kubeconfig_file)) => {
+            if let Err(e) = env.stop().await {
+                eprintln!("stopping the embedded API server: {e}");
+            }
         }
         None => say!(
             "   left on the cluster: namespace {NAMESPACE} and the CRD greetings.demo.crt.dev \
@@ -166,8 +213,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 
 /// The Manager: its cache holds the demo namespace only, and of ConfigMaps only the operator's
 /// (the label every child carries), so other ConfigMaps never reach the controller. Metrics and
-/// probes listen on free ports (never a fixed one: tests run in parallel).
-fn manager(client: kube_client::Client) -> anyhow::Result<Manager> {
+/// probes listen on free ports (never a fixed one: tests run in parallel); on the embedded
+/// server, so does the webhook server, with the certificate `env` made for it.
+fn manager(client: kube_client::Client, env: Option<&Running>) -> anyhow::Result<Manager> {
     let cache = CacheOptions::default()
         .with_default_namespaces(namespaces([NAMESPACE]))
         .by_object::<ConfigMap>(
@@ -179,7 +227,28 @@ fn manager(client: kube_client::Client) -> anyhow::Result<Manager> {
         .with_metrics_bind_address("127.0.0.1:0".parse()?)
         .with_health_probe_bind_address("127.0.0.1:0".parse()?)
         .with_graceful_shutdown_timeout(Duration::from_secs(5));
+    let options = match env {
+        Some(env) => options.with_webhook_server(
+            env.webhook_options()
+                .context("making the webhook serving certificate")?,
+        ),
+        None => options,
+    };
     Manager::new(client, options).context("creating the manager")
+}
+
+/// Waits until the manager's webhook server listens, then installs the webhooks' configuration
+/// objects on the embedded server (their URLs and the CA that signed the serving certificate),
+/// so every later write of a Greeting goes through them. Returns where they are served.
+async fn install_webhooks(mgr: &Manager, env: &Running) -> anyhow::Result<SocketAddr> {
+    let addr = tokio::time::timeout(Duration::from_secs(30), mgr.webhook_server().listening())
+        .await
+        .context("the webhook server did not listen within 30 s")?
+        .map_err(|e| anyhow::anyhow!("starting the webhook server: {e}"))?;
+    env.install_webhooks(mgr.webhook_server())
+        .await
+        .context("installing the webhook configurations")?;
+    Ok(addr)
 }
 
 /// The controller's options: the default priority queue, seen through [`FlowQueue`]; one
@@ -248,6 +317,8 @@ async fn print_metrics(addr: std::net::SocketAddr) {
         "controller_runtime_reconcile_total{",
         "controller_runtime_reconcile_errors_total{",
         "workqueue_adds_total{",
+        // The webhook server's, when it serves the Greeting's webhooks.
+        "controller_runtime_webhook_requests_total{",
     ];
     say!("   metrics (GET http://{addr}/metrics):");
     for line in text

@@ -1,6 +1,10 @@
 //! The scenario: what a user does to a Greeting through the API, step by step, and what each
 //! step must lead to. Every step waits (bounded) for its outcome, read straight from the API
 //! server, and fails with what it saw last if the outcome does not come.
+//!
+//! With the Greeting's webhooks installed (the embedded server), step 1 leaves the message to
+//! the defaulting webhook, step 2 also tries a message the validating webhook refuses, and step
+//! 6 shows the validating webhook's warning on delete.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,13 +18,14 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::Api;
 use kube_client::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use kube_client::core::{CustomResourceExt, ResourceExt};
+use kube_client::core::{CustomResourceExt, Resource, ResourceExt};
 use serde_json::json;
 
 use super::NAMESPACE;
 use super::crd::{Greeting, GreetingSpec};
 use super::flow::Stats;
 use super::operator::{FINALIZER, GREETING_LABEL};
+use super::webhook;
 
 /// How many steps [`play`] runs (for the summary).
 pub const STEPS: usize = 6;
@@ -28,6 +33,8 @@ pub const STEPS: usize = 6;
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The Greeting the scenario plays with.
 const NAME: &str = "hello";
+/// A message the validating webhook refuses (step 2).
+const BAD_MESSAGE: &str = "goodbye, world";
 
 /// Installs the CRD (or updates it when it exists) and the demo namespace, and waits until the
 /// server serves Greetings.
@@ -182,9 +189,14 @@ impl World {
 static CURRENT: AtomicUsize = AtomicUsize::new(0);
 
 /// Plays the scenario; each step prints its header, the flow it causes, and what was checked.
-/// An error names the step that failed.
-pub async fn play(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Result<()> {
-    steps(client, stats).await.with_context(|| {
+/// `webhooks`: the Greeting's webhooks are installed, and the steps that show them run. An
+/// error names the step that failed.
+pub async fn play(
+    client: &kube_client::Client,
+    stats: &Arc<Stats>,
+    webhooks: bool,
+) -> anyhow::Result<()> {
+    steps(client, stats, webhooks).await.with_context(|| {
         format!(
             "scenario step {}/{STEPS} failed",
             CURRENT.load(Ordering::Relaxed)
@@ -192,22 +204,48 @@ pub async fn play(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::R
     })
 }
 
-async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Result<()> {
+async fn steps(
+    client: &kube_client::Client,
+    stats: &Arc<Stats>,
+    webhooks: bool,
+) -> anyhow::Result<()> {
     let world = World {
         greetings: Api::namespaced(client.clone(), NAMESPACE),
         configmaps: Api::namespaced(client.clone(), NAMESPACE),
     };
     let pp = PostParams::default();
 
-    step(1, "create Greeting hello (replicas 2, message \"hello\")");
+    // With webhooks, the message is left to the defaulting webhook.
+    let (header, message) = if webhooks {
+        (
+            format!(
+                "create Greeting hello (replicas 2, no message: the defaulting webhook sets {:?})",
+                webhook::DEFAULT_MESSAGE
+            ),
+            "",
+        )
+    } else {
+        (
+            "create Greeting hello (replicas 2, message \"hello\")".to_string(),
+            "hello",
+        )
+    };
+    step(1, &header);
     let greeting = Greeting::new(
         NAME,
         GreetingSpec {
             replicas: 2,
-            message: "hello".into(),
+            message: message.into(),
         },
     );
-    let uid = world.greetings.create(&pp, &greeting).await?.uid();
+    let created = world.greetings.create(&pp, &greeting).await?;
+    if created.spec.message != "hello" {
+        bail!(
+            "the created Greeting came back with message {:?}, want \"hello\"",
+            created.spec.message
+        );
+    }
+    let uid = created.uid();
     wait_for("2 ConfigMaps saying \"hello\", status Ready", || {
         world.converged(2, "hello")
     })
@@ -231,15 +269,20 @@ async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Resu
     })
     .await?;
     settle(stats).await;
+    if webhooks {
+        ok("the created Greeting came back with message \"hello\", set by the defaulting webhook");
+    }
     ok(
         "hello-0 and hello-1 say \"hello\"; finalizer added; status 2/2 ready, Ready=True; \
         an Event ConfigMapsSynced recorded",
     );
 
-    step(
-        2,
-        "change the message to \"bonjour\" (a spec change: generation 2)",
-    );
+    let header = "change the message to \"bonjour\" (a spec change: generation 2)";
+    if webhooks {
+        step(2, &format!("{header}, then try {BAD_MESSAGE:?}"));
+    } else {
+        step(2, header);
+    }
     let patch = Patch::Merge(json!({ "spec": { "message": "bonjour" } }));
     world
         .greetings
@@ -249,8 +292,35 @@ async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Resu
         world.converged(2, "bonjour")
     })
     .await?;
+    // Bad input never reaches the operator: the validating webhook refuses it.
+    let refused = if webhooks {
+        let patch = Patch::Merge(json!({ "spec": { "message": BAD_MESSAGE } }));
+        let refused = match world
+            .greetings
+            .patch(NAME, &PatchParams::default(), &patch)
+            .await
+        {
+            Ok(_) => {
+                bail!("the message {BAD_MESSAGE:?} was accepted; the validating webhook refuses it")
+            }
+            Err(kube_client::Error::Api(status)) => status.message,
+            Err(e) => return Err(e).context(format!("setting the message {BAD_MESSAGE:?}")),
+        };
+        let kept = world.greetings.get(NAME).await?.spec.message;
+        if kept != "bonjour" {
+            bail!("after the refused patch, the message is {kept:?}, want \"bonjour\"");
+        }
+        Some(refused)
+    } else {
+        None
+    };
     settle(stats).await;
     ok("both ConfigMaps say \"bonjour\"; status observedGeneration 2");
+    if let Some(refused) = refused {
+        ok(&format!(
+            "{BAD_MESSAGE:?} is refused by the validating webhook: {refused}"
+        ));
+    }
 
     step(
         3,
@@ -313,10 +383,10 @@ async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Resu
         "delete the Greeting (the finalizer's cleanup deletes its ConfigMaps)",
     );
     let deleted_before = Stats::get(&stats.deleted);
-    world
-        .greetings
-        .delete(NAME, &DeleteParams::default())
-        .await?;
+    let warnings = delete_greeting(client, NAME).await?;
+    if webhooks && warnings.is_empty() {
+        bail!("deleting the Greeting got no warning; the validating webhook gives one");
+    }
     wait_for("the Greeting and its ConfigMaps gone", || async {
         let left = world.children().await?;
         if !left.is_empty() {
@@ -336,7 +406,58 @@ async fn steps(client: &kube_client::Client, stats: &Arc<Stats>) -> anyhow::Resu
     }
     settle(stats).await;
     ok("cleanup deleted hello-0, the finalizer was removed, the Greeting is gone");
+    for warning in warnings {
+        ok(&format!(
+            "the delete came back with the validating webhook's warning: {warning}"
+        ));
+    }
     Ok(())
+}
+
+/// Deletes the Greeting `name` as `kubectl delete` does, and returns the warnings of the answer
+/// (its `Warning` headers, which kubectl prints; kube's `Api` does not surface them).
+async fn delete_greeting(client: &kube_client::Client, name: &str) -> anyhow::Result<Vec<String>> {
+    let request = kube_client::core::Request::new(Greeting::url_path(&(), Some(NAMESPACE)))
+        .delete(name, &DeleteParams::default())
+        .context("building the delete request")?;
+    let response = client
+        .send(request.map(kube_client::client::Body::from))
+        .await
+        .context("deleting the Greeting")?;
+    let status = response.status();
+    let warnings = response
+        .headers()
+        .get_all("warning")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .map(warning_text)
+        .collect();
+    if !status.is_success() {
+        let body = response
+            .into_body()
+            .collect_bytes()
+            .await
+            .unwrap_or_default();
+        bail!(
+            "deleting the Greeting: HTTP {status}: {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    Ok(warnings)
+}
+
+/// The text of a `Warning` header (`299 - "text"`, RFC 7234's warn-code, agent and quoted
+/// text), or the whole value when it is not shaped so.
+fn warning_text(header: &str) -> String {
+    let mut parts = header.splitn(3, ' ');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_code), Some(_agent), Some(text))
+            if text.len() >= 2 && text.starts_with('"') && text.ends_with('"') =>
+        {
+            text[1..text.len() - 1].replace("\\\"", "\"")
+        }
+        _ => header.to_string(),
+    }
 }
 
 /// For `--serve`: a Greeting to play with from kubectl.
@@ -406,5 +527,20 @@ pub async fn settle(stats: &Stats) {
             return;
         }
         seen = now;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::warning_text;
+
+    #[test]
+    fn a_warning_header_reads_as_its_text() {
+        assert_eq!(
+            warning_text(r#"299 - "its 1 ConfigMap(s) go""#),
+            "its 1 ConfigMap(s) go"
+        );
+        assert_eq!(warning_text(r#"299 - "say \"hi\"""#), r#"say "hi""#);
+        assert_eq!(warning_text("not a warning"), "not a warning");
     }
 }
