@@ -136,6 +136,16 @@ impl Validator<v2::Book> for Books {
     ) -> ValidationResult {
         Self::check(book)
     }
+
+    async fn validate_delete(&self, book: &v2::Book, _: &Request) -> ValidationResult {
+        if book.spec.copies.unwrap_or(0) > 100 {
+            return Err(Denial::new(format!(
+                "{} is a best seller: keep it",
+                book.spec.name
+            )));
+        }
+        Ok(vec![])
+    }
 }
 
 /// kubectl against the environment, with its own kubeconfig and discovery cache.
@@ -468,6 +478,64 @@ async fn kubectl_goes_through_the_managers_webhooks_for_admission_and_conversion
         .await;
     assert!(!out.ok, "{}", out.stdout);
     assert!(out.stderr.contains("a book needs a name"), "{}", out.stderr);
+
+    // Server-side apply at v1 goes through the same webhooks: defaulted, stored at v2.
+    let out = k
+        .run(
+            &["apply", "--server-side", "-f", "-"],
+            Some(&book("v1", "emma", "Emma", None)),
+        )
+        .await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    let at_v2 = k.json(&["get", "books.v2.e2e.crt.dev", "emma"]).await;
+    assert_eq!(
+        at_v2["spec"],
+        serde_json::json!({"name": "Emma", "copies": 1})
+    );
+    // A server-side dry run is admitted (the webhooks declare no side effects): refused when
+    // invalid, nothing stored when valid.
+    let out = k
+        .run(
+            &["apply", "--dry-run=server", "-f", "-"],
+            Some(&book("v1", "ghost", "", None)),
+        )
+        .await;
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(out.stderr.contains("a book needs a name"), "{}", out.stderr);
+    let out = k
+        .run(
+            &["apply", "--dry-run=server", "-o", "json", "-f", "-"],
+            Some(&book("v1", "ghost", "Ghost", None)),
+        )
+        .await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    let dry: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        dry["spec"],
+        serde_json::json!({"title": "Ghost", "copies": 1})
+    );
+    let out = k.run(&["get", "books.v2.e2e.crt.dev", "ghost"], None).await;
+    assert!(!out.ok && out.stderr.contains("NotFound"), "{}", out.stderr);
+
+    // A delete at v1 is validated with the object deleted, converted to v2.
+    let out = k
+        .run(&["delete", "books.v1.e2e.crt.dev", "atlas"], None)
+        .await;
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("Atlas is a best seller: keep it"),
+        "{}",
+        out.stderr
+    );
+    k.ok(&["delete", "books.v1.e2e.crt.dev", "emma"]).await;
+    let list = k.json(&["get", "books.v2.e2e.crt.dev"]).await;
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["atlas", "dune"]);
 
     // The runtime's webhook metrics counted the calls, in the manager's registry.
     for path in [mutate, validate, "/convert"] {
