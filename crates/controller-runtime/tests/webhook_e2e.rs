@@ -544,5 +544,23 @@ async fn kubectl_goes_through_the_managers_webhooks_for_admission_and_conversion
 
     ctx.cancel();
     running.await.unwrap().unwrap();
+
+    // The webhook server is down: the generated failurePolicy `Fail` refuses the write, and a
+    // read at the version not stored cannot be converted.
+    let out = k
+        .run(
+            &["apply", "-f", "-"],
+            Some(&book("v2", "ulysses", "Ulysses", None)),
+        )
+        .await;
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("failed calling webhook"),
+        "{}",
+        out.stderr
+    );
+    let out = k.run(&["get", "books.v1.e2e.crt.dev", "dune"], None).await;
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(out.stderr.contains("conversion webhook"), "{}", out.stderr);
     env.stop().await.unwrap();
 }
