@@ -252,7 +252,86 @@ pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> 
             }),
         ],
         ("node.k8s.io", "runtimeclasses") => vec![("Handler", |o| string(o, "/handler"))],
+        ("policy", "poddisruptionbudgets") => vec![
+            ("Min Available", |o| {
+                int_or_string_or_na(o, "/spec/minAvailable")
+            }),
+            ("Max Unavailable", |o| {
+                int_or_string_or_na(o, "/spec/maxUnavailable")
+            }),
+            ("Allowed Disruptions", |o| {
+                json!(int(o, "/status/disruptionsAllowed"))
+            }),
+        ],
+        ("", "endpoints") => vec![("Endpoints", endpoints)],
         _ => vec![],
+    }
+}
+
+/// An IntOrString as Go's `IntOrString.String()` prints it, or `N/A` when unset
+/// (`printPodDisruptionBudget`).
+fn int_or_string_or_na(o: &Value, pointer: &str) -> Value {
+    match get(o, pointer) {
+        Some(Value::Number(n)) => json!(n.to_string()),
+        Some(Value::String(s)) => json!(s),
+        _ => json!("N/A"),
+    }
+}
+
+/// The first three `ip:port` pairs of an Endpoints object and a count of the rest, as
+/// `kubectl get endpoints` shows them (upstream's `formatEndpoints`): a subset without ports
+/// lists its addresses alone; no subsets at all is `<none>`.
+fn endpoints(o: &Value) -> Value {
+    const MAX: usize = 3;
+    let Some(subsets) = get(o, "/subsets")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty())
+    else {
+        return json!("<none>");
+    };
+    let mut list: Vec<String> = Vec::new();
+    let mut count = 0;
+    let mut more = false;
+    let empty = Vec::new();
+    for subset in subsets {
+        let addresses = subset["addresses"].as_array().unwrap_or(&empty);
+        let ips = addresses.iter().map(|a| a["ip"].as_str().unwrap_or(""));
+        match subset["ports"].as_array().filter(|p| !p.is_empty()) {
+            None => {
+                count += addresses.len();
+                for ip in ips {
+                    if list.len() == MAX {
+                        more = true;
+                        break;
+                    }
+                    list.push(ip.to_string());
+                }
+            }
+            Some(ports) => {
+                for port in ports {
+                    count += addresses.len();
+                    let number = port["port"].as_i64().unwrap_or(0);
+                    for ip in ips.clone() {
+                        if list.len() == MAX {
+                            more = true;
+                            break;
+                        }
+                        // Go's net.JoinHostPort brackets IPv6 addresses.
+                        list.push(if ip.contains(':') {
+                            format!("[{ip}]:{number}")
+                        } else {
+                            format!("{ip}:{number}")
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let joined = list.join(",");
+    if more {
+        json!(format!("{joined} + {} more...", count - MAX))
+    } else {
+        json!(joined)
     }
 }
 

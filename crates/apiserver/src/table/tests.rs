@@ -216,3 +216,55 @@ fn hpa_and_rbac_columns_as_kubectl_get_shows_them() {
         "ClusterRole/view"
     );
 }
+
+#[test]
+fn pdb_and_endpoints_columns_as_kubectl_get_shows_them() {
+    let pdb = info("policy", "poddisruptionbudgets", false);
+    let cols = columns_for(&pdb, None);
+    assert_eq!(
+        names(&cols),
+        [
+            "Name",
+            "Min Available",
+            "Max Unavailable",
+            "Allowed Disruptions",
+            "Age"
+        ]
+    );
+    let obj = json!({"metadata": {"name": "web"}, "spec": {"minAvailable": "50%"},
+        "status": {"disruptionsAllowed": 1}});
+    let t = to_table(&cols, &obj, IncludeObject::None);
+    let cells = &t["rows"][0]["cells"];
+    assert_eq!(
+        (&cells[1], &cells[2], &cells[3]),
+        (&json!("50%"), &json!("N/A"), &json!(1))
+    );
+    let obj = json!({"metadata": {"name": "db"}, "spec": {"maxUnavailable": 1}});
+    let t = to_table(&cols, &obj, IncludeObject::None);
+    let cells = &t["rows"][0]["cells"];
+    assert_eq!(
+        (&cells[1], &cells[2], &cells[3]),
+        (&json!("N/A"), &json!("1"), &json!(0))
+    );
+
+    let ep = info("", "endpoints", false);
+    let cols = columns_for(&ep, None);
+    assert_eq!(names(&cols), ["Name", "Endpoints", "Age"]);
+    let cell =
+        |obj: Value| to_table(&cols, &obj, IncludeObject::None)["rows"][0]["cells"][1].clone();
+    assert_eq!(cell(json!({"metadata": {"name": "e"}})), "<none>");
+    assert_eq!(
+        cell(json!({"metadata": {"name": "e"}, "subsets": [
+            {"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}], "ports": [{"port": 80}]}]})),
+        "10.0.0.1:80,10.0.0.2:80"
+    );
+    assert_eq!(
+        cell(json!({"metadata": {"name": "e"}, "subsets": [
+            {"addresses": [{"ip": "10.0.0.1"}, {"ip": "fd00::2"}], "ports": [{"port": 80}, {"port": 443}]}]})),
+        "10.0.0.1:80,[fd00::2]:80,10.0.0.1:443 + 1 more..."
+    );
+    assert_eq!(
+        cell(json!({"metadata": {"name": "e"}, "subsets": [{"addresses": [{"ip": "10.0.0.9"}]}]})),
+        "10.0.0.9"
+    );
+}
