@@ -15,9 +15,11 @@
 //!
 //! ## What clients see
 //! - TLS with a CA generated at every start ([`Server::ca_pem`]); HTTP/2 and HTTP/1.1.
-//! - Bearer-token authentication: a request without the token gets 401 `Unauthorized`, except
-//!   `/healthz`, `/readyz`, `/livez` and `/version`, which a real cluster's
-//!   `system:public-info-viewer` role opens to anonymous clients too.
+//! - Authentication and authorization in kube-apiserver's order ([`auth`]): credentials that
+//!   authenticate no one get 401 `Unauthorized` on every path; a request without any is the
+//!   anonymous user, refused with upstream's 403 except on `/healthz`, `/readyz`, `/livez` and
+//!   `/version` (a real cluster's `system:public-info-viewer`); the server's bearer token is a
+//!   `system:masters` user, allowed everything.
 //! - Discovery in both the plain and the aggregated (`apidiscovery.k8s.io/v2`) form, computed
 //!   per request, so a CRD's resource is served and discoverable as soon as it is created.
 //! - Every built-in resource a kube-apiserver 1.33 serves by default (61, HPA at `v2` and `v1`),
@@ -62,6 +64,7 @@
 #![allow(clippy::result_large_err)]
 
 pub(crate) mod admission;
+pub mod auth;
 pub(crate) mod conversion;
 pub mod discovery;
 pub mod error;

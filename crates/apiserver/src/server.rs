@@ -17,6 +17,8 @@ use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
+use crate::auth::authn::Authenticator;
+use crate::auth::authz::Authorizer;
 use crate::error::Error;
 use crate::faults::Faults;
 use crate::http::{self, AppState};
@@ -113,7 +115,8 @@ impl Server {
         let state = Arc::new(AppState {
             faults: Faults::new(storage.clone()),
             storage,
-            token: config.token.clone().unwrap_or_else(random_token),
+            authn: Authenticator::new(config.token.clone().unwrap_or_else(random_token)),
+            authz: Authorizer::new(),
             max_body_bytes: config.max_body_bytes,
             server_address: addr.to_string(),
         });
@@ -157,7 +160,7 @@ impl Server {
 
     /// The bearer token.
     pub fn token(&self) -> &str {
-        &self.state.token
+        self.state.authn.admin_token()
     }
 
     /// The CA certificate (PEM) clients must trust.

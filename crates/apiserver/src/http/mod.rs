@@ -14,6 +14,9 @@ use std::sync::Arc;
 use http::{Method, Request, Response, header};
 use serde_json::Value;
 
+use crate::auth::UserInfo;
+use crate::auth::authn::Authenticator;
+use crate::auth::authz::{self, Authorizer, RequestAttributes};
 use crate::discovery;
 use crate::error::ApiError;
 use crate::faults::Faults;
@@ -36,8 +39,10 @@ pub use response::Body;
 pub struct AppState {
     /// The object store.
     pub storage: Storage,
-    /// The bearer token every request but the public-info ones must carry.
-    pub token: String,
+    /// Who a request is from.
+    pub authn: Authenticator,
+    /// Whether they may do what it asks.
+    pub authz: Authorizer,
     /// Injected faults.
     pub faults: Faults,
     /// The largest request body accepted (413 beyond).
@@ -54,51 +59,44 @@ impl std::fmt::Debug for AppState {
     }
 }
 
-/// 401, as the real server answers an unauthenticated request.
-pub fn unauthorized() -> ApiError {
-    ApiError::new(401, "Unauthorized", "Unauthorized")
-}
-
-/// Whether the request carries the bearer token, read as the real server's bearer-token
-/// authenticator reads it: the header trimmed, split at spaces, the scheme compared without
-/// case, the token the second part (an empty one never matches).
-fn authorized<B>(req: &Request<B>, token: &str) -> bool {
-    let Some(auth) = req
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let mut parts = auth.trim().split(' ');
-    let scheme = parts.next().unwrap_or("");
-    scheme.eq_ignore_ascii_case("bearer")
-        && parts.next().is_some_and(|t| !t.is_empty() && t == token)
-}
-
 /// Answers one request. Never panics on bad input: every failure becomes a `Status`.
 ///
-/// `/healthz`, `/readyz`, `/livez` and `/version` are open to anonymous requests, as the real
-/// server's `system:public-info-viewer` role allows; everything else needs the bearer token.
-pub async fn handle<B>(state: Arc<AppState>, req: Request<B>) -> Response<Body>
+/// The request is authenticated (401 when its credentials authenticate no one; none at all is
+/// the anonymous user), authorized (upstream's 403 when refused), and then carries its user
+/// as an `Arc<UserInfo>` extension to the handlers.
+pub async fn handle<B>(state: Arc<AppState>, mut req: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let route = parse_path(req.uri().path());
-    let public = matches!(route, Route::Health | Route::Version);
-    if !public {
-        if !authorized(&req, &state.token) {
-            return response::error(&unauthorized());
-        }
-        if let Some(err) = state.faults.take_failure() {
-            return response::error(&err);
-        }
+    let user = match state.authn.authenticate(req.headers()) {
+        Ok(user) => user,
+        Err(err) => return response::error(&err),
+    };
+    let watch = request::parse_query(req.uri().query()).is_ok_and(|q| q.watch);
+    let attrs = RequestAttributes::of(req.method(), req.uri().path(), &route, watch);
+    if let authz::Decision::Deny(reason) = state.authz.authorize(&user, &attrs) {
+        return response::error(&authz::forbidden(&user, &attrs, &reason));
     }
+    let public = matches!(route, Route::Health | Route::Version);
+    if !public && let Some(err) = state.faults.take_failure() {
+        return response::error(&err);
+    }
+    req.extensions_mut().insert(Arc::new(user));
     match dispatch(&state, route, req).await {
         Ok(resp) => resp,
         Err(err) => response::error(&err),
     }
+}
+
+/// The user a request is from (set by [`handle`]; the admin for requests built elsewhere, as
+/// in tests calling handlers directly).
+pub fn user_of<B>(req: &Request<B>) -> Arc<UserInfo> {
+    req.extensions()
+        .get::<Arc<UserInfo>>()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(UserInfo::admin()))
 }
 
 async fn dispatch<B>(
@@ -185,45 +183,5 @@ fn crds(state: &AppState) -> Vec<Value> {
             _ => Vec::new(),
         },
         _ => Vec::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn with_auth(value: Option<&str>) -> Request<()> {
-        let mut req = Request::builder().uri("/api/v1/namespaces");
-        if let Some(v) = value {
-            req = req.header(header::AUTHORIZATION, v);
-        }
-        req.body(()).unwrap()
-    }
-
-    #[test]
-    fn bearer_scheme_is_read_as_the_real_server_reads_it() {
-        for accepted in [
-            "Bearer tok",
-            "bearer tok",
-            "BEARER tok",
-            "  Bearer tok  ",
-            "Bearer tok more",
-        ] {
-            assert!(
-                authorized(&with_auth(Some(accepted)), "tok"),
-                "{accepted:?}"
-            );
-        }
-        for refused in [
-            None,
-            Some("Bearer"),
-            Some("Bearer "),
-            Some("Bearer  tok"),
-            Some("Basic tok"),
-            Some("Bearer wrong"),
-            Some("Bearertok"),
-        ] {
-            assert!(!authorized(&with_auth(refused), "tok"), "{refused:?}");
-        }
     }
 }

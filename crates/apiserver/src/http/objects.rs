@@ -500,6 +500,7 @@ where
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    let user = super::user_of(&req);
     let body = read_body(req.into_body(), None, state.max_body_bytes).await?;
     // Protobuf bodies (kubectl's typed clients) are not decoded: only the answer matters.
     let review = match content_type.as_deref() {
@@ -510,6 +511,6 @@ where
     };
     Ok(json(
         201,
-        &super::reviews::answer(&path.plural, review, &state.token)?,
+        &super::reviews::answer(&path.plural, review, &user, &state.authn)?,
     ))
 }

@@ -3,30 +3,29 @@
 //! something (`SubjectAccessReview`, `LocalSubjectAccessReview`, `SelfSubjectAccessReview`:
 //! `kubectl auth can-i`; `SelfSubjectRulesReview`: `kubectl auth can-i --list`).
 //!
-//! The server knows one identity, the bearer token's holder, who may do everything (as
-//! `system:masters` on a real cluster): every access review is allowed, and a `TokenReview`
-//! authenticates exactly the server's token.
+//! A `TokenReview` asks the server's [`Authenticator`]; a `SelfSubjectReview` answers the
+//! caller. Access reviews are answered by the server's authorizer.
 
 use serde_json::{Value, json};
 
+use crate::auth::UserInfo;
+use crate::auth::authn::Authenticator;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-
-/// The username the bearer token authenticates as (the one identity admission sees too).
-pub const USERNAME: &str = crate::admission::USERNAME;
-
-/// The groups the bearer token's holder belongs to.
-const GROUPS: [&str; 2] = crate::admission::GROUPS;
 
 /// The review resources, served next to storage's (create only).
 pub fn resources() -> Vec<ResourceInfo> {
     crate::resource::review_resources()
 }
 
-/// Answers a review `body` posted to `plural`; `token` is the server's bearer token.
-pub fn answer(plural: &str, body: Value, token: &str) -> Result<Value, ApiError> {
+/// Answers a review `body` posted to `plural` by `user`.
+pub fn answer(
+    plural: &str,
+    body: Value,
+    user: &UserInfo,
+    authn: &Authenticator,
+) -> Result<Value, ApiError> {
     let mut body = body;
-    let user_info = json!({ "username": USERNAME, "groups": GROUPS });
     let status = match plural {
         "selfsubjectaccessreviews" | "subjectaccessreviews" | "localsubjectaccessreviews" => {
             json!({
@@ -39,11 +38,11 @@ pub fn answer(plural: &str, body: Value, token: &str) -> Result<Value, ApiError>
             "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
             "incomplete": false,
         }),
-        "selfsubjectreviews" => json!({ "userInfo": user_info }),
+        "selfsubjectreviews" => json!({ "userInfo": user.to_json() }),
         "tokenreviews" => {
             let asked = body.pointer("/spec/token").and_then(Value::as_str);
-            if asked.is_some_and(|t| !t.is_empty() && t == token) {
-                json!({ "authenticated": true, "user": user_info, "audiences": [] })
+            if let Some(found) = asked.and_then(|t| authn.authenticate_token(t)) {
+                json!({ "authenticated": true, "user": found.to_json(), "audiences": [] })
             } else {
                 json!({ "authenticated": false, "user": {}, "error": "invalid bearer token" })
             }
@@ -60,6 +59,12 @@ pub fn answer(plural: &str, body: Value, token: &str) -> Result<Value, ApiError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn answer(plural: &str, body: Value, token: &str) -> Result<Value, ApiError> {
+        let authn = Authenticator::new(token.into());
+        super::answer(plural, body, &UserInfo::admin(), &authn)
+    }
+    const USERNAME: &str = crate::auth::user::ADMIN;
 
     #[test]
     fn access_reviews_are_allowed() {

@@ -1,6 +1,7 @@
-//! Authentication over HTTPS: a request with no `Authorization` header at all is 401
-//! Unauthorized, while the health endpoints and `/version` stay open, as the real server's
-//! `system:public-info-viewer` role leaves them.
+//! Authentication over HTTPS: a request with no `Authorization` header at all is the anonymous
+//! user, refused with upstream's 403 everywhere but the health endpoints and `/version`, which
+//! the real server's `system:public-info-viewer` role leaves open; bad credentials are 401
+//! Unauthorized everywhere.
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::api::{Api, ListParams};
@@ -8,7 +9,7 @@ use kube_client::api::{Api, ListParams};
 use crate::common::{client_from_kubeconfig, raw, server};
 
 #[tokio::test]
-async fn no_authorization_header_gets_401_but_health_and_version_are_open() {
+async fn anonymous_requests_get_403_but_health_and_version_are_open() {
     let server = server().await;
     let with_token = server.kubeconfig();
     let user = format!("user:\n    token: {}\n", server.token());
@@ -22,15 +23,18 @@ async fn no_authorization_header_gets_401_but_health_and_version_are_open() {
     let api: Api<ConfigMap> = Api::namespaced(anonymous.clone(), "default");
     match api.list(&ListParams::default()).await.unwrap_err() {
         kube_client::Error::Api(status) => {
-            assert_eq!(status.code, 401);
-            assert_eq!(status.reason, "Unauthorized");
-            assert_eq!(status.message, "Unauthorized");
+            assert_eq!(status.code, 403);
+            assert_eq!(status.reason, "Forbidden");
+            assert_eq!(
+                status.message,
+                r#"configmaps is forbidden: User "system:anonymous" cannot list resource "configmaps" in API group "" in the namespace "default""#
+            );
         }
-        other => panic!("expected a 401 Status, got {other:?}"),
+        other => panic!("expected a 403 Status, got {other:?}"),
     }
     // The body is a full metav1.Status, as the real server writes it.
     let (status, ct, body) = raw(&anonymous, "GET", "/api/v1/namespaces", "", "").await;
-    assert_eq!((status, ct.as_str()), (401, "application/json"));
+    assert_eq!((status, ct.as_str()), (403, "application/json"));
     assert_eq!(
         (
             body["kind"].as_str(),
@@ -43,19 +47,35 @@ async fn no_authorization_header_gets_401_but_health_and_version_are_open() {
             Some("Status"),
             Some("v1"),
             Some("Failure"),
-            Some("Unauthorized"),
-            Some(401)
+            Some("Forbidden"),
+            Some(403)
         ),
         "{body}"
     );
-    // Discovery and writes need the token too.
-    for (method, uri) in [
-        ("GET", "/api"),
-        ("GET", "/apis"),
-        ("POST", "/api/v1/namespaces/default/configmaps"),
+    // Discovery and writes are refused too.
+    for (method, uri, message) in [
+        (
+            "GET",
+            "/api",
+            r#"forbidden: User "system:anonymous" cannot get path "/api""#,
+        ),
+        (
+            "GET",
+            "/apis",
+            r#"forbidden: User "system:anonymous" cannot get path "/apis""#,
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            r#"configmaps is forbidden: User "system:anonymous" cannot create resource "configmaps" in API group "" in the namespace "default""#,
+        ),
     ] {
-        let (status, _, _) = raw(&anonymous, method, uri, "application/json", "{}").await;
-        assert_eq!(status, 401, "{method} {uri}");
+        let (status, _, body) = raw(&anonymous, method, uri, "application/json", "{}").await;
+        assert_eq!(
+            (status, body["message"].as_str()),
+            (403, Some(message)),
+            "{method} {uri}"
+        );
     }
     assert_eq!(server.storage().watch_count(), 0);
 

@@ -1,0 +1,19 @@
+//! Who is asking, and may they: the steps every request passes before it is routed, in
+//! kube-apiserver's order.
+//!
+//! 1. [`authn`]: the request's credentials become a [`UserInfo`] (or a 401 `Status` when they
+//!    are present and bad). A request without credentials is the anonymous user.
+//! 2. Impersonation (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-*`): the authenticated
+//!    user, when allowed to `impersonate`, acts as another.
+//! 3. [`authz`]: the request's [`RequestAttributes`] (verb, resource, namespace, name, or a
+//!    non-resource path) are authorized for the user; a refusal is upstream's 403 `Status`.
+//!
+//! The user then travels with the request (an `Arc<UserInfo>` in its extensions), so admission
+//! and the review APIs see who asked.
+
+pub mod authn;
+pub mod authz;
+pub mod user;
+
+pub use authz::{Decision, RequestAttributes};
+pub use user::UserInfo;
