@@ -76,6 +76,7 @@
 #![allow(clippy::result_large_err)]
 
 mod admit;
+mod aggregate;
 mod apply;
 mod bind;
 mod commit;
@@ -379,7 +380,13 @@ impl Storage {
             .resolve(&res.group, &res.version, &res.plural)
             .cloned()
             .ok_or_else(not_served)?;
-        f(&mut st, &current)
+        let roles_before = st.last_change(aggregate::CLUSTER_ROLES);
+        let out = f(&mut st, &current);
+        if st.last_change(aggregate::CLUSTER_ROLES) != roles_before {
+            // The ClusterRole aggregation controller, run synchronously as the others are.
+            aggregate::run(&mut st);
+        }
+        out
     }
 
     /// The resource served at `group/version/plural`, if any (built-in or from a CRD).

@@ -146,6 +146,9 @@ pub(crate) struct State {
     pub(crate) next_cluster_ip: u32,
     /// The ValidatingAdmissionPolicies, compiled once per resourceVersion.
     pub(crate) policies: crate::admission::policy::Cache,
+    /// Per resource storage key, the resourceVersion of its last change (readers that keep
+    /// something derived from a resource's objects rebuild it when this moves).
+    pub(crate) last_change: HashMap<String, u64>,
 }
 
 impl State {
@@ -164,6 +167,7 @@ impl State {
             config,
             next_cluster_ip: 1,
             policies: Default::default(),
+            last_change: HashMap::new(),
         }
     }
 
@@ -191,6 +195,7 @@ impl State {
             None => self.data.entry(res.to_string()).or_default(),
         };
         let previous = objects.insert(key.clone(), obj.clone());
+        self.changed(res, rv);
         if let Some(prev) = &previous {
             self.unindex(prev);
         }
@@ -216,6 +221,7 @@ impl State {
         let previous = self.data.get_mut(res)?.remove(key)?;
         self.rv += 1;
         let rv = self.rv;
+        self.changed(res, rv);
         self.unindex(&previous);
         let mut last = (*previous).clone();
         meta::set_meta(&mut last, "resourceVersion", Value::from(rv.to_string()));
@@ -228,6 +234,20 @@ impl State {
             previous: Some(previous),
         });
         Some(last)
+    }
+
+    fn changed(&mut self, res: &str, rv: u64) {
+        match self.last_change.get_mut(res) {
+            Some(at) => *at = rv,
+            None => {
+                self.last_change.insert(res.to_string(), rv);
+            }
+        }
+    }
+
+    /// The resourceVersion of the last change to a resource's objects (0: none since start).
+    pub(crate) fn last_change(&self, res: &str) -> u64 {
+        self.last_change.get(res).copied().unwrap_or(0)
     }
 
     fn record(&mut self, event: Event) {
