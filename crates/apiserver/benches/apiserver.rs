@@ -316,8 +316,9 @@ async fn http_handler() {
     let storage = Storage::new(StorageConfig::default());
     let state = std::sync::Arc::new(AppState {
         faults: Faults::new(storage.clone()),
+        authn: crt_apiserver::auth::authn::Authenticator::new("t".into()),
+        authz: crt_apiserver::auth::authz::Authorizer::new(storage.clone()),
         storage,
-        token: "t".into(),
         max_body_bytes: 3 << 20,
         server_address: "127.0.0.1:0".into(),
     });
@@ -463,7 +464,8 @@ fn profile_loop(kind: &str, prefix: &str, n: usize) {
     let state = std::sync::Arc::new(AppState {
         faults: Faults::new(storage.clone()),
         storage: storage.clone(),
-        token: "t".into(),
+        authn: crt_apiserver::auth::authn::Authenticator::new("t".into()),
+        authz: crt_apiserver::auth::authz::Authorizer::new(storage.clone()),
         max_body_bytes: 3 << 20,
         server_address: "127.0.0.1:0".into(),
     });

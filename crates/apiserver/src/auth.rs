@@ -3,17 +3,24 @@
 //!
 //! 1. [`authn`]: the request's credentials become a [`UserInfo`] (or a 401 `Status` when they
 //!    are present and bad). A request without credentials is the anonymous user.
-//! 2. Impersonation (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-*`): the authenticated
+//! 2. [`impersonate`] (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-*`): the authenticated
 //!    user, when allowed to `impersonate`, acts as another.
 //! 3. [`authz`]: the request's [`RequestAttributes`] (verb, resource, namespace, name, or a
-//!    non-resource path) are authorized for the user; a refusal is upstream's 403 `Status`.
+//!    non-resource path) are authorized for the user: `system:masters` may do everything,
+//!    everyone else what [`rbac`] grants over the stored roles and bindings ([`bootstrap`]
+//!    creates the default ones at start); a refusal is upstream's 403 `Status`.
 //!
 //! The user then travels with the request (an `Arc<UserInfo>` in its extensions), so admission
 //! and the review APIs see who asked.
 
+pub mod attributes;
 pub mod authn;
 pub mod authz;
+pub mod bootstrap;
+pub mod impersonate;
+pub mod rbac;
 pub mod user;
 
-pub use authz::{Decision, RequestAttributes};
+pub use attributes::RequestAttributes;
+pub use authz::Decision;
 pub use user::UserInfo;

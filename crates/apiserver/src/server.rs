@@ -112,11 +112,12 @@ impl Server {
             .local_addr()
             .map_err(|source| Error::Listen { addr: host, source })?;
         let storage = Storage::new(config.storage.clone());
+        crate::auth::bootstrap::install(&storage);
         let state = Arc::new(AppState {
             faults: Faults::new(storage.clone()),
+            authz: Authorizer::new(storage.clone()),
             storage,
             authn: Authenticator::new(config.token.clone().unwrap_or_else(random_token)),
-            authz: Authorizer::new(),
             max_body_bytes: config.max_body_bytes,
             server_address: addr.to_string(),
         });

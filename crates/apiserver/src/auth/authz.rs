@@ -4,92 +4,34 @@
 //! `RequestInfoFactory` derives them: a resource request (`/api/v1/...`, `/apis/G/V/...` naming
 //! at least a resource) has a verb (`get`, `list`, `watch`, `create`, `update`, `patch`,
 //! `delete`, `deletecollection`), an API group, a resource, maybe a subresource, a namespace and
-//! a name; any other request is a non-resource request of its path, its verb the lowercased
-//! method. A refusal is upstream's 403 `Status` ([`forbidden`]).
+//! a name (for a `list` or `watch`, the name a `metadata.name=` field selector asks for); any
+//! other request is a non-resource request of its path, its verb the lowercased method.
+//!
+//! The [`Authorizer`] answers as kube-apiserver's chain does: members of `system:masters` are
+//! allowed everything before anything is looked up; everyone else is judged by RBAC
+//! ([`super::rbac`]) over the stored roles and bindings, read into an index that is rebuilt only
+//! when one of them changed (the store's last change to the four RBAC resources is compared on
+//! each request: one lock and four lookups). A refusal is upstream's 403 `Status`
+//! ([`forbidden`]).
 
-use http::Method;
+use std::sync::Arc;
 
+use parking_lot::RwLock;
+
+pub use super::attributes::{RequestAttributes, ResourceTarget};
+use super::rbac::{Policy, Rule};
 use super::user::{MASTERS, UserInfo};
 use crate::error::ApiError;
-use crate::http::request::{ResourcePath, Route};
-
-/// What a request asks to do, as an authorizer sees it (upstream's `authorizer.Attributes`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RequestAttributes {
-    /// The verb (`get`, `list`, ... for resources; the lowercased method otherwise).
-    pub verb: String,
-    /// Whether the request is for a resource (otherwise for `path`).
-    pub resource_request: bool,
-    /// The request path (non-resource requests are authorized by it).
-    pub path: String,
-    /// The API group (`""` for core).
-    pub api_group: String,
-    /// The API version.
-    pub api_version: String,
-    /// The resource (plural).
-    pub resource: String,
-    /// The subresource, `""` for none.
-    pub subresource: String,
-    /// The namespace, `""` for none.
-    pub namespace: String,
-    /// The object's name, `""` for none.
-    pub name: String,
-}
-
-impl RequestAttributes {
-    /// The attributes of a request with this method, path, route and `watch` query parameter.
-    pub fn of(method: &Method, path: &str, route: &Route, watch: bool) -> RequestAttributes {
-        let Route::Resource(res) = route else {
-            return RequestAttributes {
-                verb: method.as_str().to_ascii_lowercase(),
-                path: path.to_string(),
-                ..Default::default()
-            };
-        };
-        RequestAttributes {
-            verb: resource_verb(method, res, watch).to_string(),
-            resource_request: true,
-            path: path.to_string(),
-            api_group: res.group.clone(),
-            api_version: res.version.clone(),
-            resource: res.plural.clone(),
-            subresource: res.subresource.clone().unwrap_or_default(),
-            namespace: res.namespace.clone().unwrap_or_default(),
-            name: res.name.clone().unwrap_or_default(),
-        }
-    }
-
-    /// `resource.group` (`resource` in the core group), as a forbidden message's subject.
-    pub fn group_resource(&self) -> String {
-        if self.api_group.is_empty() {
-            self.resource.clone()
-        } else {
-            format!("{}.{}", self.resource, self.api_group)
-        }
-    }
-}
-
-fn resource_verb(method: &Method, res: &ResourcePath, watch: bool) -> &'static str {
-    let named = res.name.is_some();
-    match *method {
-        Method::GET | Method::HEAD if res.legacy_watch || watch => "watch",
-        Method::GET | Method::HEAD if named => "get",
-        Method::GET | Method::HEAD => "list",
-        Method::POST => "create",
-        Method::PUT => "update",
-        Method::PATCH => "patch",
-        Method::DELETE if named => "delete",
-        Method::DELETE => "deletecollection",
-        _ => "",
-    }
-}
+use crate::storage::Storage;
 
 /// An authorizer's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    /// Allowed; the reason says which rule allowed it.
+    /// Allowed; the reason says which rule allowed it (`RBAC: allowed by ...`; empty for
+    /// `system:masters`).
     Allow(String),
-    /// Refused, with a reason (may be empty).
+    /// Not allowed, with a reason (may be empty). Upstream's RBAC never denies outright: this
+    /// is its "no opinion", so access reviews answer `allowed: false` without `denied`.
     Deny(String),
 }
 
@@ -100,37 +42,75 @@ impl Decision {
     }
 }
 
-/// Decides requests.
-#[derive(Debug, Default)]
-pub struct Authorizer {}
+/// The storage keys of the RBAC resources, in the order [`Policy::new`] takes them.
+const RBAC_KEYS: [&str; 4] = [
+    "clusterroles.rbac.authorization.k8s.io",
+    "roles.rbac.authorization.k8s.io",
+    "clusterrolebindings.rbac.authorization.k8s.io",
+    "rolebindings.rbac.authorization.k8s.io",
+];
+
+/// Decides requests: `system:masters` first, then RBAC over the store's roles and bindings.
+#[derive(Debug)]
+pub struct Authorizer {
+    storage: Storage,
+    /// The index and the resourceVersion of the RBAC change it was built at.
+    policy: RwLock<Option<(u64, Arc<Policy>)>>,
+}
 
 impl Authorizer {
-    /// An authorizer.
-    pub fn new() -> Authorizer {
-        Authorizer {}
+    /// An authorizer reading roles and bindings from `storage`.
+    pub fn new(storage: Storage) -> Authorizer {
+        Authorizer {
+            storage,
+            policy: RwLock::new(None),
+        }
+    }
+
+    /// The current RBAC index: the one kept, unless a role or binding changed since it was
+    /// built.
+    pub fn policy(&self) -> Arc<Policy> {
+        let since = self.policy.read().as_ref().map(|(rv, _)| *rv);
+        match self.storage.objects_changed_since(&RBAC_KEYS, since) {
+            None => match &*self.policy.read() {
+                Some((_, p)) => p.clone(),
+                None => Arc::default(),
+            },
+            Some((rv, objects)) => {
+                let policy = Arc::new(Policy::new(
+                    &objects[0],
+                    &objects[1],
+                    &objects[2],
+                    &objects[3],
+                ));
+                let mut kept = self.policy.write();
+                if kept.as_ref().is_none_or(|(at, _)| *at < rv) {
+                    *kept = Some((rv, policy.clone()));
+                }
+                policy
+            }
+        }
     }
 
     /// Whether `user` may do what `attrs` describe. `system:masters` may do everything, as
-    /// upstream's privileged-group authorizer lets it; anyone may read the health endpoints
-    /// and `/version` (upstream's `system:public-info-viewer`).
+    /// upstream's privileged-group authorizer lets it (reason empty); RBAC answers for
+    /// everyone else.
     pub fn authorize(&self, user: &UserInfo, attrs: &RequestAttributes) -> Decision {
         if user.in_group(MASTERS) {
             return Decision::Allow(String::new());
         }
-        if !attrs.resource_request && attrs.verb == "get" && is_public_info(&attrs.path) {
-            return Decision::Allow(String::new());
+        match self.policy().authorize(user, attrs) {
+            Ok(reason) => Decision::Allow(reason),
+            Err(reason) => Decision::Deny(reason),
         }
-        Decision::Deny(String::new())
     }
-}
 
-/// The paths `system:public-info-viewer` opens to everyone.
-fn is_public_info(path: &str) -> bool {
-    ["/healthz", "/readyz", "/livez"]
-        .iter()
-        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
-        || path == "/version"
-        || path == "/version/"
+    /// The rules `user` has in `namespace` (what a `SelfSubjectRulesReview` lists: RBAC's,
+    /// as upstream, where `system:masters` has its rules through `cluster-admin`'s binding),
+    /// and the resolution errors as one message.
+    pub fn rules_for(&self, user: &UserInfo, namespace: &str) -> (Vec<Rule>, String) {
+        self.policy().rules_for(user, namespace)
+    }
 }
 
 /// The 403 `Status` of a refused request, worded as upstream's `forbiddenMessage` and
@@ -183,10 +163,18 @@ pub fn forbidden(user: &UserInfo, attrs: &RequestAttributes, reason: &str) -> Ap
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::request::parse_path;
+    use crate::http::{parse_path, request_attributes};
+    use http::Method;
 
     fn attrs(method: Method, path: &str, watch: bool) -> RequestAttributes {
-        RequestAttributes::of(&method, path, &parse_path(path), watch)
+        let uri: http::Uri = if watch {
+            format!("{path}?watch=true")
+        } else {
+            path.to_string()
+        }
+        .parse()
+        .unwrap();
+        request_attributes(&method, &uri, &parse_path(path))
     }
 
     #[test]
@@ -307,19 +295,73 @@ mod tests {
     }
 
     #[test]
-    fn masters_may_everything_and_everyone_reads_public_info() {
-        let authz = Authorizer::new();
+    fn a_name_field_selector_names_a_list_or_watch() {
+        let uri: http::Uri =
+            "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name%3Dcm&watch=1"
+                .parse()
+                .unwrap();
+        let a = request_attributes(&Method::GET, &uri, &parse_path(uri.path()));
+        assert_eq!((a.verb.as_str(), a.name.as_str()), ("watch", "cm"));
+        let uri: http::Uri = "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name!%3Dcm"
+            .parse()
+            .unwrap();
+        let a = request_attributes(&Method::GET, &uri, &parse_path(uri.path()));
+        assert_eq!((a.verb.as_str(), a.name.as_str()), ("list", ""));
+    }
+
+    #[test]
+    fn masters_may_everything_and_rbac_answers_the_rest() {
+        let store = Storage::default();
+        crate::auth::bootstrap::install(&store);
+        let authz = Authorizer::new(store.clone());
         let list = attrs(Method::GET, "/api/v1/pods", false);
-        assert!(authz.authorize(&UserInfo::admin(), &list).allowed());
+        assert_eq!(
+            authz.authorize(&UserInfo::admin(), &list),
+            Decision::Allow(String::new())
+        );
         assert!(!authz.authorize(&UserInfo::anonymous(), &list).allowed());
-        for path in ["/healthz", "/readyz/ping", "/livez", "/version"] {
+        for path in ["/healthz", "/livez", "/readyz", "/version"] {
             let a = attrs(Method::GET, path, false);
-            assert!(
-                authz.authorize(&UserInfo::anonymous(), &a).allowed(),
+            assert_eq!(
+                authz.authorize(&UserInfo::anonymous(), &a),
+                Decision::Allow(r#"RBAC: allowed by ClusterRoleBinding "system:public-info-viewer" of ClusterRole "system:public-info-viewer" to Group "system:unauthenticated""#.into()),
                 "{path}"
             );
         }
-        let a = attrs(Method::GET, "/healthzz", false);
-        assert!(!authz.authorize(&UserInfo::anonymous(), &a).allowed());
+        for path in ["/healthzz", "/readyz/ping", "/api"] {
+            let a = attrs(Method::GET, path, false);
+            assert!(
+                !authz.authorize(&UserInfo::anonymous(), &a).allowed(),
+                "{path}"
+            );
+        }
+        // A binding created later is seen by the next request (the index is rebuilt).
+        let bob = UserInfo {
+            name: "bob".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        };
+        assert!(
+            authz
+                .authorize(&bob, &attrs(Method::GET, "/api", false))
+                .allowed()
+        );
+        assert!(!authz.authorize(&bob, &list).allowed());
+        let res = store
+            .resolve("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+            .unwrap();
+        let body = serde_json::json!({"metadata": {"name": "bob-view"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+            "subjects": [{"kind": "User", "name": "bob"}]});
+        store.create(&res, None, body, &Default::default()).unwrap();
+        assert_eq!(
+            authz.authorize(&bob, &list),
+            Decision::Allow(r#"RBAC: allowed by ClusterRoleBinding "bob-view" of ClusterRole "view" to User "bob""#.into())
+        );
+        let kept = authz.policy();
+        assert!(
+            Arc::ptr_eq(&kept, &authz.policy()),
+            "unchanged RBAC: the same index"
+        );
     }
 }

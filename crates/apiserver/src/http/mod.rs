@@ -16,7 +16,8 @@ use serde_json::Value;
 
 use crate::auth::UserInfo;
 use crate::auth::authn::Authenticator;
-use crate::auth::authz::{self, Authorizer, RequestAttributes};
+use crate::auth::authz::{self, Authorizer, RequestAttributes, ResourceTarget};
+use crate::auth::impersonate::{self, Refusal};
 use crate::discovery;
 use crate::error::ApiError;
 use crate::faults::Faults;
@@ -62,8 +63,9 @@ impl std::fmt::Debug for AppState {
 /// Answers one request. Never panics on bad input: every failure becomes a `Status`.
 ///
 /// The request is authenticated (401 when its credentials authenticate no one; none at all is
-/// the anonymous user), authorized (upstream's 403 when refused), and then carries its user
-/// as an `Arc<UserInfo>` extension to the handlers.
+/// the anonymous user), its impersonation headers honoured when the user may impersonate,
+/// authorized (upstream's 403 when refused), and then carries its user as an
+/// `Arc<UserInfo>` extension to the handlers.
 pub async fn handle<B>(state: Arc<AppState>, mut req: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body + Send + 'static,
@@ -74,8 +76,16 @@ where
         Ok(user) => user,
         Err(err) => return response::error(&err),
     };
-    let watch = request::parse_query(req.uri().query()).is_ok_and(|q| q.watch);
-    let attrs = RequestAttributes::of(req.method(), req.uri().path(), &route, watch);
+    let uri = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let user = match impersonate::impersonate(req.headers(), user, &state.authz, uri) {
+        Ok(user) => user,
+        Err(Refusal::Forbidden(err)) => return response::error(&err),
+        Err(Refusal::Malformed(text)) => {
+            let body = format!("{text}\n");
+            return response::bytes_response(500, "text/plain; charset=utf-8", body.into());
+        }
+    };
+    let attrs = request_attributes(req.method(), req.uri(), &route);
     if let authz::Decision::Deny(reason) = state.authz.authorize(&user, &attrs) {
         return response::error(&authz::forbidden(&user, &attrs, &reason));
     }
@@ -88,6 +98,36 @@ where
         Ok(resp) => resp,
         Err(err) => response::error(&err),
     }
+}
+
+/// The authorization attributes of a request (upstream's `RequestInfoFactory`): a resource
+/// request's verb from its method, name and `watch`; a `list` or `watch` selecting one
+/// `metadata.name` is named by it.
+pub(crate) fn request_attributes(
+    method: &Method,
+    uri: &http::Uri,
+    route: &Route,
+) -> RequestAttributes {
+    let Route::Resource(res) = route else {
+        return RequestAttributes::non_resource(method, uri.path());
+    };
+    let query = request::parse_query(uri.query()).ok();
+    let watch = res.legacy_watch || query.as_ref().is_some_and(|q| q.watch);
+    let field_name = query
+        .as_ref()
+        .and_then(|q| q.field_selector.as_deref())
+        .and_then(|s| s.parse::<crt_labels::FieldSelector>().ok())
+        .and_then(|sel| sel.requires_exact_match("metadata.name").map(String::from))
+        .filter(|n| !matches!(n.as_str(), "." | "..") && !n.contains(['/', '%']));
+    let target = ResourceTarget {
+        group: &res.group,
+        version: &res.version,
+        resource: &res.plural,
+        subresource: res.subresource.as_deref().unwrap_or(""),
+        namespace: res.namespace.as_deref().unwrap_or(""),
+        name: res.name.as_deref().unwrap_or(""),
+    };
+    RequestAttributes::resource(method, uri.path(), target, watch, field_name.as_deref())
 }
 
 /// The user a request is from (set by [`handle`]; the admin for requests built elsewhere, as

@@ -502,15 +502,24 @@ where
         .map(String::from);
     let user = super::user_of(&req);
     let body = read_body(req.into_body(), None, state.max_body_bytes).await?;
-    // Protobuf bodies (kubectl's typed clients) are not decoded: only the answer matters.
+    // Protobuf bodies (kubectl's typed clients) are decoded for the kinds the tables know;
+    // the others are answered from their kind alone.
     let review = match content_type.as_deref() {
         Some(ct) if ct.starts_with("application/vnd.kubernetes.protobuf") => {
-            serde_json::json!({ "apiVersion": res.api_version(), "kind": res.kind })
+            super::protobuf::decode(&body).unwrap_or_else(
+                |_| serde_json::json!({ "apiVersion": res.api_version(), "kind": res.kind }),
+            )
         }
         ct => decode_object(ct, &body)?,
     };
+    let reviewer = super::reviews::Reviewer {
+        user: &user,
+        authn: &state.authn,
+        authz: &state.authz,
+        namespace: path.namespace.as_deref(),
+    };
     Ok(json(
         201,
-        &super::reviews::answer(&path.plural, review, &user, &state.authn)?,
+        &super::reviews::answer(&path.plural, review, &reviewer)?,
     ))
 }

@@ -389,6 +389,33 @@ impl Storage {
         out
     }
 
+    /// The objects of the resources stored under `keys` (storage keys, `plural.group`), when
+    /// any of them changed after resourceVersion `since`: the resourceVersion of their latest
+    /// change and, per key, its objects in key order. `None` when nothing changed, so that a
+    /// reader keeping something derived from them (the RBAC authorizer's index) asks on every
+    /// request at the cost of one lock and a few lookups.
+    pub(crate) fn objects_changed_since(
+        &self,
+        keys: &[&str],
+        since: Option<u64>,
+    ) -> Option<(u64, Vec<Vec<Arc<Value>>>)> {
+        let st = self.state.lock();
+        let latest = keys.iter().map(|k| st.last_change(k)).max().unwrap_or(0);
+        if since.is_some_and(|s| s >= latest) {
+            return None;
+        }
+        let objects = keys
+            .iter()
+            .map(|k| {
+                st.data
+                    .get(*k)
+                    .map(|m| m.values().cloned().collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        Some((latest, objects))
+    }
+
     /// The resource served at `group/version/plural`, if any (built-in or from a CRD).
     pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ResourceInfo> {
         self.state

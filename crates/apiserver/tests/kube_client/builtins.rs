@@ -486,7 +486,14 @@ async fn verbs_reviews_generation_and_two_hpa_versions() {
     let sar = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
         "spec": {"user": "bob", "resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}});
     let uri = "/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews";
-    let (status, _, allowed) = raw(&client, "POST", uri, ct, sar.to_string()).await;
+    let (status, _, refused) = raw(&client, "POST", uri, ct, sar.to_string()).await;
+    assert_eq!(status, 201, "{refused}");
+    // RBAC answers: bob has no binding, a member of system:masters may do everything.
+    assert_eq!(refused["status"], json!({"allowed": false}));
+    let master = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview",
+        "spec": {"user": "bob", "groups": ["system:masters"],
+                 "resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}}});
+    let (status, _, allowed) = raw(&client, "POST", uri, ct, master.to_string()).await;
     assert_eq!(status, 201, "{allowed}");
     assert_eq!(allowed["status"]["allowed"], true);
 

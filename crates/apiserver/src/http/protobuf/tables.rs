@@ -414,6 +414,88 @@ const PRIORITY_CLASS: &[Field] = &[
     Field(5, "preemptionPolicy", Kind::Str, false),
 ];
 
+const RESOURCE_ATTRIBUTES: &[Field] = &[
+    Field(1, "namespace", Kind::Str, false),
+    Field(2, "verb", Kind::Str, false),
+    Field(3, "group", Kind::Str, false),
+    Field(4, "version", Kind::Str, false),
+    Field(5, "resource", Kind::Str, false),
+    Field(6, "subresource", Kind::Str, false),
+    Field(7, "name", Kind::Str, false),
+    Field(8, "fieldSelector", Kind::Skip, false),
+    Field(9, "labelSelector", Kind::Skip, false),
+];
+
+const NON_RESOURCE_ATTRIBUTES: &[Field] = &[
+    Field(1, "path", Kind::Str, false),
+    Field(2, "verb", Kind::Str, false),
+];
+
+/// A SelfSubjectAccessReview as `kubectl auth can-i` sends it (`authorization.k8s.io/v1`).
+const SELF_SUBJECT_ACCESS_REVIEW: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(
+                1,
+                "resourceAttributes",
+                Kind::Msg(RESOURCE_ATTRIBUTES),
+                false,
+            ),
+            Field(
+                2,
+                "nonResourceAttributes",
+                Kind::Msg(NON_RESOURCE_ATTRIBUTES),
+                false,
+            ),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
+/// A SubjectAccessReview or LocalSubjectAccessReview (`extra` is not decoded: a 415).
+const SUBJECT_ACCESS_REVIEW: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(
+                1,
+                "resourceAttributes",
+                Kind::Msg(RESOURCE_ATTRIBUTES),
+                false,
+            ),
+            Field(
+                2,
+                "nonResourceAttributes",
+                Kind::Msg(NON_RESOURCE_ATTRIBUTES),
+                false,
+            ),
+            Field(3, "user", Kind::Str, false),
+            Field(4, "groups", Kind::Str, true),
+            Field(6, "uid", Kind::Str, false),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
+/// A SelfSubjectRulesReview as `kubectl auth can-i --list` sends it.
+const SELF_SUBJECT_RULES_REVIEW: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[Field(1, "namespace", Kind::Str, false)]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
 /// The table of a kind's top-level message, if the kind is decoded at all.
 pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
@@ -430,6 +512,11 @@ pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> 
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
         ("policy/v1", "PodDisruptionBudget") => POD_DISRUPTION_BUDGET,
         ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => SELF_SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io/v1", "SubjectAccessReview" | "LocalSubjectAccessReview") => {
+            SUBJECT_ACCESS_REVIEW
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
         _ => return None,
     })
 }
