@@ -10,6 +10,8 @@
 //! and runs that. It has no skip: without python3, or if the install fails, it fails.
 
 mod common;
+#[path = "kubectl/rbac.rs"]
+mod rbac;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -29,6 +31,8 @@ struct Kubectl {
 
 struct Out {
     ok: bool,
+    /// The exit code (`None` when killed by a signal).
+    code: Option<i32>,
     stdout: String,
     stderr: String,
 }
@@ -83,6 +87,7 @@ impl Kubectl {
             .unwrap();
         Out {
             ok: output.status.success(),
+            code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into(),
             stderr: String::from_utf8_lossy(&output.stderr).into(),
         }
