@@ -17,21 +17,27 @@
 //! - TLS with a CA generated at every start ([`Server::ca_pem`]); HTTP/2 and HTTP/1.1.
 //! - Authentication and authorization in kube-apiserver's order ([`auth`]): credentials that
 //!   authenticate no one get 401 `Unauthorized` on every path; a request without any is the
-//!   anonymous user, refused with upstream's 403 except on `/healthz`, `/readyz`, `/livez` and
-//!   `/version` (a real cluster's `system:public-info-viewer`); the server's bearer token is a
-//!   `system:masters` user, allowed everything.
+//!   anonymous user; the server's bearer token is a `system:masters` user, allowed everything.
+//!   Impersonation headers (`kubectl --as`, `--as-group`) are honoured for users allowed the
+//!   `impersonate` verb. Everyone else is authorized by RBAC as kube-apiserver evaluates it
+//!   (Roles, ClusterRoles, their bindings, aggregation by label), over upstream's default
+//!   ClusterRoles and bindings created at start (`cluster-admin`, `admin`, `edit`, `view`,
+//!   `system:discovery`, `system:basic-user`, `system:public-info-viewer`, ...; so anonymous
+//!   requests reach `/healthz`, `/readyz`, `/livez` and `/version` only); a refusal is
+//!   upstream's 403 `Status`, worded as upstream's.
 //! - Discovery in both the plain and the aggregated (`apidiscovery.k8s.io/v2`) form, computed
 //!   per request, so a CRD's resource is served and discoverable as soon as it is created.
 //! - Every built-in resource a kube-apiserver 1.33 serves by default (61, HPA at `v2` and `v1`),
 //!   with its short names, categories, verbs and subresources as upstream publishes them; the
-//!   review kinds are answered on create (every access allowed; a `TokenReview` authenticates
-//!   the server's token) and never stored. Subresources other than `status` and `scale`
+//!   review kinds are answered on create and never stored (access and rules reviews by the
+//!   authorizer, so `kubectl auth can-i` and `can-i --list` are truthful; a `TokenReview` by
+//!   the authenticator). Subresources other than `status` and `scale`
 //!   (`pods/log`, `serviceaccounts/token`, ...) are published but not served.
 //! - Answers are JSON (protobuf is asked for with a JSON fallback by every client), but for
 //!   `/openapi/v2`, which clients ask for in protobuf only;
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
-//!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`),
-//!   any other gets 415.
+//!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`,
+//!   the RBAC kinds, `kubectl auth can-i`'s reviews), any other gets 415.
 //! - OpenAPI v3 documents (and `/openapi/v2`, in JSON and in gnostic's protobuf) carry the served kinds' schemas
 //!   (built-in kinds from k8s-openapi, custom resources from their CRD), with merge keys and
 //!   `x-kubernetes-group-version-kind`, so `kubectl explain` works; their PATCH operations
