@@ -310,6 +310,25 @@ mod tests {
     }
 
     #[test]
+    fn a_namespace_is_in_itself() {
+        let a = attrs(Method::GET, "/api/v1/namespaces/team", false);
+        assert_eq!((a.namespace.as_str(), a.name.as_str()), ("team", "team"));
+        let a = attrs(Method::PUT, "/api/v1/namespaces/team/finalize", false);
+        assert_eq!(
+            (a.namespace.as_str(), a.subresource.as_str()),
+            ("team", "finalize")
+        );
+        assert_eq!(
+            attrs(Method::GET, "/api/v1/namespaces", false).namespace,
+            ""
+        );
+        assert_eq!(
+            forbidden(&UserInfo::anonymous(), &a, "").message,
+            r#"namespaces "team" is forbidden: User "system:anonymous" cannot update resource "namespaces/finalize" in API group "" in the namespace "team""#
+        );
+    }
+
+    #[test]
     fn masters_may_everything_and_rbac_answers_the_rest() {
         let store = Storage::default();
         crate::auth::bootstrap::install(&store);

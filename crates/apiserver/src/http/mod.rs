@@ -119,13 +119,20 @@ pub(crate) fn request_attributes(
         .and_then(|s| s.parse::<crt_labels::FieldSelector>().ok())
         .and_then(|sel| sel.requires_exact_match("metadata.name").map(String::from))
         .filter(|n| !matches!(n.as_str(), "." | "..") && !n.contains(['/', '%']));
+    let name = res.name.as_deref().unwrap_or("");
+    // `namespaces/NAME` (and its subresources) is in the namespace NAME, as upstream has it:
+    // a RoleBinding there may grant reading its own Namespace.
+    let namespace = match res.namespace.as_deref() {
+        None if res.plural == "namespaces" => name,
+        ns => ns.unwrap_or(""),
+    };
     let target = ResourceTarget {
         group: &res.group,
         version: &res.version,
         resource: &res.plural,
         subresource: res.subresource.as_deref().unwrap_or(""),
-        namespace: res.namespace.as_deref().unwrap_or(""),
-        name: res.name.as_deref().unwrap_or(""),
+        namespace,
+        name,
     };
     RequestAttributes::resource(method, uri.path(), target, watch, field_name.as_deref())
 }

@@ -202,6 +202,15 @@ async fn a_service_account_is_forbidden_until_a_role_binding_grants_it() {
             .await
             .contains("c ")
     );
+    // A RoleBinding in a namespace grants reading the Namespace itself, as upstream's.
+    k.ok(&["get", "namespace", "team", "--as", sa]).await;
+    let err = k
+        .fails(&["get", "namespace", "default", "--as", sa], None)
+        .await;
+    assert_eq!(
+        err.trim(),
+        r#"Error from server (Forbidden): namespaces "default" is forbidden: User "system:serviceaccount:team:op" cannot get resource "namespaces" in API group "" in the namespace "default""#
+    );
     // Only in its namespace; and edit does not grant RBAC itself.
     let err = k
         .fails(&["get", "configmaps", "-n", "default", "--as", sa], None)
