@@ -14,6 +14,8 @@ mod conversion_webhook;
 mod crd_rules;
 #[path = "kube_client/http2.rs"]
 mod http2;
+#[path = "kube_client/impersonation.rs"]
+mod impersonation;
 #[path = "kube_client/openapi_v2.rs"]
 mod openapi_v2;
 #[path = "kube_client/pod_actions.rs"]

@@ -502,13 +502,16 @@ where
         .map(String::from);
     let user = super::user_of(&req);
     let body = read_body(req.into_body(), None, state.max_body_bytes).await?;
-    // Protobuf bodies (kubectl's typed clients) are decoded for the kinds the tables know;
-    // the others are answered from their kind alone.
+    // Protobuf bodies (kubectl's typed clients) are decoded: the access reviews' always (their
+    // answer depends on their spec), the others' when the tables know them, else they are
+    // answered from their kind alone.
     let review = match content_type.as_deref() {
         Some(ct) if ct.starts_with("application/vnd.kubernetes.protobuf") => {
-            super::protobuf::decode(&body).unwrap_or_else(
-                |_| serde_json::json!({ "apiVersion": res.api_version(), "kind": res.kind }),
-            )
+            match super::protobuf::decode(&body) {
+                Ok(decoded) => decoded,
+                Err(err) if res.group == "authorization.k8s.io" => return Err(err),
+                Err(_) => serde_json::json!({ "apiVersion": res.api_version(), "kind": res.kind }),
+            }
         }
         ct => decode_object(ct, &body)?,
     };

@@ -243,6 +243,60 @@ mod tests {
     }
 
     #[test]
+    fn decodes_the_access_reviews_kubectl_auth_can_i_sends() {
+        let attrs = [
+            field(1, b"default"),
+            field(2, b"get"),
+            field(3, b""),
+            field(5, b"pods"),
+            field(6, b"log"),
+        ]
+        .concat();
+        let raw = [field(1, b""), field(2, &field(1, &attrs)), field(3, b"")].concat();
+        let obj = decode(&envelope(
+            "authorization.k8s.io/v1",
+            "SelfSubjectAccessReview",
+            &raw,
+        ))
+        .unwrap();
+        assert_eq!(
+            obj["spec"],
+            json!({"resourceAttributes": {"namespace": "default", "verb": "get",
+                "resource": "pods", "subresource": "log"}}),
+            "the core group's empty string is left out, as every empty string"
+        );
+        let raw = [field(2, &field(1, b"team"))].concat();
+        let obj = decode(&envelope(
+            "authorization.k8s.io/v1",
+            "SelfSubjectRulesReview",
+            &raw,
+        ))
+        .unwrap();
+        assert_eq!(obj["spec"], json!({"namespace": "team"}));
+        let spec = [field(3, b"bob"), field(4, b"devs"), field(4, b"ops")].concat();
+        let raw = [field(2, &spec)].concat();
+        let obj = decode(&envelope(
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            &raw,
+        ))
+        .unwrap();
+        assert_eq!(
+            obj["spec"],
+            json!({"user": "bob", "groups": ["devs", "ops"]})
+        );
+        // `extra` is not in the tables: a 415, never a review answered without it.
+        let raw = [field(2, &field(5, b""))].concat();
+        let err = decode(&envelope(
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            &raw,
+        ))
+        .unwrap_err();
+        assert_eq!(err.code, 415);
+    }
+
+    #[test]
     fn decodes_a_configmap() {
         let labels = [field(1, b"app"), field(2, b"web")].concat();
         let meta = [field(1, b"c1"), field(3, b"default"), field(11, &labels)].concat();
