@@ -36,9 +36,10 @@
 //!   change, record the event in the window and `try_send` it into each interested watcher's
 //!   channel (a full channel closes that watcher; writers never wait).
 //! - Garbage collection (ownerReferences, the `orphan` and `foregroundDeletion` finalizers),
-//!   namespace finalization and CRD cleanup run **synchronously inside the write that makes
-//!   them due** (`gc.rs`): after each removal the affected dependents, owners, namespaces and
-//!   CRDs are re-checked from a work list, and an object written with ownerReferences to
+//!   namespace finalization, CRD cleanup and ClusterRole aggregation run **synchronously
+//!   inside the write that makes them due** (`gc.rs`, `aggregate.rs`): after each removal
+//!   the affected dependents, owners, namespaces and CRDs are re-checked from a work list,
+//!   and an object written with ownerReferences to
 //!   absent owners is collected right after its commit. The real server does this in
 //!   background controllers; doing it in the write path gives the same end states and event
 //!   sequences while keeping tests deterministic (no sleeping until a controller catches up).
@@ -58,8 +59,10 @@
 //! delete collection · `watch.rs` starting a watch, bookmarks · `bind.rs` binding a pod to a node ·
 //! `evict.rs` evicting a pod under its disruption budget. The verbs write through
 //! `commit.rs` (checks and commits shared by every create and update) and `gc.rs` (deletion,
-//! GC, namespace termination, CRD cleanup: the synchronous controllers), which store through
-//! `store.rs` (data, resourceVersion, indexes, snapshots) and `events.rs` (committed events,
+//! GC, namespace termination, CRD cleanup: the synchronous controllers; `aggregate.rs`, the
+//! ClusterRole aggregation, is run by `Storage::with` after any write that changed a
+//! ClusterRole), which store through `store.rs` (data, resourceVersion, the last change of
+//! each resource, indexes, snapshots) and `events.rs` (committed events,
 //! window, fan-out to watchers). Admission: `admit.rs` calls `crate::admission` from every
 //! commit (create, update, delete, delete collection) once the object is final, with the
 //! store as its `Lookup`; `hooked.rs` is the async write path taken when admission webhooks
