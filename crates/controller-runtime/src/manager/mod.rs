@@ -77,7 +77,10 @@
 //! # HTTP
 //!
 //! `/metrics` serves the [registry](Manager::registry) as OpenMetrics text with
-//! controller-runtime's metric names; the probe server serves `/healthz` and `/readyz`
+//! controller-runtime's metric names, over plain HTTP by default, or over HTTPS and only to
+//! scrapers the API server authenticates and authorizes, as
+//! [`ManagerOptions::with_metrics_server`] says (see [`metrics::server`](crate::metrics::server));
+//! the probe server serves `/healthz` and `/readyz`
 //! (aggregate, `?verbose`, `?exclude=`, and `/healthz/<check>`), as Kubernetes components do.
 //! The manager adds a `cache-sync` readiness check that fails until the caches have synced.
 
