@@ -177,16 +177,6 @@ impl Options {
             ..self
         }
     }
-
-    /// Whether requests go through the authentication and authorization filter.
-    pub fn is_filtered(&self) -> bool {
-        self.auth.is_some()
-    }
-
-    /// Whether the server speaks HTTPS.
-    pub fn is_secure(&self) -> bool {
-        self.secure_serving
-    }
 }
 
 /// Why a metrics server could not be set up.
@@ -526,6 +516,33 @@ mod tests {
             builder = builder.header("authorization", format!("Bearer {token}"));
         }
         builder.body(()).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_controller_runtimes_plain_http_without_a_filter() {
+        let options = Options::default();
+        assert!(!options.secure_serving && options.auth.is_none());
+        assert_eq!(options.cert_dir, None);
+        assert_eq!(
+            (options.cert_name.as_str(), options.key_name.as_str()),
+            ("tls.crt", "tls.key")
+        );
+        assert_eq!(options.cert_poll_interval, Duration::from_secs(10));
+        let filter = AuthFilterOptions::default();
+        assert_eq!(
+            (
+                filter.authentication_cache_ttl,
+                filter.allow_cache_ttl,
+                filter.deny_cache_ttl,
+                filter.review_timeout
+            ),
+            (
+                Duration::from_secs(60),
+                Duration::from_secs(300),
+                Duration::from_secs(30),
+                Duration::from_secs(10)
+            )
+        );
     }
 
     #[tokio::test]
