@@ -322,6 +322,11 @@ async fn kind_source_for_a_type_never_served_fails_after_cache_sync_timeout() {
         message.contains("Widget") && message.contains("widgets"),
         "{message}"
     );
+    // Why it did not sync: the type is not served.
+    assert!(
+        message.contains(": last error: no resource for Widget"),
+        "{message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

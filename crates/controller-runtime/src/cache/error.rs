@@ -71,12 +71,103 @@ pub enum Error {
     #[error("the cache is not started")]
     NotStarted,
     /// The wait for the informer to sync was cancelled.
-    #[error("stopped before the {kind} informer synced")]
+    #[error("stopped before the {kind} informer synced{}", last_error_suffix(.last_error.as_ref()))]
     Cancelled {
         /// Kind.
         kind: String,
+        /// Why the informer had not synced, when its list or watch failed
+        /// ([`Informer::last_error`](super::Informer::last_error)).
+        last_error: Option<ListWatchError>,
     },
 }
+
+/// `": last error: ..."` when there is one.
+fn last_error_suffix(error: Option<&ListWatchError>) -> String {
+    error
+        .map(|e| format!(": last error: {e}"))
+        .unwrap_or_default()
+}
+
+/// The last failure of an informer's list or watch (client-go's reflector error, which its
+/// `WatchErrorHandler` logs), kept until a list or watch succeeds again: what a user needs to
+/// see when an informer does not sync. For a 403 its message is the API server's, naming the
+/// user, verb and resource refused, e.g. `configmaps is forbidden: User
+/// "system:serviceaccount:ns:op" cannot list resource "configmaps" in API group "" at the
+/// cluster scope`.
+///
+/// ```
+/// use controller_runtime::cache::ListWatchError;
+///
+/// let e = ListWatchError::new("list", Some(403), "configmaps is forbidden: ...");
+/// assert_eq!(e.to_string(), "list failed (403): configmaps is forbidden: ...");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListWatchError {
+    /// `list` or `watch`.
+    pub verb: &'static str,
+    /// The namespace of the informer's scope that failed (`None`: every namespace, or a
+    /// cluster-scoped type).
+    pub namespace: Option<String>,
+    /// The HTTP status the API server answered, when it answered (`None`: a connection or
+    /// decoding failure).
+    pub code: Option<u16>,
+    /// The API server's message (its Status `message`), or the client's error.
+    pub message: String,
+}
+
+impl ListWatchError {
+    /// A failure of `verb` with `code` (when the server answered) and `message`.
+    pub fn new(verb: &'static str, code: Option<u16>, message: impl Into<String>) -> Self {
+        ListWatchError {
+            verb,
+            namespace: None,
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The same failure, in `namespace`'s scope.
+    pub fn in_namespace(self, namespace: Option<String>) -> Self {
+        ListWatchError { namespace, ..self }
+    }
+
+    /// The failure of `verb` a kube-client error tells.
+    pub(crate) fn from_client(verb: &'static str, e: &kube_client::Error) -> Self {
+        match e {
+            kube_client::Error::Api(status) => {
+                let message = if status.message.is_empty() {
+                    status.reason.clone()
+                } else {
+                    status.message.clone()
+                };
+                ListWatchError::new(verb, Some(status.code), message)
+            }
+            other => ListWatchError::new(verb, None, other.to_string()),
+        }
+    }
+
+    /// Whether the API server refused the request as forbidden (403): a missing RBAC
+    /// permission.
+    pub fn is_forbidden(&self) -> bool {
+        self.code == Some(403)
+    }
+}
+
+impl std::fmt::Display for ListWatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} failed", self.verb)?;
+        if let Some(code) = self.code {
+            write!(f, " ({code})")?;
+        }
+        if let Some(namespace) = &self.namespace {
+            write!(f, " in namespace {namespace}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ListWatchError {}
 
 impl Error {
     /// Whether this is [`Error::NotFound`].

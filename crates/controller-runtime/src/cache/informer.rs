@@ -33,6 +33,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::{BackoffConfig, jitter, sleep_or_cancel};
+use super::error::ListWatchError;
 use super::list_watch::ListWatch;
 use super::raw::RawObject;
 use super::reflector::{Reflector, ReflectorConfig, StoreWriter};
@@ -350,6 +351,17 @@ where
     /// Whether every scope's first list has been stored and delivered.
     pub fn has_synced(&self) -> bool {
         *self.shared.synced.borrow()
+    }
+
+    /// The last failure of a scope's list or watch, while it lasts (until that scope lists or
+    /// watches successfully again): why an informer does not sync, e.g. the API server's 403
+    /// naming the permission its identity lacks. Each distinct failure is also logged once as
+    /// a warning, however often the informer retries.
+    pub fn last_error(&self) -> Option<ListWatchError> {
+        self.shared
+            .scopes
+            .iter()
+            .find_map(|scope| scope.reflector.last_error())
     }
 
     /// Waits until every scope's first list has been stored and delivered.

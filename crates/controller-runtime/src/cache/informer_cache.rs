@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::error::Error;
+use super::error::{Error, ListWatchError};
 use super::informer::{Informer, InformerConfig, InformerScope, TransformFn};
 use super::list_watch::ApiListWatch;
 use super::options::{CacheOptions, gvk_key};
@@ -52,6 +52,7 @@ impl<K> CacheObject for K where
 trait ErasedInformer: Send + Sync {
     fn run(&self, ctx: CancellationToken) -> BoxFuture<'static, ()>;
     fn has_synced(&self) -> bool;
+    fn last_error(&self) -> Option<ListWatchError>;
     fn wait_for_sync(&self) -> BoxFuture<'static, ()>;
     fn as_any(&self) -> &(dyn Any + Send + Sync);
 }
@@ -63,6 +64,9 @@ impl<K: CacheObject> ErasedInformer for Informer<K> {
     }
     fn has_synced(&self) -> bool {
         Informer::has_synced(self)
+    }
+    fn last_error(&self) -> Option<ListWatchError> {
+        Informer::last_error(self)
     }
     fn wait_for_sync(&self) -> BoxFuture<'static, ()> {
         let informer = self.clone();
@@ -288,6 +292,22 @@ impl Cache {
             _ = futures::future::join_all(pending) => true,
             _ = ctx.cancelled() => false,
         }
+    }
+
+    /// Why informers have not synced: the last list or watch failure of each informer that
+    /// has one and has not synced yet, by `apiVersion/Kind` (e.g. `v1/ConfigMap`), sorted. What
+    /// to report when [`wait_for_cache_sync`](Self::wait_for_cache_sync) gives up, e.g. the API
+    /// server's 403 naming a missing RBAC permission.
+    pub fn sync_errors(&self) -> Vec<(String, ListWatchError)> {
+        let state = self.shared.state.lock();
+        let mut errors: Vec<(String, ListWatchError)> = state
+            .informers
+            .iter()
+            .filter(|(_, e)| !e.informer.has_synced())
+            .filter_map(|(key, e)| e.informer.last_error().map(|err| (key.gvk.clone(), err)))
+            .collect();
+        errors.sort_by(|a, b| a.0.cmp(&b.0));
+        errors
     }
 
     /// Waits until every informer's task has ended (after the start context was cancelled).

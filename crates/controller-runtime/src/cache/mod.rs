@@ -34,7 +34,7 @@ mod store;
 mod watch_lines;
 
 pub use backoff::BackoffConfig;
-pub use error::Error;
+pub use error::{Error, ListWatchError};
 pub use informer::{
     Informer, InformerConfig, InformerScope, Registration, ResourceEventHandler, TransformFn,
 };

@@ -212,7 +212,10 @@ impl Cache {
             let ctx = self.started().ok_or(Error::NotStarted)?;
             tokio::select! {
                 _ = informer.wait_for_sync() => {}
-                _ = ctx.cancelled() => return Err(Error::Cancelled { kind: K::kind(dt).into_owned() }),
+                _ = ctx.cancelled() => return Err(Error::Cancelled {
+                    kind: K::kind(dt).into_owned(),
+                    last_error: informer.last_error(),
+                }),
             }
         }
         Ok(informer)

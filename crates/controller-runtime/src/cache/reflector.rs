@@ -20,7 +20,10 @@ use kube_client::core::WatchEvent;
 use kube_core::Resource;
 use tokio_util::sync::CancellationToken;
 
+use parking_lot::Mutex;
+
 use super::backoff::{Backoff, BackoffConfig, rand_unit, sleep_or_cancel};
+use super::error::ListWatchError;
 use super::list_watch::{ListWatch, WatchStream};
 use super::raw::RawObject;
 use super::store::Entry;
@@ -87,6 +90,8 @@ pub(super) struct Reflector {
     config: ReflectorConfig,
     /// Set once the server refused a streaming list: paginated lists from then on.
     streaming_refused: AtomicBool,
+    /// The last list or watch failure, until a list or watch succeeds again.
+    last_error: Mutex<Option<ListWatchError>>,
 }
 
 /// Why one watch ended.
@@ -96,8 +101,8 @@ enum WatchEnd {
     Closed,
     /// 410 Gone: list again.
     Gone,
-    /// A connection or decoding failure: back off, then watch again.
-    Failed(String),
+    /// A connection or decoding failure, or a refusal: back off, then watch again.
+    Failed(ListWatchError),
     /// The server does not do streaming lists: list instead from now on.
     StreamingRefused(String),
 }
@@ -108,6 +113,32 @@ impl Reflector {
         Reflector {
             config,
             streaming_refused: AtomicBool::new(false),
+            last_error: Mutex::new(None),
+        }
+    }
+
+    /// The last list or watch failure, until a list or watch succeeds again.
+    pub(super) fn last_error(&self) -> Option<ListWatchError> {
+        self.last_error.lock().clone()
+    }
+
+    /// Records a failure. It is logged as a warning when it differs from the last one, so a
+    /// reflector retrying the same refusal every backoff logs it once, not once per retry.
+    fn failed(&self, error: ListWatchError) {
+        let error = error.in_namespace(self.config.namespace.clone());
+        let mut last = self.last_error.lock();
+        if last.as_ref() != Some(&error) {
+            tracing::warn!(error = %error, "informer {} failed", error.verb);
+        } else {
+            tracing::debug!(error = %error, "informer {} failed again", error.verb);
+        }
+        *last = Some(error);
+    }
+
+    /// A list or watch succeeded: the last failure is over.
+    fn succeeded(&self) {
+        if let Some(was) = self.last_error.lock().take() {
+            tracing::info!(namespace = ?self.config.namespace, after = %was, "informer {} works again", was.verb);
         }
     }
 
@@ -135,9 +166,12 @@ impl Reflector {
                     listed = self.list_all(list_watch, writer) => listed,
                 };
                 match listed {
-                    Ok(rv) => resource_version = Some(rv),
+                    Ok(rv) => {
+                        self.succeeded();
+                        resource_version = Some(rv);
+                    }
                     Err(e) => {
-                        tracing::warn!(error = %e, namespace = ?config.namespace, "informer list failed");
+                        self.failed(ListWatchError::from_client("list", &e));
                         if !sleep_or_cancel(ctx, backoff.next_delay()).await {
                             return;
                         }
@@ -160,14 +194,17 @@ impl Reflector {
             };
             let initial = streaming.then(InitialEvents::default);
             let end = match started {
-                Ok(stream) => consume(writer, stream, ctx, &mut resource_version, initial).await,
+                Ok(stream) => {
+                    self.succeeded();
+                    consume(writer, stream, ctx, &mut resource_version, initial).await
+                }
                 Err(kube_client::Error::Api(status))
                     if streaming && refuses_streaming(status.code) =>
                 {
                     WatchEnd::StreamingRefused(status.message)
                 }
                 Err(e) if is_gone(&e) => WatchEnd::Gone,
-                Err(e) => WatchEnd::Failed(e.to_string()),
+                Err(e) => WatchEnd::Failed(ListWatchError::from_client("watch", &e)),
             };
             match end {
                 WatchEnd::Cancelled => return,
@@ -181,7 +218,7 @@ impl Reflector {
                     self.streaming_refused.store(true, Ordering::Release);
                 }
                 WatchEnd::Failed(e) => {
-                    tracing::warn!(error = %e, namespace = ?config.namespace, "informer watch failed");
+                    self.failed(e);
                     if !sleep_or_cancel(ctx, backoff.next_delay()).await {
                         return;
                     }
@@ -249,11 +286,15 @@ where
         };
         let event = match event {
             None if initial.is_some() => {
-                return WatchEnd::Failed("the watch ended before the initial events did".into());
+                return WatchEnd::Failed(ListWatchError::new(
+                    "watch",
+                    None,
+                    "the watch ended before the initial events did",
+                ));
             }
             None => return WatchEnd::Closed,
             Some(Err(e)) if is_gone(&e) => return WatchEnd::Gone,
-            Some(Err(e)) => return WatchEnd::Failed(e.to_string()),
+            Some(Err(e)) => return WatchEnd::Failed(ListWatchError::from_client("watch", &e)),
             Some(Ok(event)) => event,
         };
         match event {
@@ -288,7 +329,13 @@ where
             WatchEvent::Error(status) if initial.is_some() && refuses_streaming(status.code) => {
                 return WatchEnd::StreamingRefused(status.message.clone());
             }
-            WatchEvent::Error(status) => return WatchEnd::Failed(status.message.clone()),
+            WatchEvent::Error(status) => {
+                return WatchEnd::Failed(ListWatchError::new(
+                    "watch",
+                    Some(status.code),
+                    status.message.clone(),
+                ));
+            }
         }
     }
 }
@@ -534,5 +581,143 @@ mod tests {
         );
         assert_eq!(*list_watch.0.lock(), ["list", "watch from 5"]);
         assert_eq!(*writes.0.lock(), ["replace a b", "upsert c", "delete a"]);
+    }
+
+    /// The API server's refusal of a ServiceAccount's list, as kube-apiserver words it.
+    const FORBIDDEN: &str = "configmaps is forbidden: User \"system:serviceaccount:ns:op\" cannot list resource \"configmaps\" in API group \"\" at the cluster scope";
+
+    /// Refuses the first `refusals` lists with 403, then lists nothing; watches never end.
+    struct Refusing {
+        refusals: usize,
+        lists: std::sync::atomic::AtomicUsize,
+        /// Cancelled when the lists reach this count.
+        stop_at: (usize, CancellationToken),
+    }
+
+    impl ListWatch<ConfigMap> for Refusing {
+        fn list(
+            &self,
+            _: ListParams,
+        ) -> futures::future::BoxFuture<
+            'static,
+            Result<kube_client::core::ObjectList<ConfigMap>, kube_client::Error>,
+        > {
+            let n = self.lists.fetch_add(1, Ordering::SeqCst) + 1;
+            if n == self.stop_at.0 {
+                self.stop_at.1.cancel();
+            }
+            let refused = n <= self.refusals;
+            Box::pin(async move {
+                if refused {
+                    return Err(kube_client::Error::Api(
+                        kube_core::Status::failure(FORBIDDEN, "Forbidden")
+                            .with_code(403)
+                            .boxed(),
+                    ));
+                }
+                Ok(serde_json::from_value(serde_json::json!({
+                    "apiVersion": "v1", "kind": "ConfigMapList",
+                    "metadata": {"resourceVersion": "5"}, "items": [],
+                }))
+                .unwrap())
+            })
+        }
+
+        fn watch(
+            &self,
+            _: WatchParams,
+            _: String,
+        ) -> futures::future::BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>>
+        {
+            Box::pin(async { Ok(futures::stream::pending().boxed()) })
+        }
+    }
+
+    /// Log lines written while the guard lives (this thread only).
+    #[derive(Clone, Default)]
+    struct Logs(std::sync::Arc<parking_lot::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Logs {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Logs {
+        fn capture(&self) -> tracing::subscriber::DefaultGuard {
+            let logs = self.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::INFO)
+                .with_ansi(false)
+                .with_writer(move || logs.clone())
+                .finish();
+            tracing::subscriber::set_default(subscriber)
+        }
+
+        fn text(&self) -> String {
+            String::from_utf8_lossy(&self.0.lock()).into_owned()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_list_is_kept_as_the_last_error_and_logged_once_not_per_retry() {
+        let logs = Logs::default();
+        let _guard = logs.capture();
+        let reflector = Reflector::new(ReflectorConfig {
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+            page_size: 500,
+            min_watch_timeout: Duration::from_secs(300),
+            streaming_list: false,
+            backoff: BackoffConfig::default(),
+        });
+        // Six refusals (six retries with backoff), stopped at the sixth.
+        let ctx = CancellationToken::new();
+        let refusing = Refusing {
+            refusals: 7,
+            lists: Default::default(),
+            stop_at: (6, ctx.clone()),
+        };
+        let writes = Writes::default();
+        reflector.run(&refusing, &writes, &ctx).await;
+        assert_eq!(refusing.lists.load(Ordering::SeqCst), 6);
+        assert!(writes.0.lock().is_empty());
+        let error = reflector.last_error().expect("the refusal is kept");
+        assert_eq!(
+            (error.verb, error.code, error.message.as_str()),
+            ("list", Some(403), FORBIDDEN)
+        );
+        assert!(error.is_forbidden());
+        assert_eq!(error.to_string(), format!("list failed (403): {FORBIDDEN}"));
+        let text = logs.text();
+        assert_eq!(text.matches("cannot list resource").count(), 1, "{text}");
+        assert!(text.contains("WARN"), "{text}");
+
+        // The next list succeeds: the error is over, and said to be.
+        let ctx = CancellationToken::new();
+        refusing.stop_at.1.cancel();
+        let refusing = Refusing {
+            refusals: 0,
+            lists: Default::default(),
+            stop_at: (usize::MAX, ctx.clone()),
+        };
+        let stop_after_the_list = async {
+            while writes.0.lock().is_empty() {
+                writes.1.notified().await;
+            }
+            ctx.cancel();
+        };
+        tokio::join!(reflector.run(&refusing, &writes, &ctx), stop_after_the_list);
+        assert_eq!(reflector.last_error(), None);
+        assert!(
+            logs.text().contains("informer list works again"),
+            "{}",
+            logs.text()
+        );
     }
 }

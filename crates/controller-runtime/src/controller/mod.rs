@@ -113,7 +113,8 @@ pub enum Error {
     },
     /// A syncing source did not sync within `cache_sync_timeout`.
     #[error(
-        "controller {controller}: timed out after {timeout:?} waiting for {source_name} to sync"
+        "controller {controller}: timed out after {timeout:?} waiting for {source_name} to sync{}",
+        .last_error.as_ref().map(|e| format!(": last error: {e}")).unwrap_or_default()
     )]
     SyncTimeout {
         /// The controller.
@@ -122,6 +123,11 @@ pub enum Error {
         source_name: String,
         /// The `cache_sync_timeout` that passed.
         timeout: Duration,
+        /// Why it had not synced, when the source knew ([`Watch::last_error`]): for a
+        /// [`Kind`](crate::source::Kind) source, its informer's last list or watch failure,
+        /// e.g. `list failed (403): configmaps is forbidden: User "system:serviceaccount:ns:op"
+        /// cannot list resource "configmaps" in API group "" at the cluster scope`.
+        last_error: Option<String>,
     },
 }
 
@@ -494,6 +500,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                         controller: inner.name.to_string(),
                         source_name: name,
                         timeout,
+                        last_error: w.last_error(),
                     }),
                 }
             }

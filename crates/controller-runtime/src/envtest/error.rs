@@ -109,4 +109,73 @@ pub enum Error {
     /// objects not installed.
     #[error("webhooks: {0}")]
     Webhook(String),
+    /// A manifest file or directory could not be read.
+    #[error("reading manifests from {}", path.display())]
+    ReadManifests {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A document of a manifest file is not valid YAML or JSON, or not an object with
+    /// `apiVersion`, `kind` and `metadata.name`.
+    #[error("{}: document {document}: not an installable manifest: {reason}", path.display())]
+    ParseManifest {
+        /// The file.
+        path: PathBuf,
+        /// The document's position in the file, from 1.
+        document: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An object given with [`manifest_object`](super::Environment::manifest_object) could not
+    /// be serialized, or is not an object with `apiVersion`, `kind` and `metadata.name`.
+    #[error("manifest object {index}: not an installable manifest: {reason}")]
+    InvalidManifestObject {
+        /// Its position among the objects given, from 1.
+        index: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A manifest could not be installed: its kind is not served, or the API server refused it.
+    #[error("installing {kind} {name} ({origin}): {reason}")]
+    InstallManifest {
+        /// Where it came from: `file: document N`, or `manifest object N`.
+        origin: String,
+        /// Its kind.
+        kind: String,
+        /// Its name.
+        name: String,
+        /// Why it was not installed (the API server's message).
+        reason: String,
+    },
+    /// A ServiceAccount, or its namespace, could not be read or created.
+    #[error("preparing ServiceAccount {namespace}/{name}")]
+    ServiceAccount {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// The cause.
+        #[source]
+        source: kube_client::Error,
+    },
+    /// The API server issued no token for a ServiceAccount through its TokenRequest
+    /// subresource (`POST /api/v1/namespaces/NS/serviceaccounts/NAME/token`).
+    #[error(
+        "requesting a token for ServiceAccount {namespace}/{name}: {}{reason}",
+        if *unsupported { "the API server does not serve the TokenRequest subresource (serviceaccounts/token): " } else { "" }
+    )]
+    TokenRequest {
+        /// The ServiceAccount's namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Whether the API server does not serve the subresource at all (404 or 405): it
+        /// cannot issue ServiceAccount tokens.
+        unsupported: bool,
+        /// The API server's answer.
+        reason: String,
+    },
 }

@@ -80,11 +80,12 @@
 //!
 //! ## What [`Environment::start`] does
 //!
-//! 1. Reads the CRDs of every [`crd_path`](Environment::crd_path) (before anything starts, so
+//! 1. Reads the CRDs of every [`crd_path`](Environment::crd_path) and the manifests of every
+//!    [`manifest_path`](Environment::manifest_path) (before anything starts, so
 //!    a bad file fails fast): a file, or a directory's `.yaml`, `.yml` and `.json` files in
-//!    name order (not its subdirectories). A YAML file may hold several documents; each must
-//!    be an `apiextensions.k8s.io/v1` `CustomResourceDefinition`, or the start fails naming the
-//!    file and the document ([`Error::NotACrd`]). A path that does not exist is an error too
+//!    name order (not its subdirectories). A YAML file may hold several documents; each of a
+//!    CRD path must be an `apiextensions.k8s.io/v1` `CustomResourceDefinition`, or the start
+//!    fails naming the file and the document ([`Error::NotACrd`]). A path that does not exist is an error too
 //!    (envtest skips it unless told otherwise; here a typo does not silently test nothing).
 //! 2. Starts an embedded API server on a free port of `127.0.0.1` with a fresh CA and token, or,
 //!    for an [existing cluster](#an-existing-cluster), reads the kubeconfig `$KUBECONFIG` names
@@ -97,6 +98,54 @@
 //!    as `start` returns. A CRD not ready within
 //!    [`crd_install_timeout`](Environment::crd_install_timeout) (10 s by default, as envtest)
 //!    fails the start with [`Error::CrdNotReady`], saying what it last saw.
+//! 4. Installs the [manifests](#installing-manifests), Namespaces first.
+//!
+//! ## Installing manifests
+//!
+//! Beside CRDs, an operator ships manifests, above all its RBAC: the ServiceAccount it runs
+//! as, its Roles and ClusterRoles, and their bindings. [`manifest_path`](Environment::manifest_path)
+//! reads them from files or directories as `crd_path` reads CRDs (any kind, several documents
+//! a file; each needs `apiVersion`, `kind` and `metadata.name`, or the start fails naming the
+//! file and the document, [`Error::ParseManifest`]), and
+//! [`manifest_object`](Environment::manifest_object) takes objects built in code. Once the
+//! CRDs are served, each is created, or updated to the manifest when it exists, by a forced
+//! server-side apply (field manager `envtest`): Namespaces first, then the rest in order; a
+//! namespaced object without a namespace goes to `default`. A kind the server does not serve,
+//! or an object it refuses, fails the start with [`Error::InstallManifest`], naming the
+//! object, where it came from and the server's reason.
+//!
+//! ## Running as a ServiceAccount
+//!
+//! The environment's own client is an administrator: it may do everything, so a test running
+//! the operator with it cannot notice a permission missing from the operator's RBAC. Run the
+//! operator as its ServiceAccount instead, with your RBAC manifests installed, and a missing
+//! permission fails the test as it fails in production, saying what was refused: the
+//! controller's [`SyncTimeout`](crate::controller::Error::SyncTimeout) ends with the API
+//! server's `configmaps is forbidden: User "system:serviceaccount:system:my-operator" cannot
+//! list resource "configmaps" ...`, and the informer logs it once as a warning.
+//!
+//! ```no_run
+//! use controller_runtime::envtest::Environment;
+//! use controller_runtime::prelude::*;
+//!
+//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
+//! // config/rbac/: service_account.yaml, role.yaml, role_binding.yaml, as deployed.
+//! let env = Environment::new()
+//!     .manifest_path("config/rbac")
+//!     .start()
+//!     .await?;
+//! // The operator's identity: a token of its ServiceAccount, asked through TokenRequest.
+//! let operator = env.service_account_client("system", "my-operator").await?;
+//! let options = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
+//! let mgr = Manager::new(operator, options)?;
+//! // ... the controllers, as in main; the test's own reads and writes use env.client().
+//! # Ok(()) }
+//! ```
+//!
+//! [`Running::service_account_config`] creates the ServiceAccount (and its namespace) when the
+//! manifests do not, and needs an API server that issues ServiceAccount tokens through the
+//! TokenRequest subresource (`kubectl create token`); one that does not is named in the
+//! error ([`Error::TokenRequest`]).
 //!
 //! ## An existing cluster
 //!
@@ -124,6 +173,8 @@
 
 mod crds;
 mod error;
+mod manifests;
+mod service_account;
 mod webhooks;
 
 use std::path::PathBuf;
@@ -149,6 +200,9 @@ pub const USE_EXISTING_CLUSTER: &str = "USE_EXISTING_CLUSTER";
 pub struct Environment {
     crds: Vec<CustomResourceDefinition>,
     crd_paths: Vec<PathBuf>,
+    manifest_paths: Vec<PathBuf>,
+    /// Objects given in code, or why one could not be serialized.
+    manifest_objects: Vec<Result<serde_json::Value, String>>,
     use_existing_cluster: Option<bool>,
     crd_install_timeout: Duration,
     clean_up_after_use: bool,
@@ -159,6 +213,8 @@ impl Default for Environment {
         Environment {
             crds: Vec::new(),
             crd_paths: Vec::new(),
+            manifest_paths: Vec::new(),
+            manifest_objects: Vec::new(),
             use_existing_cluster: None,
             crd_install_timeout: Duration::from_secs(10),
             clean_up_after_use: false,
@@ -188,6 +244,25 @@ impl Environment {
     /// `CRDDirectoryPaths`); see the [module docs](self) for what is read.
     pub fn crd_path(mut self, path: impl Into<PathBuf>) -> Self {
         self.crd_paths.push(path.into());
+        self
+    }
+
+    /// Installs the manifests of `path` once the CRDs are served: a YAML or JSON file, or a
+    /// directory of them (its `.yaml`, `.yml` and `.json` files in name order), holding any
+    /// objects (RBAC above all: ServiceAccounts, Roles, ClusterRoles, RoleBindings,
+    /// ClusterRoleBindings; also custom resources of the installed CRDs). See
+    /// [installing manifests](self#installing-manifests).
+    pub fn manifest_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.manifest_paths.push(path.into());
+        self
+    }
+
+    /// Installs `object` (any serializable Kubernetes object: a k8s-openapi type, a
+    /// `DynamicObject`, a `serde_json::Value`) with the manifests, after those read from
+    /// [`manifest_path`](Self::manifest_path)s.
+    pub fn manifest_object(mut self, object: impl serde::Serialize) -> Self {
+        self.manifest_objects
+            .push(serde_json::to_value(object).map_err(|e| e.to_string()));
         self
     }
 
@@ -224,6 +299,22 @@ impl Environment {
         let mut all = self.crds;
         for path in &self.crd_paths {
             all.extend(crds::read_path(path)?);
+        }
+        let mut manifests = Vec::new();
+        for path in &self.manifest_paths {
+            manifests.extend(manifests::read_path(path)?);
+        }
+        for (i, object) in self.manifest_objects.into_iter().enumerate() {
+            let invalid = |reason| Error::InvalidManifestObject {
+                index: i + 1,
+                reason,
+            };
+            let object = object.map_err(invalid)?;
+            manifests::check(&object).map_err(invalid)?;
+            manifests.push(manifests::Manifest {
+                origin: format!("manifest object {}", i + 1),
+                object,
+            });
         }
 
         let (server, kubeconfig) = if existing {
@@ -270,6 +361,7 @@ impl Environment {
         for name in &installed {
             crds::wait_ready(&client, name, self.crd_install_timeout).await?;
         }
+        manifests::install(&client, &manifests).await?;
         Ok(Running {
             server,
             kubeconfig,
@@ -348,6 +440,36 @@ impl Running {
     /// `true` when running against an existing cluster rather than an embedded server.
     pub fn is_existing_cluster(&self) -> bool {
         self.server.is_none()
+    }
+
+    /// A client configuration acting as the ServiceAccount `namespace/name`: the account (and
+    /// its namespace) is created when missing, and a token for it asked through the
+    /// TokenRequest subresource (`POST /api/v1/namespaces/NS/serviceaccounts/NAME/token`, what
+    /// `kubectl create token` does), valid for an hour. The configuration has the
+    /// environment's server and CA, the token as bearer, and the account's namespace as
+    /// default, as in a pod. Give it to a [`Manager`](crate::manager::Manager) to run the
+    /// operator with its own permissions: see [running as a ServiceAccount](self#running-as-a-serviceaccount).
+    ///
+    /// Fails with [`Error::TokenRequest`] when no token is issued, `unsupported` when the API
+    /// server does not serve the subresource at all (an embedded server without
+    /// ServiceAccount tokens).
+    pub async fn service_account_config(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<kube_client::Config, Error> {
+        service_account::config(&self.config, &self.client, namespace, name).await
+    }
+
+    /// A client acting as the ServiceAccount `namespace/name`: see
+    /// [`service_account_config`](Self::service_account_config).
+    pub async fn service_account_client(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<kube_client::Client, Error> {
+        let config = self.service_account_config(namespace, name).await?;
+        kube_client::Client::try_from(config).map_err(Error::Client)
     }
 
     /// The names of the CRDs [`Environment::start`] installed, in install order.

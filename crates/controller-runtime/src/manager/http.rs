@@ -1,5 +1,7 @@
-//! The manager's plain-HTTP servers (metrics, health probes) as runnables of the
-//! [`HttpServers`](super::RunnableGroup::HttpServers) group.
+//! The manager's HTTP servers (metrics, health probes) as runnables of the
+//! [`HttpServers`](super::RunnableGroup::HttpServers) group: the probe server here, plain
+//! HTTP; the metrics server is [`crate::metrics::server`]'s (plain HTTP or HTTPS, filtered or
+//! not), wrapped in a [`MetricsServer`] runnable.
 //!
 //! Each server is a listener bound by [`Manager::start`](super::Manager::start) (so a bad
 //! address fails at once, and port 0 resolves before anything else starts) and a [`Handler`]
@@ -19,7 +21,6 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
-use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -44,35 +45,6 @@ pub(crate) fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<
         header::HeaderValue::from_static("nosniff"),
     );
     response
-}
-
-/// The content type of the OpenMetrics text that `prometheus_client` writes; Prometheus
-/// negotiates it (its scrape `Accept` header lists it first).
-pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-
-/// `/metrics`: the registry in OpenMetrics text.
-pub(crate) fn metrics_handler(registry: Arc<Mutex<Registry>>) -> Handler {
-    Arc::new(move |uri: &Uri| {
-        if uri.path() != "/metrics" {
-            return text(StatusCode::NOT_FOUND, "404 page not found\n");
-        }
-        let mut body = String::new();
-        let encoded = prometheus_client::encoding::text::encode(&mut body, &registry.lock());
-        match encoded {
-            Ok(()) => {
-                let mut response = Response::new(Full::new(Bytes::from(body)));
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    header::HeaderValue::from_static(OPENMETRICS),
-                );
-                response
-            }
-            Err(e) => text(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("encoding metrics: {e}\n"),
-            ),
-        }
-    })
 }
 
 /// Binds `addr`.
@@ -115,6 +87,38 @@ impl Runnable for HttpServer {
         Box::pin(async move {
             let listener = listener.ok_or("the server was started twice")?;
             serve(name, listener, handler, ctx).await;
+            Ok(())
+        })
+    }
+}
+
+/// The metrics server, bound and set up, waiting to be run.
+pub(crate) struct MetricsServer {
+    server: Mutex<Option<(crate::metrics::server::Server, TcpListener)>>,
+}
+
+impl MetricsServer {
+    pub(crate) fn new(server: crate::metrics::server::Server, listener: TcpListener) -> Self {
+        MetricsServer {
+            server: Mutex::new(Some((server, listener))),
+        }
+    }
+}
+
+impl Runnable for MetricsServer {
+    fn name(&self) -> String {
+        "metrics server".into()
+    }
+
+    fn group(&self) -> RunnableGroup {
+        RunnableGroup::HttpServers
+    }
+
+    fn start(&self, ctx: CancellationToken) -> BoxFuture<'static, Result<(), BoxError>> {
+        let server = self.server.lock().take();
+        Box::pin(async move {
+            let (server, listener) = server.ok_or("the server was started twice")?;
+            server.serve(listener, ctx).await;
             Ok(())
         })
     }

@@ -77,7 +77,10 @@
 //! # HTTP
 //!
 //! `/metrics` serves the [registry](Manager::registry) as OpenMetrics text with
-//! controller-runtime's metric names; the probe server serves `/healthz` and `/readyz`
+//! controller-runtime's metric names, over plain HTTP by default, or over HTTPS and only to
+//! scrapers the API server authenticates and authorizes, as
+//! [`ManagerOptions::with_metrics_server`] says (see [`metrics::server`](crate::metrics::server));
+//! the probe server serves `/healthz` and `/readyz`
 //! (aggregate, `?verbose`, `?exclude=`, and `/healthz/<check>`), as Kubernetes components do.
 //! The manager adds a `cache-sync` readiness check that fails until the caches have synced.
 
@@ -111,6 +114,7 @@ use crate::cache::{Cache, CacheOptions};
 use crate::client::Client;
 use crate::leaderelection::LeaderElector;
 use crate::metrics::Metrics;
+use crate::metrics::server::Options as MetricsServerOptions;
 use crate::recorder::Recorder;
 use crate::webhook::{Options as WebhookOptions, Server as WebhookServer};
 use groups::{Groups, ReadyCheck};
@@ -155,6 +159,9 @@ pub enum Error {
     /// Some runnables did not return within `graceful_shutdown_timeout`; they were abandoned.
     #[error("runnables did not stop within the graceful shutdown timeout of {0:?}")]
     ShutdownTimeout(Duration),
+    /// The metrics server's certificate or TLS configuration could not be set up.
+    #[error("setting up the metrics server")]
+    MetricsServer(#[source] crate::metrics::server::Error),
     /// The HTTP server could not bind its address.
     #[error("binding {addr}: {source}")]
     Bind {
@@ -205,6 +212,8 @@ pub struct ManagerOptions {
     /// The webhook server's options (port 9443, certificates in
     /// `<temp dir>/k8s-webhook-server/serving-certs`); see [`Manager::webhook_server`].
     pub(crate) webhook_server: WebhookOptions,
+    /// How `/metrics` is served (default plain HTTP, no authentication).
+    pub(crate) metrics_server: MetricsServerOptions,
 }
 
 impl Default for ManagerOptions {
@@ -216,6 +225,7 @@ impl Default for ManagerOptions {
             leader_election: None,
             graceful_shutdown_timeout: Duration::from_secs(30),
             webhook_server: WebhookOptions::default(),
+            metrics_server: MetricsServerOptions::default(),
         }
     }
 }
@@ -266,6 +276,20 @@ impl ManagerOptions {
     pub fn with_webhook_server(self, options: WebhookOptions) -> Self {
         ManagerOptions {
             webhook_server: options,
+            ..self
+        }
+    }
+
+    /// How `/metrics` is served at the metrics bind address (default plain HTTP, no
+    /// authentication, as controller-runtime): HTTPS with
+    /// [`with_secure_serving`](MetricsServerOptions::with_secure_serving), each scrape
+    /// authenticated and authorized by the API server with
+    /// [`with_authentication_and_authorization`](MetricsServerOptions::with_authentication_and_authorization)
+    /// (controller-runtime's `Metrics: metricsserver.Options{...}`). See
+    /// [`metrics::server`](crate::metrics::server).
+    pub fn with_metrics_server(self, options: MetricsServerOptions) -> Self {
+        ManagerOptions {
+            metrics_server: options,
             ..self
         }
     }

@@ -102,13 +102,18 @@ struct Election {
 async fn add_http_servers(inner: &Arc<Inner>) -> Result<(), Error> {
     let options = &inner.options;
     if let Some(addr) = options.metrics_bind_address.addr() {
+        // Certificates first: a bad one fails the start before anything is bound.
+        let server = crate::metrics::server::Server::new(
+            inner.registry.clone(),
+            &options.metrics_server,
+            inner.client.cache().client().clone(),
+        )
+        .map_err(Error::MetricsServer)?;
         let listener = http::bind(addr).await?;
         *inner.metrics_addr.lock() = listener.local_addr().ok();
-        let handler = http::metrics_handler(inner.registry.clone());
-        inner.groups.add(
-            Arc::new(HttpServer::new("metrics", listener, handler)),
-            None,
-        )?;
+        inner
+            .groups
+            .add(Arc::new(http::MetricsServer::new(server, listener)), None)?;
     }
     if let Some(addr) = options.health_probe_bind_address.addr() {
         let listener = http::bind(addr).await?;

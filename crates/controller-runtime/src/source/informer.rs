@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -65,6 +66,15 @@ pub struct Kind<K: CacheObject> {
     dt: K::DynamicType,
     retry_period: Duration,
     progress: watch::Sender<Progress>,
+    /// The informer once found, or why it could not be got: what [`Source::last_error`] reads.
+    found: Arc<Mutex<Found<K>>>,
+}
+
+/// What the starts of a [`Kind`] source found.
+enum Found<K> {
+    Nothing,
+    Informer(cache::Informer<K>),
+    Failed(String),
 }
 
 impl<K: CacheObject + kube_core::Resource<DynamicType = ()>> Kind<K> {
@@ -82,6 +92,7 @@ impl<K: CacheObject> Kind<K> {
             dt,
             retry_period: Duration::from_secs(10),
             progress: watch::channel(Progress::default()).0,
+            found: Arc::new(Mutex::new(Found::Nothing)),
         }
     }
 
@@ -111,23 +122,28 @@ impl<K: CacheObject, T: QueueItem> Source<K, T> for Kind<K> {
         );
         let kind = self.kind_name();
         let handler = Arc::new(DispatchToHandler(dispatcher));
+        let found = self.found.clone();
         // Start returns at once; a task finds the informer, even while the type is not served.
         tokio::spawn(async move {
             let informer = loop {
-                match cache.get_informer_with::<K>(&dt).await {
+                let error = match cache.get_informer_with::<K>(&dt).await {
                     Ok(informer) => break informer,
                     Err(e @ cache::Error::NotServed { .. }) => {
                         tracing::info!(%kind, error = %e, "kind source: type not served yet; retrying");
+                        e
                     }
                     Err(e) => {
                         tracing::warn!(%kind, error = %e, "kind source: getting the informer failed; retrying");
+                        e
                     }
-                }
+                };
+                *found.lock() = Found::Failed(with_sources(&error));
                 tokio::select! {
                     _ = ctx.cancelled() => return,
                     _ = tokio::time::sleep(retry) => {}
                 }
             };
+            *found.lock() = Found::Informer(informer.clone());
             let registration = informer.add_event_handler(handler);
             tokio::select! {
                 _ = ctx.cancelled() => {}
@@ -155,6 +171,26 @@ impl<K: CacheObject, T: QueueItem> Source<K, T> for Kind<K> {
     fn describe(&self) -> String {
         format!("kind source: {}", self.kind_name())
     }
+
+    fn last_error(&self) -> Option<String> {
+        match &*self.found.lock() {
+            Found::Nothing => None,
+            Found::Informer(informer) => informer.last_error().map(|e| e.to_string()),
+            Found::Failed(why) => Some(why.clone()),
+        }
+    }
+}
+
+/// An error and its causes, `: `-separated.
+fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        cause = e.source();
+    }
+    text
 }
 
 /// Events from an informer you hold (controller-runtime's `source.Informer`). Unlike [`Kind`],

@@ -110,6 +110,14 @@ pub trait Source<K, T: QueueItem = Request>: Send + Sync {
 
     /// A short description for logs and errors, e.g. `kind source: ConfigMap`.
     fn describe(&self) -> String;
+
+    /// Why the source has not synced, when it knows: for [`Kind`], its informer's last list or
+    /// watch failure (the API server's 403 naming a missing permission, say). The controller
+    /// puts it in its [`SyncTimeout`](crate::controller::Error::SyncTimeout) error. The
+    /// default knows nothing.
+    fn last_error(&self) -> Option<String> {
+        None
+    }
 }
 
 impl<K, T: QueueItem, S: Source<K, T> + ?Sized> Source<K, T> for Arc<S> {
@@ -125,6 +133,9 @@ impl<K, T: QueueItem, S: Source<K, T> + ?Sized> Source<K, T> for Arc<S> {
     }
     fn describe(&self) -> String {
         (**self).describe()
+    }
+    fn last_error(&self) -> Option<String> {
+        (**self).last_error()
     }
 }
 
@@ -144,6 +155,12 @@ pub trait Watch<T: QueueItem = Request>: Send + Sync {
 
     /// A short description for logs and errors.
     fn describe(&self) -> String;
+
+    /// Why the source has not synced, when it knows (see [`Source::last_error`]). The default
+    /// knows nothing.
+    fn last_error(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The last path segment of a type name (`ConfigMap` for `k8s_openapi::...::ConfigMap`), for

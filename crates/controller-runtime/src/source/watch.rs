@@ -53,4 +53,8 @@ impl<K: Send + Sync + 'static, T: QueueItem> Watch<T> for EventWatch<K, T> {
     fn describe(&self) -> String {
         self.source.describe()
     }
+
+    fn last_error(&self) -> Option<String> {
+        self.source.last_error()
+    }
 }

@@ -222,6 +222,112 @@ async fn sync_timeout_is_an_error_naming_the_source() {
     controller.start(ctx).await.unwrap();
 }
 
+/// A list-watch the API server refuses as it refuses a ServiceAccount without the RBAC.
+struct Forbidden;
+
+const FORBIDDEN: &str = "configmaps is forbidden: User \"system:serviceaccount:ns:op\" cannot list resource \"configmaps\" in API group \"\" at the cluster scope";
+
+impl controller_runtime::cache::ListWatch<ConfigMap> for Forbidden {
+    fn list(
+        &self,
+        _: kube_client::api::ListParams,
+    ) -> BoxFuture<'static, Result<kube_client::core::ObjectList<ConfigMap>, kube_client::Error>>
+    {
+        Box::pin(async {
+            Err(kube_client::Error::Api(
+                kube_core::Status::failure(FORBIDDEN, "Forbidden")
+                    .with_code(403)
+                    .boxed(),
+            ))
+        })
+    }
+    fn watch(
+        &self,
+        _: kube_client::api::WatchParams,
+        _: String,
+    ) -> BoxFuture<
+        'static,
+        Result<controller_runtime::cache::WatchStream<ConfigMap>, kube_client::Error>,
+    > {
+        Box::pin(async {
+            Err(kube_client::Error::Api(
+                kube_core::Status::failure("watch refused", "Forbidden")
+                    .with_code(403)
+                    .boxed(),
+            ))
+        })
+    }
+}
+
+/// A syncing source over an informer of its own (as `Kind` is over the cache's).
+struct OwnInformer(controller_runtime::cache::Informer<ConfigMap>);
+
+impl Source<ConfigMap> for OwnInformer {
+    fn start(
+        &self,
+        ctx: CancellationToken,
+        _: EventDispatcher<ConfigMap>,
+    ) -> BoxFuture<'_, Result<(), source::Error>> {
+        let informer = self.0.clone();
+        tokio::spawn(async move { informer.run(ctx).await });
+        Box::pin(async { Ok(()) })
+    }
+    fn wait_for_sync(&self, ctx: CancellationToken) -> BoxFuture<'_, Result<(), source::Error>> {
+        Box::pin(async move {
+            tokio::select! {
+                _ = self.0.wait_for_sync() => Ok(()),
+                _ = ctx.cancelled() => Err(source::Error::Cancelled { source_name: self.describe() }),
+            }
+        })
+    }
+    fn describe(&self) -> String {
+        "informer of configmaps".into()
+    }
+    fn last_error(&self) -> Option<String> {
+        self.0.last_error().map(|e| e.to_string())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_sync_timeout_names_the_permission_the_api_server_refused() {
+    let informer = controller_runtime::cache::Informer::new(
+        Forbidden,
+        controller_runtime::cache::InformerConfig::default(),
+    );
+    let reconciler = reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) });
+    let options = ControllerOptions::default().with_cache_sync_timeout(Duration::from_secs(30));
+    let controller = Controller::new("operator", reconciler, options).unwrap();
+    controller
+        .watch(
+            OwnInformer(informer.clone()),
+            EnqueueRequestForObject,
+            vec![],
+        )
+        .await
+        .unwrap();
+    let ctx = CancellationToken::new();
+    let err = controller.start(ctx.clone()).await.unwrap_err();
+    ctx.cancel();
+    match &err {
+        Error::SyncTimeout { last_error, .. } => {
+            assert_eq!(
+                last_error.as_deref(),
+                Some(format!("list failed (403): {FORBIDDEN}").as_str())
+            )
+        }
+        other => panic!("unexpected {other}"),
+    }
+    let message = err.to_string();
+    assert!(
+        message.ends_with(&format!(
+            "waiting for informer of configmaps to sync: last error: list failed (403): {FORBIDDEN}"
+        )),
+        "{message}"
+    );
+    let kept = informer.last_error().unwrap();
+    assert!(kept.is_forbidden() && kept.verb == "list", "{kept}");
+}
+
 #[test]
 fn bad_options_are_errors() {
     let r = || reconcile::from_fn(|_: Request, _ctx| async { Ok(Action::done()) });

@@ -36,6 +36,14 @@
 //! let mut text = String::new();
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
 //! ```
+//!
+//! Serving them: [`server`] (the metrics server a [`Manager`](crate::manager::Manager) runs:
+//! plain HTTP or HTTPS, [`server::Options`]) and [`filters`] (authentication and
+//! authorization of every scrape by the API server, controller-runtime's
+//! `filters.WithAuthenticationAndAuthorization`).
+
+pub mod filters;
+pub mod server;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
