@@ -317,7 +317,8 @@ async fn http_handler() {
     let state = std::sync::Arc::new(AppState {
         faults: Faults::new(storage.clone()),
         storage,
-        token: "t".into(),
+        authn: crt_apiserver::auth::authn::Authenticator::new("t".into()),
+        authz: crt_apiserver::auth::authz::Authorizer::new(),
         max_body_bytes: 3 << 20,
         server_address: "127.0.0.1:0".into(),
     });
@@ -463,7 +464,8 @@ fn profile_loop(kind: &str, prefix: &str, n: usize) {
     let state = std::sync::Arc::new(AppState {
         faults: Faults::new(storage.clone()),
         storage: storage.clone(),
-        token: "t".into(),
+        authn: crt_apiserver::auth::authn::Authenticator::new("t".into()),
+        authz: crt_apiserver::auth::authz::Authorizer::new(),
         max_body_bytes: 3 << 20,
         server_address: "127.0.0.1:0".into(),
     });
