@@ -112,9 +112,18 @@ impl Authorizer {
 
     /// Whether `user` may do what `attrs` describe. `system:masters` may do everything, as
     /// upstream's privileged-group authorizer lets it; anyone may read the health endpoints
-    /// and `/version` (upstream's `system:public-info-viewer`).
+    /// and `/version` (upstream's `system:public-info-viewer`); any authenticated user may ask
+    /// who they are (`create selfsubjectreviews`, from upstream's `system:basic-user`).
     pub fn authorize(&self, user: &UserInfo, attrs: &RequestAttributes) -> Decision {
         if user.in_group(MASTERS) {
+            return Decision::Allow(String::new());
+        }
+        if user.in_group(super::user::AUTHENTICATED)
+            && attrs.resource_request
+            && attrs.verb == "create"
+            && attrs.api_group == "authentication.k8s.io"
+            && attrs.resource == "selfsubjectreviews"
+        {
             return Decision::Allow(String::new());
         }
         if !attrs.resource_request && attrs.verb == "get" && is_public_info(&attrs.path) {
@@ -321,5 +330,30 @@ mod tests {
         }
         let a = attrs(Method::GET, "/healthzz", false);
         assert!(!authz.authorize(&UserInfo::anonymous(), &a).allowed());
+    }
+
+    #[test]
+    fn authenticated_users_may_ask_who_they_are() {
+        let authz = Authorizer::new();
+        let jane = UserInfo {
+            name: "jane".into(),
+            groups: vec![crate::auth::user::AUTHENTICATED.into()],
+            ..Default::default()
+        };
+        let whoami = attrs(
+            Method::POST,
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            false,
+        );
+        assert!(authz.authorize(&jane, &whoami).allowed());
+        assert!(!authz.authorize(&UserInfo::anonymous(), &whoami).allowed());
+        let token_review = attrs(
+            Method::POST,
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            false,
+        );
+        assert!(!authz.authorize(&jane, &token_review).allowed());
+        let list = attrs(Method::GET, "/api/v1/pods", false);
+        assert!(!authz.authorize(&jane, &list).allowed());
     }
 }
