@@ -2,7 +2,9 @@
 //! kube-apiserver's order.
 //!
 //! 1. [`authn`]: the request's credentials become a [`UserInfo`] (or a 401 `Status` when they
-//!    are present and bad). A request without credentials is the anonymous user.
+//!    are present and bad): a client certificate ([`x509`]), the server's admin token, a static
+//!    user's token, or a ServiceAccount token ([`serviceaccount`]). A request without
+//!    credentials is the anonymous user.
 //! 2. Impersonation (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-*`): the authenticated
 //!    user, when allowed to `impersonate`, acts as another.
 //! 3. [`authz`]: the request's [`RequestAttributes`] (verb, resource, namespace, name, or a
@@ -13,7 +15,10 @@
 
 pub mod authn;
 pub mod authz;
+pub mod serviceaccount;
 pub mod user;
+pub mod x509;
 
+pub use authn::StaticUser;
 pub use authz::{Decision, RequestAttributes};
 pub use user::UserInfo;

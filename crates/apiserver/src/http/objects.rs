@@ -37,6 +37,9 @@ where
         .resolve_shared(&path.group, &path.version, &path.plural)
         .ok_or_else(not_found)?;
     check_scope(&res, &path)?;
+    if path.subresource.as_deref() == Some("token") {
+        return super::token_request::serve(state, req, &path).await;
+    }
     // A version its CRD converts through a webhook: the storage is called at the storage
     // version (`stored`), and objects are converted on their way in and out. At the storage
     // version itself only a body of another version is converted.
@@ -380,6 +383,7 @@ fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> 
         Some("scale") if res.scale.is_some() => Ok(()),
         Some("finalize") if res.group.is_empty() && res.plural == "namespaces" => Ok(()),
         Some("binding" | "eviction") if res.group.is_empty() && res.plural == "pods" => Ok(()),
+        Some("token") if res.group.is_empty() && res.plural == "serviceaccounts" => Ok(()),
         Some(_) => Err(not_found()),
     }
 }

@@ -415,6 +415,47 @@ const PRIORITY_CLASS: &[Field] = &[
 ];
 
 /// The table of a kind's top-level message, if the kind is decoded at all.
+/// `authentication.k8s.io/v1` TokenRequest (`kubectl create token`).
+const TOKEN_REQUEST: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "audiences", Kind::Str, true),
+            Field(
+                3,
+                "boundObjectRef",
+                Kind::Msg(&[
+                    Field(1, "kind", Kind::Str, false),
+                    Field(2, "apiVersion", Kind::Str, false),
+                    Field(3, "name", Kind::Str, false),
+                    Field(4, "uid", Kind::Str, false),
+                ]),
+                false,
+            ),
+            Field(4, "expirationSeconds", Kind::Int, false),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
+/// `authentication.k8s.io/v1` TokenReview.
+const TOKEN_REVIEW: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "token", Kind::Str, false),
+            Field(2, "audiences", Kind::Str, true),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
 pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
         ("v1", "Namespace") => NAMESPACE,
@@ -430,6 +471,8 @@ pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> 
         ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => ROLE_BINDING,
         ("policy/v1", "PodDisruptionBudget") => POD_DISRUPTION_BUDGET,
         ("scheduling.k8s.io/v1", "PriorityClass") => PRIORITY_CLASS,
+        ("authentication.k8s.io/v1", "TokenRequest") => TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "TokenReview") => TOKEN_REVIEW,
         _ => return None,
     })
 }
