@@ -20,13 +20,22 @@
 //!   anonymous user, refused with upstream's 403 except on `/healthz`, `/readyz`, `/livez` and
 //!   `/version` (a real cluster's `system:public-info-viewer`); the server's bearer token is a
 //!   `system:masters` user, allowed everything.
+//! - Identities as a cluster has them: static users' bearer tokens ([`Config::users`]), client
+//!   certificates signed by the server's client CA (CN user, O groups; minted by
+//!   [`Server::client_certificate`] and [`Server::kubeconfig_for_certificate`]), and
+//!   ServiceAccount tokens (signed JWTs with upstream's claims, from
+//!   `POST .../serviceaccounts/NAME/token` as `kubectl create token` asks, or
+//!   [`Server::service_account_token`]), valid until they expire or their ServiceAccount is
+//!   deleted. `kubectl auth whoami` and `TokenReview` answer who a credential is; every
+//!   authenticated user may ask who they are, and only `system:masters` may do more until RBAC.
 //! - Discovery in both the plain and the aggregated (`apidiscovery.k8s.io/v2`) form, computed
 //!   per request, so a CRD's resource is served and discoverable as soon as it is created.
 //! - Every built-in resource a kube-apiserver 1.33 serves by default (61, HPA at `v2` and `v1`),
 //!   with its short names, categories, verbs and subresources as upstream publishes them; the
 //!   review kinds are answered on create (every access allowed; a `TokenReview` authenticates
-//!   the server's token) and never stored. Subresources other than `status` and `scale`
-//!   (`pods/log`, `serviceaccounts/token`, ...) are published but not served.
+//!   any token the server knows, for the audiences it names) and never stored. Subresources
+//!   other than `status`, `scale`, `pods/binding`, `pods/eviction`, `namespaces/finalize` and
+//!   `serviceaccounts/token` (`pods/log`, `pods/exec`, ...) are published but not served.
 //! - Answers are JSON (protobuf is asked for with a JSON fallback by every client), but for
 //!   `/openapi/v2`, which clients ask for in protobuf only;
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
