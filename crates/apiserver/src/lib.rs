@@ -26,7 +26,8 @@
 //!   ServiceAccount tokens (signed JWTs with upstream's claims, from
 //!   `POST .../serviceaccounts/NAME/token` as `kubectl create token` asks, or
 //!   [`Server::service_account_token`]), valid until they expire or their ServiceAccount is
-//!   deleted. `kubectl auth whoami` and `TokenReview` answer who a credential is; every
+//!   deleted. Every namespace has its `default` ServiceAccount, as the ServiceAccount controller
+//!   makes it. `kubectl auth whoami` and `TokenReview` answer who a credential is; every
 //!   authenticated user may ask who they are, and only `system:masters` may do more until RBAC.
 //! - Discovery in both the plain and the aggregated (`apidiscovery.k8s.io/v2`) form, computed
 //!   per request, so a CRD's resource is served and discoverable as soon as it is created.

@@ -281,7 +281,7 @@ impl Server {
             },
             audiences: self.token_signer.api_audiences().to_vec(),
             issued_at: now,
-            expires_at: now + expiration.as_secs() as i64,
+            expires_at: now.saturating_add(i64::try_from(expiration.as_secs()).unwrap_or(i64::MAX)),
             id: new_token_id(),
             ..Default::default()
         };
