@@ -29,6 +29,7 @@
 //!   deleted. Every namespace has its `default` ServiceAccount, as the ServiceAccount controller
 //!   makes it. `kubectl auth whoami` and `TokenReview` answer who a credential is; every
 //!   authenticated user may ask who they are, and only `system:masters` may do more until RBAC.
+//!   Admission sees the request's user (a policy's `request.userInfo`, a webhook's `userInfo`).
 //! - Discovery in both the plain and the aggregated (`apidiscovery.k8s.io/v2`) form, computed
 //!   per request, so a CRD's resource is served and discoverable as soon as it is created.
 //! - Every built-in resource a kube-apiserver 1.33 serves by default (61, HPA at `v2` and `v1`),

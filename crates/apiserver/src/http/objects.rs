@@ -48,6 +48,10 @@ where
     let conversion = body_conversion.filter(|c| c.storage.version != res.version);
     let stored = conversion.map_or(&*res, |c| &*c.storage);
     let (parts, body) = req.into_parts();
+    let user = parts
+        .extensions
+        .get::<std::sync::Arc<crate::auth::UserInfo>>()
+        .cloned();
     let req_query = parts.uri.query();
     let query = parse_query(req_query)?;
     let header = |name: header::HeaderName| parts.headers.get(name).and_then(|v| v.to_str().ok());
@@ -107,6 +111,8 @@ where
         Default::default()
     };
     let mut write = query.write_options();
+    // Admission sees who writes (the user `handle` authenticated; none: the admin).
+    write.user = user.clone();
     if let Some(m) = &write.field_manager
         && m.len() > 128
     {
@@ -207,7 +213,8 @@ where
             }
         }
         (&Method::DELETE, Some(name)) if sub.is_none() => {
-            let opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(&body)?;
+            opts.user = user.clone();
             let deleted = if storage.has_webhooks() {
                 storage.delete_hooked(stored, ns, name, &opts).await?
             } else {
@@ -217,7 +224,8 @@ where
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
-            let opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(&body)?;
+            opts.user = user.clone();
             let list = query.list_options();
             let deleted = if storage.has_webhooks() {
                 storage

@@ -338,6 +338,7 @@ pub(crate) fn commit_create(
         None,
         opts.dry_run,
         &opts.warnings,
+        opts.user.as_deref(),
     )?;
     let key = (ns, name.clone());
     let rk = res_key(res);
@@ -702,6 +703,7 @@ pub(crate) fn commit_update(
         Some(&old),
         opts.dry_run,
         &opts.warnings,
+        opts.user.as_deref(),
     )?;
     let spec_changed = if res.custom && !res.status_subresource {
         !meta::same_outside_metadata(&old, &new)

@@ -191,6 +191,9 @@ pub struct WriteOptions {
     /// Where [`FieldValidation::Warn`] reports the fields it dropped (the HTTP layer sends
     /// each as a `Warning` header). Clones of these options share it.
     pub warnings: Warnings,
+    /// Who writes: the `userInfo` admission (policies' `request.userInfo`, webhooks'
+    /// AdmissionReview) sees. `None` is the server's admin ([`crate::auth::UserInfo::admin`]).
+    pub user: Option<Arc<crate::auth::UserInfo>>,
 }
 
 /// The `fieldValidation` directive of a write: what unknown fields (those a custom
@@ -292,6 +295,8 @@ pub struct DeleteOptions {
     /// Where a delete's warnings go (an admission policy's `Warn`; the HTTP layer sends each
     /// as a `Warning` header). Clones of these options share it.
     pub warnings: Warnings,
+    /// Who deletes, as admission sees it; `None` is the server's admin.
+    pub user: Option<Arc<crate::auth::UserInfo>>,
 }
 
 /// One event on a watch, as sent on the wire (`{"type": ..., "object": ...}`).

@@ -482,3 +482,79 @@ async fn bad_credentials_of_every_kind_are_401_and_never_logged() {
         assert!(!logged.contains(&body[..40]), "a private key was logged");
     }
 }
+
+/// Admission sees the request's user: a ValidatingAdmissionPolicy on `request.userInfo` refuses
+/// two `system:masters` users (one by name, one by group; masters, so that authorization lets
+/// them reach admission before RBAC exists) and lets the admin through, on creates and deletes
+/// alike.
+#[tokio::test]
+async fn admission_policies_see_the_requests_user() {
+    let server = Server::start(Config {
+        users: vec![
+            StaticUser::new("ops-token", "ops", &["system:masters"]),
+            StaticUser::new("carl-token", "carl", &["ops-team", "system:masters"]),
+        ],
+        ..Config::default()
+    })
+    .await
+    .expect("server starts");
+    let admin = crate::common::client(&server).await;
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy", "metadata": {"name": "no-ops"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE", "DELETE"], "resources": ["configmaps"]}]},
+            "validations": [{
+                "expression": "request.userInfo.username != 'ops' && !('ops-team' in request.userInfo.groups)",
+                "message": "not for ops"}]}});
+    let binding = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding", "metadata": {"name": "no-ops"},
+        "spec": {"policyName": "no-ops", "validationActions": ["Deny"]}});
+    for (uri, body) in [
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
+            policy,
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+            binding,
+        ),
+    ] {
+        let (status, _, answer) =
+            crate::common::raw(&admin, "POST", uri, "application/json", body.to_string()).await;
+        assert_eq!(status, 201, "{answer}");
+    }
+    let client = anonymous(&server).await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let admin_auth = format!("Bearer {}", server.token());
+    let (status, body) = send(&client, "POST", cms, Some(&admin_auth), cm("a")).await;
+    assert_eq!(status, 201, "{body}");
+    for token in ["ops-token", "carl-token"] {
+        let auth = format!("Bearer {token}");
+        let (status, body) = send(&client, "POST", cms, Some(&auth), cm("b")).await;
+        // Upstream's code for a denial without a reason: 422 Invalid.
+        assert_eq!(status, 422, "{token}: {body}");
+        assert!(body.contains("denied request: not for ops"), "{body}");
+        let (status, body) = send(
+            &client,
+            "DELETE",
+            &format!("{cms}/a"),
+            Some(&auth),
+            json!({}),
+        )
+        .await;
+        assert_eq!(status, 422, "{token}: {body}");
+        assert!(body.contains("denied request: not for ops"), "{body}");
+    }
+    let (status, body) = send(
+        &client,
+        "DELETE",
+        &format!("{cms}/a"),
+        Some(&admin_auth),
+        json!({}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
