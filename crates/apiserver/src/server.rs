@@ -131,7 +131,7 @@ impl Server {
             authn: Authenticator::new(config.token.clone().unwrap_or_else(random_token))
                 .with_users(&config.users)
                 .with_client_ca(client_ca.clone())
-                .with_service_accounts(token_signer.clone(), storage.clone()),
+                .with_service_accounts(token_signer.clone(), Arc::new(storage.clone())),
             authz: Authorizer::new(),
             max_body_bytes: config.max_body_bytes,
             server_address: addr.to_string(),

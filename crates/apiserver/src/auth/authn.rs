@@ -33,7 +33,14 @@ use super::serviceaccount::{self, TokenError, TokenSigner};
 use super::user::{AUTHENTICATED, UserInfo};
 use super::x509::{ClientCa, PeerCertificates};
 use crate::error::ApiError;
-use crate::storage::Storage;
+
+/// Where the ServiceAccount token authenticator looks up the objects a token names: the uid of
+/// the core object `plural` (`serviceaccounts`, `pods`, `secrets`) `namespace/name`, if it
+/// exists. The server's store implements it.
+pub trait ObjectUids: Send + Sync {
+    /// The object's `metadata.uid`, or `None` when it does not exist.
+    fn uid(&self, plural: &str, namespace: &str, name: &str) -> Option<String>;
+}
 
 /// 401, as the real server answers a request whose credentials authenticate no one.
 pub fn unauthorized() -> ApiError {
@@ -132,7 +139,7 @@ impl std::fmt::Debug for StaticUser {
 /// ServiceAccount a token names still exists.
 struct ServiceAccounts {
     signer: Arc<TokenSigner>,
-    storage: Storage,
+    objects: Arc<dyn ObjectUids>,
 }
 
 /// Turns credentials into users.
@@ -211,14 +218,15 @@ impl Authenticator {
     }
 
     /// Also authenticates the ServiceAccount tokens `signer` signs, for ServiceAccounts that
-    /// exist in `storage` with the uid the token names; the API audiences become the signer's.
+    /// exist in `objects` (the server's store) with the uid the token names; the API audiences
+    /// become the signer's.
     pub fn with_service_accounts(
         mut self,
         signer: Arc<TokenSigner>,
-        storage: Storage,
+        objects: Arc<dyn ObjectUids>,
     ) -> Authenticator {
         self.api_audiences = signer.api_audiences().to_vec();
-        self.service_accounts = Some(ServiceAccounts { signer, storage });
+        self.service_accounts = Some(ServiceAccounts { signer, objects });
         self
     }
 
@@ -294,8 +302,7 @@ impl Authenticator {
             return Err(TokenError::WrongAudience);
         }
         let ns = claims.namespace.as_str();
-        let check = |plural: &str, object: &serviceaccount::ObjectClaim| match uid_of(
-            &sa.storage,
+        let check = |plural: &str, object: &serviceaccount::ObjectClaim| match sa.objects.uid(
             plural,
             ns,
             &object.name,
@@ -370,15 +377,6 @@ impl Authenticator {
             Credentials::Malformed => Err(unauthorized()),
         }
     }
-}
-
-/// The uid of a core object, if it exists.
-fn uid_of(storage: &Storage, plural: &str, namespace: &str, name: &str) -> Option<String> {
-    let res = storage.resolve("", "v1", plural)?;
-    let obj = storage.get(&res, Some(namespace), name, None).ok()?;
-    obj.pointer("/metadata/uid")
-        .and_then(|u| u.as_str())
-        .map(String::from)
 }
 
 #[cfg(test)]

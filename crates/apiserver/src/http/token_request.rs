@@ -270,7 +270,7 @@ mod tests {
         AppState {
             faults: crate::Faults::new(storage.clone()),
             authn: Authenticator::new("admin".into())
-                .with_service_accounts(signer, storage.clone()),
+                .with_service_accounts(signer, Arc::new(storage.clone())),
             authz: Authorizer::new(),
             storage,
             max_body_bytes: 1 << 20,

@@ -352,6 +352,17 @@ fn not_served() -> ApiError {
     )
 }
 
+/// The ServiceAccount token authenticator's lookups: the uid of a core object.
+impl crate::auth::authn::ObjectUids for Storage {
+    fn uid(&self, plural: &str, namespace: &str, name: &str) -> Option<String> {
+        let res = self.resolve("", "v1", plural)?;
+        let obj = self.get(&res, Some(namespace), name, None).ok()?;
+        obj.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(String::from)
+    }
+}
+
 impl Storage {
     /// A new store holding the namespaces `default`, `kube-system`, `kube-public` and
     /// `kube-node-lease`, serving the built-in resources.

@@ -323,8 +323,10 @@ async fn bad_credentials_of_every_kind_are_401_and_never_logged() {
         .with_writer(move || sink.clone())
         .with_ansi(false)
         .finish();
-    // The test runs on one thread (current-thread runtime): the server's tasks log here.
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // The process-wide subscriber (this binary's only one): a thread-local one can miss events
+    // whose callsites another test's thread registered first with no subscriber. Other tests'
+    // logs land here too, which only makes the check wider.
+    tracing::subscriber::set_global_default(subscriber).expect("no other global subscriber");
 
     let server = server_with_jane().await;
     let client = anonymous(&server).await;

@@ -3,7 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::auth::serviceaccount::{Claims, ObjectClaim, new_token_id};
 use crate::auth::x509::ClientCertificateParams;
-use crate::storage::{DeleteOptions, WriteOptions};
+use crate::storage::{DeleteOptions, Storage, WriteOptions};
 
 fn headers(value: Option<&str>) -> HeaderMap {
     let mut h = HeaderMap::new();
@@ -121,8 +121,8 @@ fn with_service_account() -> Sa {
         })
         .unwrap();
     let signer = Arc::new(TokenSigner::generate().unwrap());
-    let authn =
-        Authenticator::new("admin".into()).with_service_accounts(signer.clone(), storage.clone());
+    let authn = Authenticator::new("admin".into())
+        .with_service_accounts(signer.clone(), Arc::new(storage.clone()));
     Sa {
         uid: sa["metadata"]["uid"].as_str().unwrap().to_string(),
         storage,
