@@ -37,15 +37,14 @@
 pub(crate) mod policy;
 pub(crate) mod webhook;
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
-/// The username of the one identity the server knows (the bearer token's holder).
-pub(crate) const USERNAME: &str = "crt-admin";
+use crate::auth::UserInfo;
 
-/// The groups of that identity (as `system:masters` on a real cluster).
-pub(crate) const GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
+/// The user of writes that name none (the server's own, and direct storage use): the admin.
+pub(crate) static ADMIN: LazyLock<UserInfo> = LazyLock::new(UserInfo::admin);
 
 /// The operation of a request, as admission names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +95,8 @@ pub(crate) struct Attributes<'a> {
     pub(crate) old_object: Option<&'a Value>,
     /// `dryRun=All`.
     pub(crate) dry_run: bool,
+    /// Who makes the request (`userInfo`).
+    pub(crate) user: &'a UserInfo,
 }
 
 impl Attributes<'_> {

@@ -2,7 +2,9 @@
 //! kube-apiserver's order.
 //!
 //! 1. [`authn`]: the request's credentials become a [`UserInfo`] (or a 401 `Status` when they
-//!    are present and bad). A request without credentials is the anonymous user.
+//!    are present and bad): a client certificate ([`x509`]), the server's admin token, a static
+//!    user's token, or a ServiceAccount token ([`serviceaccount`]). A request without
+//!    credentials is the anonymous user.
 //! 2. [`impersonate`] (`Impersonate-User`, `-Group`, `-Uid`, `-Extra-*`): the authenticated
 //!    user, when allowed to `impersonate`, acts as another.
 //! 3. [`authz`]: the request's [`RequestAttributes`] (verb, resource, namespace, name, or a
@@ -19,8 +21,11 @@ pub mod authz;
 pub mod bootstrap;
 pub mod impersonate;
 pub mod rbac;
+pub mod serviceaccount;
 pub mod user;
+pub mod x509;
 
 pub use attributes::RequestAttributes;
+pub use authn::StaticUser;
 pub use authz::Decision;
 pub use user::UserInfo;

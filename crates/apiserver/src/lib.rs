@@ -18,7 +18,16 @@
 //! - Authentication and authorization in kube-apiserver's order ([`auth`]): credentials that
 //!   authenticate no one get 401 `Unauthorized` on every path; a request without any is the
 //!   anonymous user; the server's bearer token is a `system:masters` user, allowed everything.
-//!   Impersonation headers (`kubectl --as`, `--as-group`) are honoured for users allowed the
+//! - Identities as a cluster has them: static users' bearer tokens ([`Config::users`]), client
+//!   certificates signed by the server's client CA (CN user, O groups; minted by
+//!   [`Server::client_certificate`] and [`Server::kubeconfig_for_certificate`]), and
+//!   ServiceAccount tokens (signed JWTs with upstream's claims, from
+//!   `POST .../serviceaccounts/NAME/token` as `kubectl create token` asks, or
+//!   [`Server::service_account_token`]), valid until they expire or their ServiceAccount is
+//!   deleted. Every namespace has its `default` ServiceAccount, as the ServiceAccount controller
+//!   makes it. `kubectl auth whoami` and `TokenReview` answer who a credential is. Admission
+//!   sees the request's user (a policy's `request.userInfo`, a webhook's `userInfo`).
+//! - Impersonation headers (`kubectl --as`, `--as-group`) are honoured for users allowed the
 //!   `impersonate` verb. Everyone else is authorized by RBAC as kube-apiserver evaluates it
 //!   (Roles, ClusterRoles, their bindings, aggregation by label), over upstream's default
 //!   ClusterRoles and bindings created at start (`cluster-admin`, `admin`, `edit`, `view`,
@@ -31,8 +40,9 @@
 //!   with its short names, categories, verbs and subresources as upstream publishes them; the
 //!   review kinds are answered on create and never stored (access and rules reviews by the
 //!   authorizer, so `kubectl auth can-i` and `can-i --list` are truthful; a `TokenReview` by
-//!   the authenticator). Subresources other than `status` and `scale`
-//!   (`pods/log`, `serviceaccounts/token`, ...) are published but not served.
+//!   the authenticator, for the audiences it names). Subresources other than `status`,
+//!   `scale`, `pods/binding`, `pods/eviction`, `namespaces/finalize` and
+//!   `serviceaccounts/token` (`pods/log`, `pods/exec`, ...) are published but not served.
 //! - Answers are JSON (protobuf is asked for with a JSON fallback by every client), but for
 //!   `/openapi/v2`, which clients ask for in protobuf only;
 //!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send

@@ -1,5 +1,6 @@
 //! The server: configuration, start, the TLS listener (HTTP/2 and HTTP/1.1), the kubeconfig it
-//! hands out, stop, and stopping/restarting the listener on the same port for fault injection.
+//! hands out, the credentials it mints (client certificates, ServiceAccount tokens), stop, and
+//! stopping/restarting the listener on the same port for fault injection.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -17,8 +18,10 @@ use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
-use crate::auth::authn::Authenticator;
+use crate::auth::authn::{Authenticator, StaticUser};
 use crate::auth::authz::Authorizer;
+use crate::auth::serviceaccount::{Claims, ObjectClaim, TokenSigner, new_token_id};
+use crate::auth::x509::{ClientCa, ClientCertificateParams, PeerCertificates};
 use crate::error::Error;
 use crate::faults::Faults;
 use crate::http::{self, AppState};
@@ -32,8 +35,13 @@ pub struct Config {
     pub addr: IpAddr,
     /// The port; `0` (the default) picks a free one.
     pub port: u16,
-    /// The bearer token clients must send; a random one when `None`.
+    /// The admin's bearer token (user `crt-admin` in `system:masters`, the kubeconfig's
+    /// user); a random one when `None`.
     pub token: Option<String>,
+    /// More users known by bearer tokens, as kube-apiserver's `--token-auth-file` lists them
+    /// (none by default). Client certificates ([`Server::client_certificate`]) and
+    /// ServiceAccount tokens are always accepted too.
+    pub users: Vec<StaticUser>,
     /// Tunables of the object store.
     pub storage: StorageConfig,
     /// Where to write the kubeconfig at start, if anywhere.
@@ -49,6 +57,7 @@ impl Default for Config {
             addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 0,
             token: None,
+            users: Vec::new(),
             storage: StorageConfig::default(),
             kubeconfig_path: None,
             max_body_bytes: 3 * 1024 * 1024,
@@ -68,6 +77,8 @@ pub struct Server {
     acceptor: TlsAcceptor,
     addr: SocketAddr,
     ca_pem: String,
+    client_ca: Arc<ClientCa>,
+    token_signer: Arc<TokenSigner>,
     listening: Mutex<Option<Listening>>,
 }
 
@@ -106,7 +117,9 @@ impl Server {
     pub async fn start(config: Config) -> Result<Server, Error> {
         let host = config.addr.to_string();
         let certs = Certificates::generate(std::slice::from_ref(&host))?;
-        let acceptor = TlsAcceptor::from(certs.server_config()?);
+        let acceptor = TlsAcceptor::from(certs.server_config_requesting_client_certificates()?);
+        let client_ca = Arc::new(ClientCa::generate()?);
+        let token_signer = Arc::new(TokenSigner::generate()?);
         let listener = bind(SocketAddr::new(config.addr, config.port))?;
         let addr = listener
             .local_addr()
@@ -116,8 +129,11 @@ impl Server {
         let state = Arc::new(AppState {
             faults: Faults::new(storage.clone()),
             authz: Authorizer::new(storage.clone()),
-            storage,
-            authn: Authenticator::new(config.token.clone().unwrap_or_else(random_token)),
+            storage: storage.clone(),
+            authn: Authenticator::new(config.token.clone().unwrap_or_else(random_token))
+                .with_users(&config.users)
+                .with_client_ca(client_ca.clone())
+                .with_service_accounts(token_signer.clone(), Arc::new(storage.clone())),
             max_body_bytes: config.max_body_bytes,
             server_address: addr.to_string(),
         });
@@ -126,6 +142,8 @@ impl Server {
             acceptor,
             addr,
             ca_pem: certs.ca_pem.clone(),
+            client_ca,
+            token_signer,
             listening: Mutex::new(None),
         };
         server.serve(listener);
@@ -172,15 +190,105 @@ impl Server {
     /// A kubeconfig (YAML) with this server as cluster, the token as user, and a current
     /// context using both (namespace `default`).
     pub fn kubeconfig(&self) -> String {
+        self.kubeconfig_with_user("crt-admin", &format!("token: {}", self.token()))
+    }
+
+    /// A kubeconfig like [`Server::kubeconfig`] whose user is known by `token` (a static
+    /// user's, or a ServiceAccount token from [`Server::service_account_token`] or
+    /// `kubectl create token`).
+    ///
+    /// ```no_run
+    /// # async fn f(server: crt_apiserver::Server) -> Result<(), Box<dyn std::error::Error>> {
+    /// let token = server.service_account_token("default", "default", std::time::Duration::from_secs(3600))?;
+    /// std::fs::write("sa.kubeconfig", server.kubeconfig_for_token(&token))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn kubeconfig_for_token(&self, token: &str) -> String {
+        self.kubeconfig_with_user("crt-user", &format!("token: {token}"))
+    }
+
+    /// A kubeconfig like [`Server::kubeconfig`] whose user is a new client certificate for
+    /// `user` in `groups` ([`Server::client_certificate`]).
+    pub fn kubeconfig_for_certificate(&self, user: &str, groups: &[&str]) -> Result<String, Error> {
+        let (cert, key) = self.client_certificate(user, groups)?;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+        Ok(self.kubeconfig_with_user(
+            "crt-user",
+            &format!(
+                "client-certificate-data: {}\n    client-key-data: {}",
+                b64(&cert),
+                b64(&key)
+            ),
+        ))
+    }
+
+    fn kubeconfig_with_user(&self, user: &str, credentials: &str) -> String {
         let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes());
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: crt\n  cluster:\n    server: {url}\n    \
-             certificate-authority-data: {ca}\nusers:\n- name: crt-admin\n  user:\n    token: {token}\n\
-             contexts:\n- name: crt\n  context:\n    cluster: crt\n    user: crt-admin\n    namespace: default\n\
+             certificate-authority-data: {ca}\nusers:\n- name: {user}\n  user:\n    {credentials}\n\
+             contexts:\n- name: crt\n  context:\n    cluster: crt\n    user: {user}\n    namespace: default\n\
              current-context: crt\npreferences: {{}}\n",
             url = self.url(),
-            token = self.token(),
         )
+    }
+
+    /// A new client certificate for `user` (its CN) in `groups` (one O each), signed by the
+    /// server's client CA and valid for a year: `(certificate PEM, private key PEM)`. The server
+    /// authenticates it as `user`, in `groups` and `system:authenticated`.
+    ///
+    /// ```no_run
+    /// # async fn f(server: crt_apiserver::Server) -> Result<(), crt_apiserver::Error> {
+    /// let (cert_pem, key_pem) = server.client_certificate("jane", &["devs"])?;
+    /// # Ok(()) }
+    /// ```
+    pub fn client_certificate(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<(String, String), Error> {
+        self.client_ca
+            .issue(&ClientCertificateParams::new(user, groups))
+    }
+
+    /// The client CA: its certificate ([`ClientCa::ca_pem`]) and
+    /// [`ClientCa::issue`] for certificates with other validity or usage.
+    pub fn client_ca(&self) -> &ClientCa {
+        &self.client_ca
+    }
+
+    /// A ServiceAccount token for `namespace/name`, valid for `expiration` and the API
+    /// server's audience: what `kubectl create token` gets from the TokenRequest API. 404 when
+    /// the ServiceAccount does not exist; the token stops authenticating when it is deleted.
+    pub fn service_account_token(
+        &self,
+        namespace: &str,
+        name: &str,
+        expiration: std::time::Duration,
+    ) -> Result<String, crate::ApiError> {
+        let storage = &self.state.storage;
+        let res = storage
+            .resolve("", "v1", "serviceaccounts")
+            .ok_or_else(|| crate::ApiError::not_found("serviceaccounts", name))?;
+        let sa = storage.get(&res, Some(namespace), name, None)?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let claims = Claims {
+            namespace: namespace.into(),
+            service_account: ObjectClaim {
+                name: name.into(),
+                uid: sa["metadata"]["uid"].as_str().unwrap_or("").into(),
+            },
+            audiences: self.token_signer.api_audiences().to_vec(),
+            issued_at: now,
+            expires_at: now.saturating_add(i64::try_from(expiration.as_secs()).unwrap_or(i64::MAX)),
+            id: new_token_id(),
+            ..Default::default()
+        };
+        self.token_signer
+            .sign(&claims)
+            .map_err(|e| crate::ApiError::internal(e.to_string()))
     }
 
     /// Writes [`Server::kubeconfig`] to `path` (mode 0600 on Unix, as it holds the token).
@@ -290,8 +398,17 @@ async fn serve_connection(stream: TcpStream, acceptor: TlsAcceptor, state: Arc<A
             return;
         }
     };
-    let service = service_fn(move |req| {
+    // The client certificate chain, judged per request by the x509 authenticator.
+    let peer = tls
+        .get_ref()
+        .1
+        .peer_certificates()
+        .map(|chain| PeerCertificates(chain.iter().map(|c| c.clone().into_owned()).collect()));
+    let service = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
         let state = state.clone();
+        if let Some(peer) = &peer {
+            req.extensions_mut().insert(peer.clone());
+        }
         async move { Ok::<_, Infallible>(http::handle(state, req).await) }
     });
     if let Err(e) = auto::Builder::new(TokioExecutor::new())

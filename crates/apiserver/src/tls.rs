@@ -2,14 +2,24 @@
 //! `localhost`, generated at every start (ECDSA P-256, with the `ring` provider), and the rustls
 //! server configuration that offers HTTP/2 and HTTP/1.1 by ALPN.
 //!
+//! The API server's listener also *requests* a client certificate
+//! ([`Certificates::server_config_requesting_client_certificates`]): any certificate is taken in
+//! the handshake, which still proves the client holds its key (rustls verifies the handshake
+//! signature), and is judged per request by the x509 authenticator
+//! ([`crate::auth::x509`]), as kube-apiserver judges it after the handshake. No acceptable CA
+//! names are sent, so clients offer the certificate they have.
+//!
 //! The process-level default crypto provider is never used or installed: the provider is passed
 //! explicitly, so the server works next to code that installed another one (or none).
 
 use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose};
-use rustls::ServerConfig;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::client::danger::HandshakeSignatureValid;
+use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme};
 
 use crate::error::Error;
 
@@ -96,16 +106,92 @@ impl Certificates {
     /// The rustls server configuration: the serving certificate chain, ALPN `h2` then
     /// `http/1.1`, with the `ring` provider passed explicitly.
     pub fn server_config(&self) -> Result<Arc<ServerConfig>, Error> {
+        self.build_server_config(false)
+    }
+
+    /// [`Certificates::server_config`], also requesting (not requiring) a client certificate,
+    /// which the handshake takes from any CA once the client proved it holds the key: what the
+    /// API server's listener uses, judging the certificate per request.
+    pub fn server_config_requesting_client_certificates(&self) -> Result<Arc<ServerConfig>, Error> {
+        self.build_server_config(true)
+    }
+
+    fn build_server_config(&self, client_certs: bool) -> Result<Arc<ServerConfig>, Error> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_der.clone()));
-        let mut config = ServerConfig::builder_with_provider(provider)
+        let builder = ServerConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| Error::Tls(e.to_string()))?
-            .with_no_client_auth()
+            .map_err(|e| Error::Tls(e.to_string()))?;
+        let builder = if client_certs {
+            builder.with_client_cert_verifier(Arc::new(RequestClientCertificate::new(&provider)))
+        } else {
+            builder.with_no_client_auth()
+        };
+        let mut config = builder
             .with_single_cert(vec![self.serving_der.clone(), self.ca_der.clone()], key)
             .map_err(|e| Error::Tls(e.to_string()))?;
         config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(Arc::new(config))
+    }
+}
+
+/// Asks for a client certificate, takes any, and verifies the handshake signature made with its
+/// key; the chain itself is judged later, per request ([`crate::auth::x509`]).
+#[derive(Debug)]
+struct RequestClientCertificate {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl RequestClientCertificate {
+    fn new(provider: &CryptoProvider) -> RequestClientCertificate {
+        RequestClientCertificate {
+            algorithms: provider.signature_verification_algorithms,
+        }
+    }
+}
+
+impl ClientCertVerifier for RequestClientCertificate {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.algorithms.supported_schemes()
     }
 }
 

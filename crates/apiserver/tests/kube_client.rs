@@ -6,6 +6,8 @@ mod common;
 mod admission_policy;
 #[path = "kube_client/auth.rs"]
 mod auth;
+#[path = "kube_client/authn.rs"]
+mod authn;
 #[path = "kube_client/builtins.rs"]
 mod builtins;
 #[path = "kube_client/conversion_webhook.rs"]

@@ -1944,3 +1944,145 @@ async fn kubectl_prints_webhook_denials_and_warnings_and_shows_their_patches() {
     let web = k.json(&["get", "deployment", "web"]).await;
     assert_eq!(web["spec"]["replicas"], 3);
 }
+
+/// Authentication with the real kubectl: `kubectl create token` (a ServiceAccount token from
+/// the TokenRequest API, with upstream's refusals), `kubectl auth whoami` with that token and
+/// with a client certificate, and 401s for a revoked token and another CA's certificate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_token_and_whoami_with_tokens_and_certificates() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok(&["create", "serviceaccount", "app"]).await;
+    let token = k.ok(&["create", "token", "app"]).await.trim().to_string();
+    assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+    let claims: Value = {
+        use base64::Engine;
+        let part = token.split('.').nth(1).unwrap();
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap();
+        serde_json::from_slice(&raw).unwrap()
+    };
+    assert_eq!(claims["sub"], "system:serviceaccount:default:app");
+    assert_eq!(claims["kubernetes.io"]["serviceaccount"]["name"], "app");
+    let exp = claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap();
+    assert_eq!(exp, 3600, "the default lifetime");
+    let long = k
+        .ok(&[
+            "create",
+            "token",
+            "app",
+            "--duration",
+            "2h",
+            "--audience",
+            "vault",
+        ])
+        .await;
+    let claims: Value = {
+        use base64::Engine;
+        let part = long.trim().split('.').nth(1).unwrap();
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap();
+        serde_json::from_slice(&raw).unwrap()
+    };
+    assert_eq!(claims["aud"], json!(["vault"]));
+    assert_eq!(
+        claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
+        7200
+    );
+    let err = k
+        .fails(&["create", "token", "app", "--duration", "5m"], None)
+        .await;
+    assert!(
+        err.contains(r#"TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 300: may not specify a duration less than 10 minutes"#),
+        "{err}"
+    );
+    let err = k.fails(&["create", "token", "ghost"], None).await;
+    assert!(
+        err.contains(r#"serviceaccounts "ghost" not found"#),
+        "{err}"
+    );
+
+    // whoami with the token (kubectl's --token overrides the kubeconfig's user).
+    let who: Value = serde_json::from_str(
+        &k.ok(&["auth", "whoami", "--token", &token, "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(
+        who["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:app"
+    );
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ])
+    );
+    let table = k.ok(&["auth", "whoami", "--token", &token]).await;
+    assert!(
+        table.contains("system:serviceaccount:default:app"),
+        "{table}"
+    );
+
+    // whoami with a client certificate: CN user, O groups.
+    let certs = tempfile::tempdir().unwrap();
+    let cert_kubeconfig = certs.path().join("jane.kubeconfig");
+    std::fs::write(
+        &cert_kubeconfig,
+        server
+            .kubeconfig_for_certificate("jane", &["devs", "ops"])
+            .unwrap(),
+    )
+    .unwrap();
+    let cert_path = cert_kubeconfig.to_str().unwrap();
+    let who: Value = serde_json::from_str(
+        &k.ok(&["--kubeconfig", cert_path, "auth", "whoami", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(
+        who["status"]["userInfo"],
+        json!({"username": "jane", "groups": ["devs", "ops", "system:authenticated"]})
+    );
+
+    // A certificate from another CA: 401, as kubectl reports it.
+    let other = crt_apiserver::auth::x509::ClientCa::generate().unwrap();
+    let (cert, key) = other
+        .issue(&crt_apiserver::auth::x509::ClientCertificateParams::new(
+            "mallory",
+            &["system:masters"],
+        ))
+        .unwrap();
+    let (cert_file, key_file) = (certs.path().join("m.crt"), certs.path().join("m.key"));
+    std::fs::write(&cert_file, cert).unwrap();
+    std::fs::write(&key_file, key).unwrap();
+    let mallory = certs.path().join("mallory.kubeconfig");
+    std::fs::write(&mallory, server.kubeconfig_for_token("unused")).unwrap();
+    let mallory = mallory.to_str().unwrap();
+    k.ok(&[
+        "--kubeconfig",
+        mallory,
+        "config",
+        "set-credentials",
+        "crt-user",
+        "--token=",
+        &format!("--client-certificate={}", cert_file.display()),
+        &format!("--client-key={}", key_file.display()),
+    ])
+    .await;
+    let err = k
+        .fails(&["--kubeconfig", mallory, "auth", "whoami"], None)
+        .await;
+    assert!(err.contains("Unauthorized"), "{err}");
+
+    // Deleting the ServiceAccount revokes its token.
+    k.ok(&["delete", "serviceaccount", "app"]).await;
+    let err = k.fails(&["auth", "whoami", "--token", &token], None).await;
+    assert!(err.contains("Unauthorized"), "{err}");
+}

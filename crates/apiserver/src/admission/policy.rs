@@ -47,7 +47,7 @@ use crt_labels::{LabelSelector, MatchExpression};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::{Attributes, GROUPS, Lookup, USERNAME};
+use super::{Attributes, Lookup};
 use crate::error::ApiError;
 use crate::schema::cel::{add_k8s_lists, to_cel};
 use crate::schema::rule::{ENV, free_idents, position};
@@ -645,7 +645,7 @@ pub(super) fn request_json(attrs: &Attributes<'_>) -> Value {
         "name": attrs.name,
         "namespace": attrs.namespace,
         "operation": attrs.operation.as_str(),
-        "userInfo": {"username": USERNAME, "groups": GROUPS},
+        "userInfo": attrs.user.to_json(),
         "dryRun": attrs.dry_run,
     });
     if !attrs.subresource.is_empty() {
@@ -852,6 +852,7 @@ mod tests {
             object: Some(obj),
             old_object: None,
             dry_run: false,
+            user: &crate::admission::ADMIN,
         }
     }
 

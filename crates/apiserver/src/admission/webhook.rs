@@ -679,6 +679,7 @@ mod tests {
             object: Some(obj),
             old_object: None,
             dry_run: false,
+            user: &crate::admission::ADMIN,
         }
     }
 

@@ -8,6 +8,7 @@
 //! - `converted`: requests at a version a CRD converts through its conversion webhook.
 //! - [`openapi`]: the OpenAPI documents (with the served kinds' schemas) kubectl reads.
 //! - [`reviews`]: `kubectl auth can-i` / `whoami` (self access and subject reviews).
+//! - [`token_request`]: `serviceaccounts/NAME/token` (`kubectl create token`).
 
 use std::sync::Arc;
 
@@ -31,6 +32,7 @@ pub mod protobuf;
 pub mod request;
 pub mod response;
 pub mod reviews;
+pub mod token_request;
 pub mod watch;
 
 pub use request::{Route, parse_path};
@@ -72,7 +74,10 @@ where
     B::Error: std::error::Error + Send + Sync + 'static,
 {
     let route = parse_path(req.uri().path());
-    let user = match state.authn.authenticate(req.headers()) {
+    let peer = req
+        .extensions()
+        .get::<crate::auth::x509::PeerCertificates>();
+    let user = match state.authn.authenticate(req.headers(), peer) {
         Ok(user) => user,
         Err(err) => return response::error(&err),
     };

@@ -37,6 +37,9 @@ where
         .resolve_shared(&path.group, &path.version, &path.plural)
         .ok_or_else(not_found)?;
     check_scope(&res, &path)?;
+    if path.subresource.as_deref() == Some("token") {
+        return super::token_request::serve(state, req, &path).await;
+    }
     // A version its CRD converts through a webhook: the storage is called at the storage
     // version (`stored`), and objects are converted on their way in and out. At the storage
     // version itself only a body of another version is converted.
@@ -45,6 +48,10 @@ where
     let conversion = body_conversion.filter(|c| c.storage.version != res.version);
     let stored = conversion.map_or(&*res, |c| &*c.storage);
     let (parts, body) = req.into_parts();
+    let user = parts
+        .extensions
+        .get::<std::sync::Arc<crate::auth::UserInfo>>()
+        .cloned();
     let req_query = parts.uri.query();
     let query = parse_query(req_query)?;
     let header = |name: header::HeaderName| parts.headers.get(name).and_then(|v| v.to_str().ok());
@@ -104,6 +111,8 @@ where
         Default::default()
     };
     let mut write = query.write_options();
+    // Admission sees who writes (the user `handle` authenticated; none: the admin).
+    write.user = user.clone();
     if let Some(m) = &write.field_manager
         && m.len() > 128
     {
@@ -204,7 +213,8 @@ where
             }
         }
         (&Method::DELETE, Some(name)) if sub.is_none() => {
-            let opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(&body)?;
+            opts.user = user.clone();
             let deleted = if storage.has_webhooks() {
                 storage.delete_hooked(stored, ns, name, &opts).await?
             } else {
@@ -214,7 +224,8 @@ where
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
-            let opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(&body)?;
+            opts.user = user.clone();
             let list = query.list_options();
             let deleted = if storage.has_webhooks() {
                 storage
@@ -380,6 +391,7 @@ fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> 
         Some("scale") if res.scale.is_some() => Ok(()),
         Some("finalize") if res.group.is_empty() && res.plural == "namespaces" => Ok(()),
         Some("binding" | "eviction") if res.group.is_empty() && res.plural == "pods" => Ok(()),
+        Some("token") if res.group.is_empty() && res.plural == "serviceaccounts" => Ok(()),
         Some(_) => Err(not_found()),
     }
 }

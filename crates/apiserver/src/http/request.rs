@@ -282,6 +282,7 @@ impl Query {
             force: self.force,
             field_validation: FieldValidation::default(),
             warnings: Default::default(),
+            user: None,
         }
     }
 

@@ -3,7 +3,10 @@
 //! something (`SubjectAccessReview`, `LocalSubjectAccessReview`, `SelfSubjectAccessReview`:
 //! `kubectl auth can-i`; `SelfSubjectRulesReview`: `kubectl auth can-i --list`).
 //!
-//! A `TokenReview` asks the server's [`Authenticator`]; a `SelfSubjectReview` answers the
+//! A `TokenReview` asks the server's [`Authenticator`] about any token it knows (the admin's, a
+//! static user's, a ServiceAccount's), for the audiences in `spec.audiences` (the API server's
+//! when none), and answers the user and the audiences the token is valid for, as upstream's
+//! TokenReview does; why a token is refused is not told. A `SelfSubjectReview` answers the
 //! caller. Access reviews ask the server's [`Authorizer`] about the caller (self reviews) or
 //! the user the spec names, as upstream's registries do: the attributes are the spec's (an
 //! empty version is `*`), the status is `allowed`, `reason` (`RBAC: allowed by ...`, or why a
@@ -115,8 +118,17 @@ pub fn answer(plural: &str, body: Value, by: &Reviewer<'_>) -> Result<Value, Api
         "selfsubjectreviews" => json!({ "userInfo": by.user.to_json() }),
         "tokenreviews" => {
             let asked = body.pointer("/spec/token").and_then(Value::as_str);
-            if let Some(found) = asked.and_then(|t| by.authn.authenticate_token(t)) {
-                json!({ "authenticated": true, "user": found.to_json(), "audiences": [] })
+            let audiences: Vec<String> = body
+                .pointer("/spec/audiences")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some((found, auds)) = asked.and_then(|t| by.authn.review_token(t, &audiences)) {
+                json!({ "authenticated": true, "user": found.to_json(), "audiences": auds })
             } else {
                 json!({ "authenticated": false, "user": {}, "error": "invalid bearer token" })
             }
@@ -520,10 +532,37 @@ mod tests {
         )
         .unwrap();
         assert_eq!(who["status"]["userInfo"]["username"], USERNAME);
+    }
+
+    #[test]
+    fn token_reviews_authenticate_the_server_token_for_its_audience() {
+        let e = env();
         let review = |t: &str| json!({"kind": "TokenReview", "spec": {"token": t}});
         let ok = ask(&e, "tokenreviews", review("tok"), &UserInfo::admin(), None).unwrap();
         assert_eq!(ok["status"]["authenticated"], true);
         assert_eq!(ok["status"]["user"]["username"], USERNAME);
+        let api = crate::auth::serviceaccount::ISSUER;
+        assert_eq!(ok["status"]["audiences"], json!([api]));
+        // Audiences asked for: the admin token is valid for the API server's only.
+        let with_auds = |auds: Value| json!({"spec": {"token": "tok", "audiences": auds}});
+        let ok = ask(
+            &e,
+            "tokenreviews",
+            with_auds(json!(["x", api])),
+            &UserInfo::admin(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(ok["status"]["audiences"], json!([api]));
+        let no = ask(
+            &e,
+            "tokenreviews",
+            with_auds(json!(["x"])),
+            &UserInfo::admin(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(no["status"]["authenticated"], false);
         for bad in ["other", ""] {
             let no = ask(&e, "tokenreviews", review(bad), &UserInfo::admin(), None).unwrap();
             assert_eq!(no["status"]["authenticated"], false, "{bad:?}");

@@ -57,7 +57,8 @@ pub(crate) const CAT_API_EXTENSIONS: &[&str] = &["api-extensions"];
 
 /// A subresource discovery publishes besides `status` and `scale` (`pods/log`,
 /// `serviceaccounts/token`, ...). Those are listed as upstream lists them; the server serves
-/// `pods/binding`, `pods/eviction` and `namespaces/finalize`, and answers the others 404.
+/// `pods/binding`, `pods/eviction`, `namespaces/finalize` and `serviceaccounts/token`, and
+/// answers the others 404.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Sub {
     /// e.g. `log`.

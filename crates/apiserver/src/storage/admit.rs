@@ -205,6 +205,7 @@ pub(crate) fn admit(
     old: Option<&Value>,
     dry_run: bool,
     warnings: &Warnings,
+    user: Option<&crate::auth::UserInfo>,
 ) -> Result<(), ApiError> {
     let Some(bindings) = st.data.get(BINDINGS).filter(|b| !b.is_empty()) else {
         return Ok(());
@@ -226,6 +227,7 @@ pub(crate) fn admit(
         object,
         old_object: old,
         dry_run,
+        user: user.unwrap_or(&crate::admission::ADMIN),
     };
     for w in policy::admit(&st.policies, &bindings, &attrs, &View::of(st))? {
         warnings.push(w);

@@ -338,6 +338,7 @@ pub(crate) fn commit_create(
         None,
         opts.dry_run,
         &opts.warnings,
+        opts.user.as_deref(),
     )?;
     let key = (ns, name.clone());
     let rk = res_key(res);
@@ -358,6 +359,9 @@ pub(crate) fn commit_create(
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
         crd::register(st, &stored);
     }
+    if res.group.is_empty() && res.plural == "namespaces" {
+        create_default_service_account(st, &name);
+    }
     if meta::has_owner_refs(&stored) {
         // The garbage collector collects an object created for an owner that is gone.
         gc::run(st, vec![Task::Owners(meta::uid(&stored).to_string())]);
@@ -366,6 +370,28 @@ pub(crate) fn commit_create(
         &stored,
         &res.api_version(),
     ))
+}
+
+/// The ServiceAccount controller's part clients rely on: a new namespace (the system ones at
+/// start included) gets its `default` ServiceAccount in the same write, created as
+/// kube-controller-manager creates it. One deleted later is not recreated (the real controller
+/// would, on its next pass).
+fn create_default_service_account(st: &mut State, ns: &str) {
+    let Some(res) = st.registry.resolve("", "v1", "serviceaccounts").cloned() else {
+        return;
+    };
+    let opts = WriteOptions {
+        field_manager: Some("kube-controller-manager".into()),
+        ..Default::default()
+    };
+    let body = json!({
+        "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"},
+    });
+    if let Err(e) = create_with(st, &res, Some(ns), body, &opts, None)
+        && e.code != 409
+    {
+        tracing::debug!(namespace = ns, error = %e.message, "creating the default ServiceAccount");
+    }
 }
 
 /// An update of the object or its `status` whose `managedFields` are `managed` (server-side
@@ -677,6 +703,7 @@ pub(crate) fn commit_update(
         Some(&old),
         opts.dry_run,
         &opts.warnings,
+        opts.user.as_deref(),
     )?;
     let spec_changed = if res.custom && !res.status_subresource {
         !meta::same_outside_metadata(&old, &new)

@@ -95,6 +95,7 @@ pub(crate) fn delete(
         Some(&obj),
         opts.dry_run,
         &opts.warnings,
+        opts.user.as_deref(),
     )?;
     if opts.dry_run {
         let fins = finalizers_for(&loc, &obj, policy);
@@ -165,6 +166,7 @@ pub(crate) fn delete_collection(
             Some(obj),
             opts.dry_run,
             &opts.warnings,
+            opts.user.as_deref(),
         )?;
     }
     let mut items = Vec::new();

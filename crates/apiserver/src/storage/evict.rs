@@ -51,7 +51,8 @@ pub(crate) fn evict(
     if !terminal && !meta::is_deleting(&pod) {
         take_disruption(st, namespace, &pod, opts)?;
     }
-    let delete_opts = delete_options(eviction.get("deleteOptions"));
+    let mut delete_opts = delete_options(eviction.get("deleteOptions"));
+    delete_opts.user = opts.user.clone();
     delete::delete(st, pods, Some(namespace), name, &delete_opts)?;
     Ok(created_status())
 }
@@ -147,5 +148,6 @@ fn delete_options(v: Option<&Value>) -> DeleteOptions {
         precondition_resource_version: s("/preconditions/resourceVersion"),
         grace_period_seconds: v.get("gracePeriodSeconds").and_then(Value::as_i64),
         warnings: Default::default(),
+        user: None,
     }
 }

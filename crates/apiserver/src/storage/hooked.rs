@@ -249,6 +249,7 @@ impl Storage {
                     object: None,
                     old_object: None,
                     dry_run: opts.dry_run,
+                    user: opts.user.as_deref().unwrap_or(&crate::admission::ADMIN),
                 },
                 options: &options,
             };
@@ -385,6 +386,7 @@ impl Storage {
                 object: None,
                 old_object: None,
                 dry_run: opts.dry_run,
+                user: opts.user.as_deref().unwrap_or(&crate::admission::ADMIN),
             },
             options: &options,
         };

@@ -195,6 +195,9 @@ pub struct WriteOptions {
     /// Where [`FieldValidation::Warn`] reports the fields it dropped (the HTTP layer sends
     /// each as a `Warning` header). Clones of these options share it.
     pub warnings: Warnings,
+    /// Who writes: the `userInfo` admission (policies' `request.userInfo`, webhooks'
+    /// AdmissionReview) sees. `None` is the server's admin ([`crate::auth::UserInfo::admin`]).
+    pub user: Option<Arc<crate::auth::UserInfo>>,
 }
 
 /// The `fieldValidation` directive of a write: what unknown fields (those a custom
@@ -296,6 +299,8 @@ pub struct DeleteOptions {
     /// Where a delete's warnings go (an admission policy's `Warn`; the HTTP layer sends each
     /// as a `Warning` header). Clones of these options share it.
     pub warnings: Warnings,
+    /// Who deletes, as admission sees it; `None` is the server's admin.
+    pub user: Option<Arc<crate::auth::UserInfo>>,
 }
 
 /// One event on a watch, as sent on the wire (`{"type": ..., "object": ...}`).
@@ -349,6 +354,17 @@ fn not_served() -> ApiError {
         "NotFound",
         "the server could not find the requested resource",
     )
+}
+
+/// The ServiceAccount token authenticator's lookups: the uid of a core object.
+impl crate::auth::authn::ObjectUids for Storage {
+    fn uid(&self, plural: &str, namespace: &str, name: &str) -> Option<String> {
+        let res = self.resolve("", "v1", plural)?;
+        let obj = self.get(&res, Some(namespace), name, None).ok()?;
+        obj.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(String::from)
+    }
 }
 
 impl Storage {

@@ -1,8 +1,8 @@
 //! Request bodies in the Kubernetes protobuf encoding, for the kinds kubectl's typed clients
 //! send that way (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|
 //! job|cronjob|role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget|priorityclass`,
-//! and the access and rules reviews of `kubectl auth can-i`: kubectl 1.32+ encodes built-in
-//! kinds as protobuf). The tables (`tables.rs`)
+//! the access and rules reviews of `kubectl auth can-i`, and the TokenRequest of `kubectl
+//! create token`: kubectl 1.32+ encodes built-in kinds as protobuf). The tables (`tables.rs`)
 //! cover the fields those commands send, numbered as in the kinds' upstream `generated.proto`.
 //!
 //! The envelope is the magic `k8s\0` followed by a `runtime.Unknown` message (`typeMeta`,

@@ -496,6 +496,47 @@ const SELF_SUBJECT_RULES_REVIEW: &[Field] = &[
     Field(3, "status", Kind::Skip, false),
 ];
 
+/// `authentication.k8s.io/v1` TokenRequest (`kubectl create token`).
+const TOKEN_REQUEST: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "audiences", Kind::Str, true),
+            Field(
+                3,
+                "boundObjectRef",
+                Kind::Msg(&[
+                    Field(1, "kind", Kind::Str, false),
+                    Field(2, "apiVersion", Kind::Str, false),
+                    Field(3, "name", Kind::Str, false),
+                    Field(4, "uid", Kind::Str, false),
+                ]),
+                false,
+            ),
+            Field(4, "expirationSeconds", Kind::Int, false),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
+/// `authentication.k8s.io/v1` TokenReview.
+const TOKEN_REVIEW: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "token", Kind::Str, false),
+            Field(2, "audiences", Kind::Str, true),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
 /// The table of a kind's top-level message, if the kind is decoded at all.
 pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
@@ -517,6 +558,8 @@ pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> 
             SUBJECT_ACCESS_REVIEW
         }
         ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => SELF_SUBJECT_RULES_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "TokenReview") => TOKEN_REVIEW,
         _ => return None,
     })
 }

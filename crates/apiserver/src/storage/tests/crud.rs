@@ -14,8 +14,17 @@ fn system_namespaces_exist() {
         assert_eq!(n["metadata"]["labels"]["kubernetes.io/metadata.name"], name);
         assert_eq!(n["kind"], "Namespace");
         assert!(n["metadata"].get("generation").is_none());
+        // Each has its `default` ServiceAccount, as the ServiceAccount controller makes it.
+        let sa = s
+            .get(&res(&s, "", "serviceaccounts"), Some(name), "default", None)
+            .unwrap();
+        assert_eq!(
+            (sa["kind"].as_str(), sa["metadata"]["namespace"].as_str()),
+            (Some("ServiceAccount"), Some(name))
+        );
     }
-    assert_eq!(s.resource_version(), 4);
+    // Four namespaces and their four ServiceAccounts.
+    assert_eq!(s.resource_version(), 8);
 }
 
 #[test]
@@ -33,7 +42,7 @@ fn create_sets_system_fields() {
     assert_eq!(m["uid"].as_str().unwrap().len(), 36);
     assert_ne!(m["creationTimestamp"], "2000-01-01T00:00:00Z");
     assert!(m["creationTimestamp"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(rv_of(&created), 5);
+    assert_eq!(rv_of(&created), 9);
     assert!(
         m.get("generation").is_none(),
         "configmaps keep no generation"

@@ -144,7 +144,7 @@ async fn too_old_resource_version_gets_410() {
         WatchEvent::Error(status) => {
             assert_eq!(status["code"], 410);
             assert_eq!(status["reason"], "Expired");
-            assert_eq!(status["message"], "too old resource version: 2 (6)");
+            assert_eq!(status["message"], "too old resource version: 2 (10)");
         }
         other => panic!("expected an error, got {other:?}"),
     }
@@ -155,7 +155,7 @@ async fn too_old_resource_version_gets_410() {
             &cms,
             None,
             &WatchOptions {
-                resource_version: Some("7".into()),
+                resource_version: Some("11".into()),
                 ..Default::default()
             },
         )
