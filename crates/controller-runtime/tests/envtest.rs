@@ -918,10 +918,8 @@ subjects:
 
     /// The pattern the envtest docs teach: the operator runs as its ServiceAccount with its
     /// RBAC installed; what the RBAC lacks (Secrets here) fails the controller's start naming
-    /// the refused verb and resource. Needs the embedded server's ServiceAccount tokens and
-    /// RBAC (issue 13's server side).
+    /// the refused verb and resource.
     #[tokio::test]
-    #[ignore = "needs ServiceAccount tokens and RBAC in the embedded API server (issue 13, server side)"]
     async fn an_operator_running_as_its_service_account_is_refused_what_its_rbac_lacks() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(

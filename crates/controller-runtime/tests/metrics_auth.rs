@@ -77,7 +77,7 @@ async fn scrape(addr: std::net::SocketAddr, ca: &str, token: Option<&str>) -> (u
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn metrics_over_https_need_a_token_the_api_server_authenticates() {
+async fn metrics_over_https_need_a_token_the_api_server_authenticates_and_authorizes() {
     let env = Environment::new()
         .use_existing_cluster(false)
         .start()
@@ -90,7 +90,9 @@ async fn metrics_over_https_need_a_token_the_api_server_authenticates() {
     let metrics = MetricsServerOptions::default()
         .with_secure_serving(true)
         .with_cert_dir(certs.path())
-        .with_authentication_and_authorization(AuthFilterOptions::default());
+        .with_authentication_and_authorization(
+            AuthFilterOptions::default().with_deny_cache_ttl(Duration::ZERO),
+        );
     let options = ManagerOptions::default()
         .with_metrics_bind_address("127.0.0.1:0".parse().unwrap())
         .with_metrics_server(metrics);
@@ -127,6 +129,26 @@ async fn metrics_over_https_need_a_token_the_api_server_authenticates() {
     assert_eq!(scrape(addr, &ca, Some(&forged)).await.0, 401);
     assert_eq!(scrape(addr, &ca, Some("not-a-token")).await.0, 401);
 
+    // An authenticated user without the non-resource `get /metrics`: 403. A ServiceAccount
+    // token, asked through the TokenRequest subresource; the deny cache is off, so the
+    // permission granted next is seen at once.
+    let scraper = env
+        .service_account_config("monitoring", "scraper")
+        .await
+        .unwrap();
+    let sa_token = scraper_token(&env).await;
+    drop(scraper);
+    let (status, body) = scrape(addr, &ca, Some(&sa_token)).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(
+        body,
+        "Authorization denied for user system:serviceaccount:monitoring:scraper\n"
+    );
+    // The ClusterRole a Prometheus deployment binds to grant scraping, then 200.
+    grant_metrics_reader(&env, "monitoring", "scraper").await;
+    let (status, body) = scrape(addr, &ca, Some(&sa_token)).await;
+    assert_eq!(status, 200, "{body}");
+
     stop.cancel();
     tokio::time::timeout(Duration::from_secs(10), running)
         .await
@@ -134,4 +156,53 @@ async fn metrics_over_https_need_a_token_the_api_server_authenticates() {
         .unwrap()
         .unwrap();
     env.stop().await.unwrap();
+}
+
+/// A token of the ServiceAccount `monitoring/scraper` (which exists), through TokenRequest.
+async fn scraper_token(env: &controller_runtime::envtest::Running) -> String {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::ServiceAccount;
+    let accounts: kube_client::Api<ServiceAccount> =
+        kube_client::Api::namespaced(env.client(), "monitoring");
+    let request = TokenRequest {
+        spec: TokenRequestSpec::default(),
+        ..Default::default()
+    };
+    accounts
+        .create_token_request("scraper", &Default::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token
+}
+
+/// Grants `namespace/name` the non-resource `get /metrics`, as a metrics-reader ClusterRole
+/// and its binding do in a kubebuilder project.
+async fn grant_metrics_reader(
+    env: &controller_runtime::envtest::Running,
+    namespace: &str,
+    name: &str,
+) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let role: ClusterRole = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "metrics-reader"},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}],
+    }))
+    .unwrap();
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "metrics-reader"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }))
+    .unwrap();
+    let pp = Default::default();
+    kube_client::Api::<ClusterRole>::all(env.client())
+        .create(&pp, &role)
+        .await
+        .unwrap();
+    kube_client::Api::<ClusterRoleBinding>::all(env.client())
+        .create(&pp, &binding)
+        .await
+        .unwrap();
 }

@@ -87,13 +87,17 @@ async fn the_operator_works_with_exactly_its_rbac() {
 
 #[tokio::test]
 async fn a_missing_permission_names_itself() {
-    // The same manifests, but the role lacks `list` on ConfigMaps.
+    // The same manifests, but the role lacks `list` and `watch` on ConfigMaps (a forgotten
+    // `list;watch`: what the cache needs, not what the reconciler writes).
     let broken = std::env::temp_dir().join(format!("memo-rbac-{}", std::process::id()));
     std::fs::create_dir_all(&broken).unwrap();
     let role = std::fs::read_to_string(rbac_dir().join("role.yaml")).unwrap();
     let granted = "verbs: [get, list, watch, create, update, patch, delete]";
-    assert!(role.contains(granted), "config/rbac/role.yaml changed shape");
-    let role = role.replace(granted, "verbs: [get, watch, create, update, patch, delete]");
+    assert!(
+        role.contains(granted),
+        "config/rbac/role.yaml changed shape"
+    );
+    let role = role.replace(granted, "verbs: [get, create, update, patch, delete]");
     std::fs::write(broken.join("role.yaml"), role).unwrap();
     let dir = rbac_dir();
     let manifests = [

@@ -377,3 +377,59 @@ async fn can_i_list_shows_the_callers_rules() {
         "{admin}"
     );
 }
+
+/// A kubectl whose kubeconfig authenticates with a client certificate for `user` in `groups`,
+/// signed by the server's client CA.
+fn kubectl_with_certificate(
+    server: &crt_apiserver::Server,
+    user: &str,
+    groups: &[&str],
+) -> Kubectl {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let config = server.kubeconfig_for_certificate(user, groups).unwrap();
+    std::fs::write(&kubeconfig, config).unwrap();
+    Kubectl { kubeconfig, dir }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_certificates_groups_count() {
+    let server = crate::common::server().await;
+    let Some(admin) = Kubectl::new(&server) else {
+        return;
+    };
+    let carol = kubectl_with_certificate(&server, "carol", &["devs", "qa"]);
+    // Who the certificate says: CN the user, each O a group, plus system:authenticated.
+    let who = carol.json(&["auth", "whoami", "-o", "json"]).await;
+    assert_eq!(who["status"]["userInfo"]["username"], "carol");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        serde_json::json!(["devs", "qa", "system:authenticated"])
+    );
+    no(&carol, &["list", "configmaps"]).await;
+    let refused = carol.fails(&["get", "configmaps"], None).await;
+    assert!(
+        refused.contains(
+            r#"configmaps is forbidden: User "carol" cannot list resource "configmaps" in API group "" in the namespace "default""#
+        ),
+        "{refused}"
+    );
+    // A binding to one of the certificate's groups grants what it binds, to that group only.
+    admin
+        .ok(&[
+            "create",
+            "rolebinding",
+            "qa-view",
+            "--clusterrole=view",
+            "--group=qa",
+            "-n",
+            "default",
+        ])
+        .await;
+    yes(&carol, &["list", "configmaps"]).await;
+    no(&carol, &["list", "configmaps", "-n", "kube-system"]).await;
+    no(&carol, &["create", "configmaps"]).await;
+    carol.ok(&["get", "configmaps"]).await;
+    let dave = kubectl_with_certificate(&server, "dave", &["devs"]);
+    no(&dave, &["list", "configmaps"]).await;
+}

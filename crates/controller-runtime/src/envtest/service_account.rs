@@ -2,7 +2,7 @@
 //! when missing, a token asked through the TokenRequest subresource, as `kubectl create
 //! token` does, and a client configuration that authenticates with it.
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use kube_client::Api;
 use kube_client::api::PostParams;
@@ -57,15 +57,13 @@ pub(crate) async fn config(
         .await
         .map_err(account_err)?;
 
-    let request = TokenRequest {
-        metadata: ObjectMeta::default(),
-        spec: TokenRequestSpec {
-            audiences: Vec::new(),
-            expiration_seconds: Some(TOKEN_SECONDS),
-            bound_object_ref: None,
-        },
-        status: None,
-    };
+    // Built from and read as JSON: the fields' Rust types differ between the Kubernetes
+    // versions k8s-openapi offers (`audiences` became optional, `status.token` too), and a
+    // library compiles against whichever version its user picked.
+    let request: TokenRequest = serde_json::from_value(serde_json::json!({
+        "spec": { "expirationSeconds": TOKEN_SECONDS },
+    }))
+    .expect("a TokenRequest decodes in every Kubernetes version");
     let token_err = |unsupported: bool, reason: String| Error::TokenRequest {
         namespace: namespace.to_string(),
         name: name.to_string(),
@@ -82,10 +80,12 @@ pub(crate) async fn config(
             ),
             _ => token_err(false, e.to_string()),
         })?;
+    let answered = serde_json::to_value(&answered).unwrap_or_default();
     let token = answered
-        .status
-        .map(|s| s.token)
+        .pointer("/status/token")
+        .and_then(serde_json::Value::as_str)
         .filter(|t| !t.is_empty())
+        .map(String::from)
         .ok_or_else(|| token_err(false, "the answer holds no token".into()))?;
 
     let auth_info: AuthInfo = serde_json::from_value(serde_json::json!({ "token": token }))

@@ -61,7 +61,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use http::{HeaderMap, header};
-use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec, TokenReviewStatus};
+use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus};
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec, SubjectAccessReviewStatus,
 };
@@ -193,13 +193,15 @@ pub(crate) trait Reviewer: Send + Sync + 'static {
 impl Reviewer for kube_client::Client {
     fn token_review(&self, token: String) -> BoxFuture<'_, Result<TokenReviewStatus, ReviewError>> {
         Box::pin(async move {
-            let review = TokenReview {
-                spec: TokenReviewSpec {
-                    token: Some(token),
-                    audiences: None,
-                },
-                ..Default::default()
-            };
+            // Built from JSON: `spec.token`'s Rust type differs between the Kubernetes versions
+            // k8s-openapi offers, and a library compiles against whichever its user picked.
+            let review: TokenReview = serde_json::from_value(
+                serde_json::json!({ "spec": { "token": token } }),
+            )
+            .map_err(|e| ReviewError {
+                message: format!("building the TokenReview: {e}"),
+                retriable: false,
+            })?;
             let answered = Api::<TokenReview>::all(self.clone())
                 .create(&PostParams::default(), &review)
                 .await?;
