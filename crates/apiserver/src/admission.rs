@@ -41,7 +41,7 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
-use crate::auth::UserInfo;
+use crate::user::UserInfo;
 
 /// The user of writes that name none (the server's own, and direct storage use): the admin.
 pub(crate) static ADMIN: LazyLock<UserInfo> = LazyLock::new(UserInfo::admin);

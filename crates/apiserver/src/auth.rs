@@ -22,10 +22,11 @@ pub mod bootstrap;
 pub mod impersonate;
 pub mod rbac;
 pub mod serviceaccount;
-pub mod user;
 pub mod x509;
 
+/// The identities themselves live in the crate's leaf module [`crate::user`], so that storage
+/// and admission, which `auth` reads through, can name a request's user without a cycle.
+pub use crate::user::{self, UserInfo};
 pub use attributes::RequestAttributes;
 pub use authn::StaticUser;
 pub use authz::Decision;
-pub use user::UserInfo;

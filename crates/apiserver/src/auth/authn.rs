@@ -42,6 +42,18 @@ pub trait ObjectUids: Send + Sync {
     fn uid(&self, plural: &str, namespace: &str, name: &str) -> Option<String>;
 }
 
+/// The store looks ServiceAccounts, Pods and Secrets up for the token authenticator (here,
+/// in `auth`, which reads the store; the store never imports `auth`).
+impl ObjectUids for crate::storage::Storage {
+    fn uid(&self, plural: &str, namespace: &str, name: &str) -> Option<String> {
+        let res = self.resolve("", "v1", plural)?;
+        let obj = self.get(&res, Some(namespace), name, None).ok()?;
+        obj.pointer("/metadata/uid")
+            .and_then(serde_json::Value::as_str)
+            .map(String::from)
+    }
+}
+
 /// 401, as the real server answers a request whose credentials authenticate no one.
 pub fn unauthorized() -> ApiError {
     ApiError::new(401, "Unauthorized", "Unauthorized")

@@ -205,7 +205,7 @@ pub(crate) fn admit(
     old: Option<&Value>,
     dry_run: bool,
     warnings: &Warnings,
-    user: Option<&crate::auth::UserInfo>,
+    user: Option<&crate::user::UserInfo>,
 ) -> Result<(), ApiError> {
     let Some(bindings) = st.data.get(BINDINGS).filter(|b| !b.is_empty()) else {
         return Ok(());

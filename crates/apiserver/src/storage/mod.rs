@@ -196,8 +196,8 @@ pub struct WriteOptions {
     /// each as a `Warning` header). Clones of these options share it.
     pub warnings: Warnings,
     /// Who writes: the `userInfo` admission (policies' `request.userInfo`, webhooks'
-    /// AdmissionReview) sees. `None` is the server's admin ([`crate::auth::UserInfo::admin`]).
-    pub user: Option<Arc<crate::auth::UserInfo>>,
+    /// AdmissionReview) sees. `None` is the server's admin ([`crate::user::UserInfo::admin`]).
+    pub user: Option<Arc<crate::user::UserInfo>>,
 }
 
 /// The `fieldValidation` directive of a write: what unknown fields (those a custom
@@ -300,7 +300,7 @@ pub struct DeleteOptions {
     /// as a `Warning` header). Clones of these options share it.
     pub warnings: Warnings,
     /// Who deletes, as admission sees it; `None` is the server's admin.
-    pub user: Option<Arc<crate::auth::UserInfo>>,
+    pub user: Option<Arc<crate::user::UserInfo>>,
 }
 
 /// One event on a watch, as sent on the wire (`{"type": ..., "object": ...}`).
@@ -354,17 +354,6 @@ fn not_served() -> ApiError {
         "NotFound",
         "the server could not find the requested resource",
     )
-}
-
-/// The ServiceAccount token authenticator's lookups: the uid of a core object.
-impl crate::auth::authn::ObjectUids for Storage {
-    fn uid(&self, plural: &str, namespace: &str, name: &str) -> Option<String> {
-        let res = self.resolve("", "v1", plural)?;
-        let obj = self.get(&res, Some(namespace), name, None).ok()?;
-        obj.pointer("/metadata/uid")
-            .and_then(Value::as_str)
-            .map(String::from)
-    }
 }
 
 impl Storage {
