@@ -2,16 +2,15 @@
 //! installed (created, or updated when they exist), waited for until established and served,
 //! and uninstalled.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::Api;
 use kube_client::api::{DeleteParams, PostParams};
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::Error;
+use super::{Error, documents};
 
 /// How often installs and uninstalls check on the server.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -21,65 +20,27 @@ const CRD_KIND: &str = "CustomResourceDefinition";
 /// Reads the CRDs of `path`: a file, or a directory whose `.yaml`, `.yml` and `.json` files are
 /// read in name order (not its subdirectories, as envtest). Every document must be a CRD.
 pub(crate) fn read_path(path: &Path) -> Result<Vec<CustomResourceDefinition>, Error> {
-    let read_err = |source| Error::ReadCrds {
+    let read_err = |path: &Path, source| Error::ReadCrds {
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
-    if !meta.is_dir() {
-        return read_file(path);
-    }
-    let mut files: Vec<PathBuf> = Vec::new();
-    for entry in std::fs::read_dir(path).map_err(read_err)? {
-        let file = entry.map_err(read_err)?.path();
-        let wanted = matches!(
-            file.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        );
-        if wanted && file.is_file() {
-            files.push(file);
-        }
-    }
-    files.sort();
     let mut crds = Vec::new();
-    for file in files {
-        crds.extend(read_file(&file)?);
+    for file in documents::files(path).map_err(|e| read_err(path, e))? {
+        let text = std::fs::read_to_string(&file).map_err(|e| read_err(&file, e))?;
+        crds.extend(parse(&file, &text)?);
     }
     Ok(crds)
 }
 
-/// The CRDs of one file: JSON when it ends in `.json` (one document), else YAML (any number of
-/// documents; empty ones are skipped).
-fn read_file(path: &Path) -> Result<Vec<CustomResourceDefinition>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::ReadCrds {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse(path, &text)
-}
-
 /// The CRDs `text` (the content of `path`) holds.
 pub(crate) fn parse(path: &Path, text: &str) -> Result<Vec<CustomResourceDefinition>, Error> {
-    let parse_err =
-        |document: usize, source: Box<dyn std::error::Error + Send + Sync>| Error::ParseCrd {
-            path: path.to_path_buf(),
-            document,
-            source,
-        };
-    let documents: Vec<Value> = if path.extension().is_some_and(|e| e == "json") {
-        vec![serde_json::from_str(text).map_err(|e| parse_err(1, e.into()))?]
-    } else {
-        let mut documents = Vec::new();
-        for (i, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-            documents.push(Value::deserialize(document).map_err(|e| parse_err(i + 1, e.into()))?);
-        }
-        documents
+    let parse_err = |document: usize, source: documents::ParseError| Error::ParseCrd {
+        path: path.to_path_buf(),
+        document,
+        source,
     };
     let mut crds = Vec::new();
-    for (i, document) in documents.into_iter().enumerate() {
-        if document.is_null() {
-            continue; // an empty document: `---` at the start or end, a comment alone
-        }
+    for (n, document) in documents::parse(path, text).map_err(|(n, e)| parse_err(n, e))? {
         let field = |name: &str| {
             document
                 .get(name)
@@ -91,12 +52,12 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Vec<CustomResourceDefinit
         if api_version != CRD_API_VERSION || kind != CRD_KIND {
             return Err(Error::NotACrd {
                 path: path.to_path_buf(),
-                document: i + 1,
+                document: n,
                 api_version,
                 kind,
             });
         }
-        crds.push(serde_json::from_value(document).map_err(|e| parse_err(i + 1, e.into()))?);
+        crds.push(serde_json::from_value(document).map_err(|e| parse_err(n, e.into()))?);
     }
     Ok(crds)
 }

@@ -3,16 +3,15 @@
 //! as objects, and installed with server-side apply (created, or updated to the manifest when
 //! they exist).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use kube_client::Api;
 use kube_client::api::{DynamicObject, Patch, PatchParams};
 use kube_client::core::GroupVersionKind;
 use kube_client::discovery::{self, Scope};
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::Error;
+use super::{Error, documents};
 
 /// The field manager of the environment's writes.
 const FIELD_MANAGER: &str = "envtest";
@@ -29,39 +28,16 @@ pub(crate) struct Manifest {
 /// files are read in name order (not its subdirectories). Each document must be an object
 /// with `apiVersion`, `kind` and `metadata.name`.
 pub(crate) fn read_path(path: &Path) -> Result<Vec<Manifest>, Error> {
-    let read_err = |source| Error::ReadManifests {
+    let read_err = |path: &Path, source| Error::ReadManifests {
         path: path.to_path_buf(),
         source,
     };
-    let meta = std::fs::metadata(path).map_err(read_err)?;
-    if !meta.is_dir() {
-        return read_file(path);
-    }
-    let mut files: Vec<PathBuf> = Vec::new();
-    for entry in std::fs::read_dir(path).map_err(read_err)? {
-        let file = entry.map_err(read_err)?.path();
-        let wanted = matches!(
-            file.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml" | "json")
-        );
-        if wanted && file.is_file() {
-            files.push(file);
-        }
-    }
-    files.sort();
     let mut manifests = Vec::new();
-    for file in files {
-        manifests.extend(read_file(&file)?);
+    for file in documents::files(path).map_err(|e| read_err(path, e))? {
+        let text = std::fs::read_to_string(&file).map_err(|e| read_err(&file, e))?;
+        manifests.extend(parse(&file, &text)?);
     }
     Ok(manifests)
-}
-
-fn read_file(path: &Path) -> Result<Vec<Manifest>, Error> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::ReadManifests {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    parse(path, &text)
 }
 
 /// The manifests `text` (the content of `path`) holds: JSON when the file ends in `.json`
@@ -72,24 +48,11 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Vec<Manifest>, Error> {
         document,
         reason,
     };
-    let documents: Vec<Value> = if path.extension().is_some_and(|e| e == "json") {
-        vec![serde_json::from_str(text).map_err(|e| parse_err(1, e.to_string()))?]
-    } else {
-        let mut documents = Vec::new();
-        for (i, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
-            documents
-                .push(Value::deserialize(document).map_err(|e| parse_err(i + 1, e.to_string()))?);
-        }
-        documents
-    };
     let mut manifests = Vec::new();
-    for (i, object) in documents.into_iter().enumerate() {
-        if object.is_null() {
-            continue; // an empty document
-        }
-        check(&object).map_err(|reason| parse_err(i + 1, reason))?;
+    for (n, object) in documents::parse(path, text).map_err(|(n, e)| parse_err(n, e.to_string()))? {
+        check(&object).map_err(|reason| parse_err(n, reason))?;
         manifests.push(Manifest {
-            origin: format!("{}: document {}", path.display(), i + 1),
+            origin: format!("{}: document {n}", path.display()),
             object,
         });
     }

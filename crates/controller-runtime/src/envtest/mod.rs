@@ -172,6 +172,7 @@
 //! delete CRDs from an existing cluster: that needs the `async` [`Running::stop`].
 
 mod crds;
+mod documents;
 mod error;
 mod manifests;
 mod service_account;
