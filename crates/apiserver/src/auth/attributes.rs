@@ -91,7 +91,9 @@ impl RequestAttributes {
     }
 }
 
-fn resource_verb(method: &Method, named: bool, watch: bool) -> &'static str {
+/// The verb of a request on a resource, as RBAC and discovery name verbs (`""` for a method
+/// no verb maps: the route refuses it).
+pub(crate) fn resource_verb(method: &Method, named: bool, watch: bool) -> &'static str {
     match *method {
         Method::GET | Method::HEAD if watch => "watch",
         Method::GET | Method::HEAD if named => "get",

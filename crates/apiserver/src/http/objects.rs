@@ -68,7 +68,11 @@ where
     if sub.is_none()
         && !res
             .verbs()
-            .contains(&verb(method, name.is_some(), watching))
+            .contains(&crate::auth::attributes::resource_verb(
+                method,
+                name.is_some(),
+                watching,
+            ))
     {
         // e.g. `bindings` are create only, `componentstatuses` get and list only.
         return Err(method_not_allowed());
@@ -468,21 +472,6 @@ fn crd_printer_columns(state: &AppState, res: &ResourceInfo) -> Option<Value> {
         .find(|v| v.get("name").and_then(Value::as_str) == Some(res.version.as_str()))?
         .get("additionalPrinterColumns")
         .cloned()
-}
-
-/// The verb of a request on a main resource, as discovery names verbs.
-fn verb(method: &Method, named: bool, watching: bool) -> &'static str {
-    match *method {
-        Method::GET | Method::HEAD if watching => "watch",
-        Method::GET | Method::HEAD if named => "get",
-        Method::GET | Method::HEAD => "list",
-        Method::POST => "create",
-        Method::PUT => "update",
-        Method::PATCH => "patch",
-        Method::DELETE if named => "delete",
-        Method::DELETE => "deletecollection",
-        _ => "",
-    }
 }
 
 /// `POST` of a self review (the only verb those resources take).
