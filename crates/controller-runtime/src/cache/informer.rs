@@ -41,6 +41,9 @@ use super::storage::Storage;
 use super::store::{Entry, IndexError, IndexFn, Slot, Store};
 use crate::ObjectKey;
 
+/// The default of [`InformerConfig::with_initial_events_timeout`].
+const DEFAULT_INITIAL_EVENTS_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A function applied to every object before it is stored (e.g. to drop managedFields).
 pub type TransformFn<K> = Arc<dyn Fn(K) -> K + Send + Sync>;
 
@@ -66,6 +69,9 @@ pub struct InformerConfig<K> {
     /// Fill the store with a streaming list (a watch with `sendInitialEvents=true`) instead of
     /// paginated lists, where the server offers it; a server that refuses it is listed instead.
     pub(crate) streaming_list: bool,
+    /// How long a streaming list waits for its initial-events-end bookmark before it falls back
+    /// to a paginated list.
+    pub(crate) initial_events_timeout: Duration,
     /// How the store holds objects: shared typed objects (the default), or compactly encoded
     /// ones decoded on each read (see [`Storage`]).
     pub(crate) storage: Storage<K>,
@@ -82,6 +88,7 @@ impl<K> Default for InformerConfig<K> {
             backoff: BackoffConfig::default(),
             min_watch_timeout: Duration::from_secs(300),
             streaming_list: true,
+            initial_events_timeout: DEFAULT_INITIAL_EVENTS_TIMEOUT,
             storage: Storage::Shared,
         }
     }
@@ -98,6 +105,7 @@ impl<K> Clone for InformerConfig<K> {
             backoff: self.backoff.clone(),
             min_watch_timeout: self.min_watch_timeout,
             streaming_list: self.streaming_list,
+            initial_events_timeout: self.initial_events_timeout,
             storage: self.storage.clone(),
         }
     }
@@ -151,6 +159,36 @@ impl<K> InformerConfig<K> {
     /// paginated lists, where the server offers it; a server that refuses it is listed instead.
     pub fn with_streaming_list(mut self, streaming: bool) -> Self {
         self.streaming_list = streaming;
+        self
+    }
+
+    /// How long a streaming list waits for the bookmark that ends its initial events
+    /// (`k8s.io/initial-events-end`) before it gives up on it. Default: 10 s.
+    ///
+    /// When the bound passes, the informer abandons that watch, logs a warning once, counts it
+    /// in `controller_runtime_informer_streaming_list_fallbacks_total` (see
+    /// [`Metrics`](crate::metrics::Metrics)), and fills its store with a paginated list
+    /// instead; that scope keeps to paginated lists from then on (a quiet resource would stall
+    /// a second streaming list too), as it does when a server refuses streaming lists.
+    ///
+    /// client-go has no such bound. This one exists because a real kube-apiserver (1.28.7 with
+    /// etcd 3.4 and the WatchList gate on) was seen to withhold the bookmark of a quiet resource
+    /// (an empty namespace, a CRD nobody writes) for 75 s and more, until some write to that
+    /// resource moved its watch cache, so an informer waiting for it never synced. 10 s is far
+    /// above what a streaming list of even 100,000 objects takes, and short enough that a
+    /// stalled start is a delay, not an outage.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use controller_runtime::cache::InformerConfig;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// let config = InformerConfig::<ConfigMap>::default()
+    ///     .with_initial_events_timeout(Duration::from_secs(2));
+    /// # let _ = config;
+    /// ```
+    pub fn with_initial_events_timeout(mut self, timeout: Duration) -> Self {
+        self.initial_events_timeout = timeout;
         self
     }
 
@@ -295,6 +333,7 @@ where
                     page_size: config.page_size,
                     min_watch_timeout: config.min_watch_timeout,
                     streaming_list: config.streaming_list,
+                    initial_events_timeout: config.initial_events_timeout,
                     backoff: config.backoff.clone(),
                 });
                 Scope {

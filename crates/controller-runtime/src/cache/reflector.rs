@@ -6,6 +6,13 @@
 //! watching again from the last resourceVersion it saw whenever a watch ends. On 410 Gone it
 //! lists again. Connection failures back off from 800 ms to 30 s.
 //!
+//! A streaming list whose initial-events-end bookmark does not come within
+//! `ReflectorConfig::initial_events_timeout` is abandoned for a paginated list (logged once,
+//! counted in `controller_runtime_informer_streaming_list_fallbacks_total`), and that reflector
+//! lists from then on, as after a refusal: a real kube-apiserver (1.28 with etcd 3.4 and the
+//! WatchList gate) withholds the bookmark of a quiet resource until some write to it moves its
+//! watch cache, so a second streaming list of the same quiet resource would stall again.
+//!
 //! A reflector knows nothing of informers: it writes what it lists and watches through a
 //! [`StoreWriter`] (a full list, an upsert, a delete), which the informer hands it for one
 //! scope and which keeps the store and tells the handlers.
@@ -81,6 +88,9 @@ pub(super) struct ReflectorConfig {
     pub(super) min_watch_timeout: Duration,
     /// Try a streaming list before paginated lists.
     pub(super) streaming_list: bool,
+    /// How long a streaming list may wait for its initial-events-end bookmark before it is
+    /// abandoned for a paginated list.
+    pub(super) initial_events_timeout: Duration,
     /// Reconnect backoff.
     pub(super) backoff: BackoffConfig,
 }
@@ -88,7 +98,8 @@ pub(super) struct ReflectorConfig {
 /// One scope's list+watch loop: its settings, and what it learnt of the server across runs.
 pub(super) struct Reflector {
     config: ReflectorConfig,
-    /// Set once the server refused a streaming list: paginated lists from then on.
+    /// Set once the server refused a streaming list, or let one wait longer than
+    /// `initial_events_timeout` for its initial-events-end bookmark: paginated lists from then on.
     streaming_refused: AtomicBool,
     /// The last list or watch failure, until a list or watch succeeds again.
     last_error: Mutex<Option<ListWatchError>>,
@@ -105,6 +116,8 @@ enum WatchEnd {
     Failed(ListWatchError),
     /// The server does not do streaming lists: list instead from now on.
     StreamingRefused(String),
+    /// The initial-events-end bookmark did not come in time: list instead from now on.
+    InitialEventsLate,
 }
 
 impl Reflector {
@@ -196,7 +209,16 @@ impl Reflector {
             let end = match started {
                 Ok(stream) => {
                     self.succeeded();
-                    consume(writer, stream, ctx, &mut resource_version, initial).await
+                    let deadline = tokio::time::Instant::now() + config.initial_events_timeout;
+                    consume(
+                        writer,
+                        stream,
+                        ctx,
+                        &mut resource_version,
+                        initial,
+                        deadline,
+                    )
+                    .await
                 }
                 Err(kube_client::Error::Api(status))
                     if streaming && refuses_streaming(status.code) =>
@@ -216,6 +238,18 @@ impl Reflector {
                 WatchEnd::StreamingRefused(why) => {
                     tracing::info!(%why, "the server refuses streaming lists; listing instead");
                     self.streaming_refused.store(true, Ordering::Release);
+                }
+                WatchEnd::InitialEventsLate => {
+                    tracing::warn!(
+                        namespace = ?config.namespace,
+                        timeout = ?config.initial_events_timeout,
+                        "a streaming list got no initial-events-end bookmark in time; \
+                         falling back to paginated lists for this informer"
+                    );
+                    crate::metrics::STREAMING_LIST_FALLBACKS.inc();
+                    self.streaming_refused.store(true, Ordering::Release);
+                    // Whatever the abandoned watch saw is not a complete list.
+                    resource_version = None;
                 }
                 WatchEnd::Failed(e) => {
                     self.failed(e);
@@ -267,21 +301,26 @@ impl Reflector {
 
 /// Applies a watch's events until it ends. With `initial` (a streaming list), the events up to
 /// the initial-events-end bookmark are the current state: they are gathered and written as one
-/// list, then the same stream goes on as the watch.
+/// list, then the same stream goes on as the watch. Without that bookmark by `deadline`, the
+/// watch is abandoned ([`WatchEnd::InitialEventsLate`]).
 async fn consume<K, T, W>(
     writer: &W,
     mut stream: WatchStream<T>,
     ctx: &CancellationToken,
     resource_version: &mut Option<String>,
     mut initial: Option<InitialEvents<K>>,
+    deadline: tokio::time::Instant,
 ) -> WatchEnd
 where
     T: Versioned,
     W: StoreWriter<K, T>,
 {
+    let late = tokio::time::sleep_until(deadline);
+    tokio::pin!(late);
     loop {
         let event = tokio::select! {
             _ = ctx.cancelled() => return WatchEnd::Cancelled,
+            _ = &mut late, if initial.is_some() => return WatchEnd::InitialEventsLate,
             event = stream.next() => event,
         };
         let event = match event {
@@ -565,6 +604,7 @@ mod tests {
             page_size: 500,
             min_watch_timeout: Duration::from_secs(300),
             streaming_list: false,
+            initial_events_timeout: Duration::from_secs(10),
             backoff: BackoffConfig::default(),
         });
         let (list_watch, writes) = (Scripted(Default::default()), Writes::default());
@@ -581,6 +621,109 @@ mod tests {
         );
         assert_eq!(*list_watch.0.lock(), ["list", "watch from 5"]);
         assert_eq!(*writes.0.lock(), ["replace a b", "upsert c", "delete a"]);
+    }
+
+    /// A server that never ends a streaming list's initial events (a quiet resource on a real
+    /// kube-apiserver): the streaming watch sends `a` and then nothing; lists answer `a` and `b`
+    /// at resourceVersion 5 (the Scripted list); plain watches never end.
+    struct Quiet(parking_lot::Mutex<Vec<String>>);
+
+    impl ListWatch<ConfigMap> for Quiet {
+        fn list(
+            &self,
+            params: ListParams,
+        ) -> futures::future::BoxFuture<
+            'static,
+            Result<kube_client::core::ObjectList<ConfigMap>, kube_client::Error>,
+        > {
+            self.0.lock().push("list".into());
+            Scripted(Default::default()).list(params)
+        }
+
+        fn watch(
+            &self,
+            params: WatchParams,
+            resource_version: String,
+        ) -> futures::future::BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>>
+        {
+            let streaming = params.send_initial_events;
+            self.0.lock().push(if streaming {
+                "streaming list".to_string()
+            } else {
+                format!("watch from {resource_version}")
+            });
+            let events: Vec<_> = if streaming {
+                vec![Ok(WatchEvent::Added(cm("a", "4")))]
+            } else {
+                vec![]
+            };
+            let stream = futures::stream::iter(events).chain(futures::stream::pending());
+            Box::pin(async move { Ok(stream.boxed()) })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_streaming_list_without_its_bookmark_in_time_falls_back_to_lists_for_good() {
+        let logs = Logs::default();
+        let _guard = logs.capture();
+        let reflector = Reflector::new(ReflectorConfig {
+            namespace: Some("ns".into()),
+            label_selector: None,
+            field_selector: None,
+            page_size: 500,
+            min_watch_timeout: Duration::from_secs(300),
+            streaming_list: true,
+            initial_events_timeout: Duration::from_secs(3),
+            backoff: BackoffConfig::default(),
+        });
+        let (list_watch, writes) = (Quiet(Default::default()), Writes::default());
+        let fallbacks = crate::metrics::STREAMING_LIST_FALLBACKS.get();
+        let ctx = CancellationToken::new();
+        let start = tokio::time::Instant::now();
+        let stop_after_the_list = async {
+            while writes.0.lock().is_empty() {
+                writes.1.notified().await;
+            }
+            // Let it go on to its watch, then stop.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            ctx.cancel();
+        };
+        let (_, listed_at) = tokio::join!(reflector.run(&list_watch, &writes, &ctx), async {
+            stop_after_the_list.await;
+            tokio::time::Instant::now()
+        });
+        // Nothing of the abandoned streaming list was written; the list was, at the bound.
+        assert_eq!(*writes.0.lock(), ["replace a b"]);
+        assert_eq!(listed_at - start, Duration::from_secs(3 + 1));
+        assert_eq!(
+            *list_watch.0.lock(),
+            ["streaming list", "list", "watch from 5"]
+        );
+        assert!(crate::metrics::STREAMING_LIST_FALLBACKS.get() > fallbacks);
+        let text = logs.text();
+        assert_eq!(
+            text.matches("no initial-events-end bookmark in time")
+                .count(),
+            1,
+            "{text}"
+        );
+        assert!(text.contains("WARN"), "{text}");
+
+        // A relist (after a 410, say) lists again rather than streaming: the flag stays.
+        let ctx = CancellationToken::new();
+        list_watch.0.lock().clear();
+        writes.0.lock().clear();
+        let stop_after_the_list = async {
+            while writes.0.lock().is_empty() {
+                writes.1.notified().await;
+            }
+            ctx.cancel();
+        };
+        tokio::join!(
+            reflector.run(&list_watch, &writes, &ctx),
+            stop_after_the_list
+        );
+        assert_eq!(list_watch.0.lock()[0], "list");
     }
 
     /// The API server's refusal of a ServiceAccount's list, as kube-apiserver words it.
@@ -674,6 +817,7 @@ mod tests {
             page_size: 500,
             min_watch_timeout: Duration::from_secs(300),
             streaming_list: false,
+            initial_events_timeout: Duration::from_secs(10),
             backoff: BackoffConfig::default(),
         });
         // Six refusals (six retries with backoff), stopped at the sixth.

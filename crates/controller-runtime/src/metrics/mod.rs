@@ -14,6 +14,13 @@
 //! | `controller_runtime_reconcile_time_seconds` | histogram | `controller` |
 //! | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
 //! | `controller_runtime_active_workers` | gauge | `controller` |
+//! | `controller_runtime_informer_streaming_list_fallbacks_total` | counter | none |
+//!
+//! The last one is ours: how many informer streaming lists got no initial-events-end bookmark
+//! within their bound (see
+//! [`InformerConfig::with_initial_events_timeout`](crate::cache::InformerConfig::with_initial_events_timeout))
+//! and fell back to a paginated list. Informers are not tied to a registry, so it is one
+//! process-wide counter, registered by [`Metrics::register`].
 //!
 //! `result="requeue"` counted Go's deprecated `Result{Requeue: true}`, which has no equivalent
 //! here (a retry with backoff is an error); the series is still created at zero so dashboards
@@ -217,6 +224,11 @@ pub(crate) struct ControllerSeries {
     pub(crate) active_workers: Gauge,
 }
 
+/// Informer streaming lists abandoned for a paginated list because their initial-events-end
+/// bookmark did not come in time. Process-wide: informers count it wherever they run.
+pub(crate) static STREAMING_LIST_FALLBACKS: std::sync::LazyLock<Counter> =
+    std::sync::LazyLock::new(Counter::default);
+
 /// Every metric family of the runtime for one registry: the controllers', the workqueues' and
 /// the webhook server's.
 /// What a Manager creates once and passes to each controller.
@@ -231,8 +243,14 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Registers every set of families with `registry`. Call it once per registry.
+    /// Registers every set of families with `registry`, and the process-wide
+    /// `controller_runtime_informer_streaming_list_fallbacks_total`. Call it once per registry.
     pub fn register(registry: &mut Registry) -> Self {
+        registry.register(
+            "controller_runtime_informer_streaming_list_fallbacks",
+            "Total number of informer streaming lists that got no initial-events-end bookmark in time and fell back to a paginated list",
+            STREAMING_LIST_FALLBACKS.clone(),
+        );
         Metrics {
             controller: ControllerMetrics::register(registry),
             workqueue: WorkqueueMetrics::register(registry),
