@@ -1,5 +1,6 @@
 //! Fault injection for client tests: close every watch, compact the watch history (forcing 410
-//! Gone on resume), and fail the next N requests with a chosen status. Stopping and restarting
+//! Gone on resume), withhold streaming lists' initial-events-end bookmarks until a write, and
+//! fail the next N requests with a chosen status. Stopping and restarting
 //! the listener lives on [`crate::Server`] (`stop_listener`, `restart_listener`).
 
 use std::sync::Arc;
@@ -51,6 +52,14 @@ impl Faults {
     /// resourceVersion gets 410 Gone.
     pub fn compact(&self) {
         self.storage.compact();
+    }
+
+    /// While `on`, streaming lists (watches with `sendInitialEvents=true`) started meanwhile
+    /// get their `k8s.io/initial-events-end` bookmark only after the next write to their
+    /// resource, as a real kube-apiserver (1.28 with etcd 3.4) withholds it for a quiet resource
+    /// until a write moves its watch cache. Turning it off sends every withheld bookmark.
+    pub fn withhold_initial_events_end(&self, on: bool) {
+        self.storage.withhold_initial_events_end(on);
     }
 
     /// The next `n` requests (health and `/version` requests excepted) fail with `status_code`,

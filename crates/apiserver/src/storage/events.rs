@@ -21,6 +21,7 @@ use super::WatchEvent;
 use super::convert::to_version;
 use super::select::Selection;
 use super::shared::{SharedEvent, Sink};
+use super::watch::bookmark;
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,6 +109,10 @@ pub(crate) struct Watcher {
     pub(crate) sink: Sink,
     /// Dropped with the watcher: stops its bookmark task (which holds a sender too).
     pub(crate) _stop_bookmarks: Option<oneshot::Sender<()>>,
+    /// A streaming list whose initial-events-end bookmark is withheld (fault injection): the
+    /// kind its bookmark names. It is sent after the next write to the resource, or when the
+    /// fault is cleared.
+    pub(crate) pending_initial_end: Option<String>,
 }
 
 /// The running watchers, per resource storage key.
@@ -132,11 +137,20 @@ impl Watchers {
         };
         // Shared watchers of one transition and version get one shared event.
         let mut cache: Vec<(Transition, String, SharedEvent)> = Vec::new();
-        list.retain(|w| {
+        list.retain_mut(|w| {
+            // A write to the resource moves the watch cache: a withheld initial-events-end
+            // bookmark comes after it, as on the real server.
+            let end = w
+                .pending_initial_end
+                .take()
+                .map(|kind| bookmark(&w.api_version, &kind, event.rv, true));
             let Some(t) = transition(&w.selection, event) else {
-                return !w.sink.is_closed();
+                return match end {
+                    Some(end) => w.sink.try_send(end),
+                    None => !w.sink.is_closed(),
+                };
             };
-            match &w.sink {
+            let sent = match &w.sink {
                 Sink::Owned(tx) => tx.try_send(build(t, event, &w.api_version)).is_ok(),
                 Sink::Shared(tx) => {
                     let found = cache
@@ -150,8 +164,19 @@ impl Watchers {
                     });
                     tx.try_send(ev).is_ok()
                 }
-            }
+            };
+            sent && end.is_none_or(|end| w.sink.try_send(end))
         });
+    }
+
+    /// Sends every withheld initial-events-end bookmark, at `rv` (the fault is cleared).
+    pub(crate) fn release_initial_ends(&mut self, rv: u64) {
+        for list in self.by_res.values_mut() {
+            list.retain_mut(|w| match w.pending_initial_end.take() {
+                Some(kind) => w.sink.try_send(bookmark(&w.api_version, &kind, rv, true)),
+                None => true,
+            });
+        }
     }
 
     /// Ends every watch.

@@ -736,6 +736,18 @@ impl Storage {
         self.state.lock().watchers.close_all();
     }
 
+    /// Fault injection: while `on`, streaming lists (watches with `sendInitialEvents=true`)
+    /// get their initial-events-end bookmark only after the next write to their resource.
+    /// Turning it off sends every withheld one.
+    pub fn withhold_initial_events_end(&self, on: bool) {
+        let mut st = self.state.lock();
+        st.withhold_initial_events_end = on;
+        if !on {
+            let rv = st.rv;
+            st.watchers.release_initial_ends(rv);
+        }
+    }
+
     /// A full copy of every object and the resourceVersion (tests compare before and after).
     #[cfg(test)]
     pub(crate) fn dump(&self) -> (u64, Vec<(String, store::ObjKey, Value)>) {

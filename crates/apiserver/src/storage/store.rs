@@ -134,6 +134,9 @@ pub(crate) struct State {
     pub(crate) window: Window,
     /// Running watchers.
     pub(crate) watchers: Watchers,
+    /// Fault injection: streaming lists started meanwhile get their initial-events-end
+    /// bookmark only after the next write to their resource (or when this is cleared).
+    pub(crate) withhold_initial_events_end: bool,
     /// Snapshots taken for paginated lists, oldest first.
     pub(crate) snapshots: VecDeque<(u64, Data)>,
     /// Lists and continue tokens older than this get 410.
@@ -161,6 +164,7 @@ impl State {
             dependents: HashMap::new(),
             window: Window::new(config.watch_window),
             watchers: Watchers::default(),
+            withhold_initial_events_end: false,
             snapshots: VecDeque::new(),
             compacted: 0,
             registry: Registry::new(),

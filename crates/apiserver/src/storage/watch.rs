@@ -1,7 +1,10 @@
 //! Starting a watch: the initial events (the current state, or the window after the requested
 //! resourceVersion), the registration of the caller's channel with the fan-out
 //! ([`super::events::Watchers`]) under the same lock, and the per-watch task that sends
-//! bookmarks every `StorageConfig::bookmark_interval` (tokio's clock).
+//! bookmarks every `StorageConfig::bookmark_interval` (tokio's clock). A streaming list's
+//! initial events end with a bookmark annotated `k8s.io/initial-events-end`, unless the fault
+//! [`crate::Faults::withhold_initial_events_end`] is on: then it comes after the next write to
+//! the resource, as a real kube-apiserver sends it for a quiet resource.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -112,7 +115,7 @@ pub(crate) fn start(
                 current.push(to_version_shared(obj, &api_version));
             }
         }
-        if opts.send_initial_events {
+        if opts.send_initial_events && !st.withhold_initial_events_end {
             initial.push(bookmark(&api_version, &res.kind, st.rv, true));
         }
     } else {
@@ -164,6 +167,8 @@ pub(crate) fn start(
             api_version,
             sink: tx,
             _stop_bookmarks: stop,
+            pending_initial_end: (opts.send_initial_events && st.withhold_initial_events_end)
+                .then(|| res.kind.clone()),
         },
     );
     Ok(rx)

@@ -269,6 +269,71 @@ async fn send_initial_events_ends_with_a_bookmark() {
     assert_eq!(name_of(&next(&mut watch).await), ev("ADDED", "c"));
 }
 
+fn initial_events_end_at(ev: WatchEvent) -> String {
+    match ev {
+        WatchEvent::Bookmark(b) => {
+            assert_eq!(
+                b["metadata"]["annotations"]["k8s.io/initial-events-end"],
+                "true"
+            );
+            b["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+        other => panic!("expected the initial-events-end bookmark, got {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_withheld_initial_events_end_comes_after_a_write_or_when_cleared() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    create_cm(&s, "a");
+    s.withhold_initial_events_end(true);
+    let opts = WatchOptions {
+        send_initial_events: true,
+        resource_version: Some("".into()),
+        ..Default::default()
+    };
+    let mut watch = s.watch(&cms, None, &opts).unwrap();
+    assert_eq!(name_of(&next(&mut watch).await), ev("ADDED", "a"));
+    assert!(quiet(&mut watch).await);
+    // A write to the resource moves the "watch cache": its event, then the bookmark.
+    create_cm(&s, "b");
+    let rv = s.resource_version();
+    assert_eq!(name_of(&next(&mut watch).await), ev("ADDED", "b"));
+    assert_eq!(
+        initial_events_end_at(next(&mut watch).await),
+        rv.to_string()
+    );
+    create_cm(&s, "c");
+    assert_eq!(name_of(&next(&mut watch).await), ev("ADDED", "c"));
+    assert!(quiet(&mut watch).await, "the bookmark comes once");
+
+    // Withheld again, then cleared: the bookmark comes at the current version.
+    let mut watch = s.watch(&cms, None, &opts).unwrap();
+    for _ in 0..3 {
+        assert_eq!(name_of(&next(&mut watch).await).0, "ADDED");
+    }
+    assert!(quiet(&mut watch).await);
+    s.withhold_initial_events_end(false);
+    let rv = s.resource_version();
+    assert_eq!(
+        initial_events_end_at(next(&mut watch).await),
+        rv.to_string()
+    );
+    // Off: a new streaming list ends at once.
+    let mut watch = s.watch(&cms, None, &opts).unwrap();
+    for _ in 0..3 {
+        assert_eq!(name_of(&next(&mut watch).await).0, "ADDED");
+    }
+    assert_eq!(
+        initial_events_end_at(next(&mut watch).await),
+        rv.to_string()
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn selection_transitions() {
     let s = store();
