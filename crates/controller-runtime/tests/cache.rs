@@ -974,3 +974,104 @@ async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
     ctx.cancel();
     run.await.unwrap();
 }
+
+/// The process-wide count of streaming lists that fell back to a paginated list, as scraped.
+fn streaming_list_fallbacks() -> u64 {
+    let mut registry = prometheus_client::registry::Registry::default();
+    controller_runtime::metrics::Metrics::register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("controller_runtime_informer_streaming_list_fallbacks_total "))
+        .unwrap_or_else(|| panic!("no fallback counter in {text}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// Log lines written while the guard lives (this thread only: the test runs on one thread).
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_withheld_initial_events_end_bookmark_falls_back_to_a_list_within_the_bound() {
+    use controller_runtime::cache::{ApiListWatch, Informer, InformerConfig};
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    let (server, client) = server().await;
+    create_cm(&client, "default", "a", &[]).await;
+    create_cm(&client, "default", "b", &[]).await;
+    let config =
+        InformerConfig::<ConfigMap>::default().with_initial_events_timeout(Duration::from_secs(1));
+    let informer_over_default = || {
+        Informer::new(
+            ApiListWatch::<ConfigMap>::new(client.clone(), &(), Some("default")),
+            config.clone(),
+        )
+    };
+    let generous = Duration::from_secs(30);
+
+    // Fault off: the streaming list ends with its bookmark, no fallback.
+    let before = streaming_list_fallbacks();
+    let informer = informer_over_default();
+    let ctx = CancellationToken::new();
+    let run = spawn_informer(&informer, &ctx);
+    tokio::time::timeout(generous, informer.wait_for_sync())
+        .await
+        .expect("synced by streaming");
+    assert_eq!(informer.store().len(), 2);
+    ctx.cancel();
+    run.await.unwrap();
+    assert_eq!(streaming_list_fallbacks(), before);
+    assert!(!logs_say(&logs, "falling back"), "{}", logs_text(&logs));
+
+    // Fault on: a quiet resource's streaming list never ends; the informer lists instead.
+    server.faults().withhold_initial_events_end(true);
+    let informer = informer_over_default();
+    let ctx = CancellationToken::new();
+    let run = spawn_informer(&informer, &ctx);
+    tokio::time::timeout(generous, informer.wait_for_sync())
+        .await
+        .expect("synced by a paginated list after the bound");
+    assert_eq!(informer.store().len(), 2);
+    assert_eq!(streaming_list_fallbacks(), before + 1);
+    assert!(
+        logs_say(&logs, "no initial-events-end bookmark in time"),
+        "{}",
+        logs_text(&logs)
+    );
+    // And it watches on from the list.
+    create_cm(&client, "default", "c", &[]).await;
+    let store = informer.store();
+    eventually("a create after the fallback reaches the store", || {
+        store.get(&ObjectKey::new("default", "c")).is_some()
+    })
+    .await;
+    ctx.cancel();
+    run.await.unwrap();
+    server.faults().withhold_initial_events_end(false);
+}
+
+fn logs_text(logs: &Logs) -> String {
+    String::from_utf8_lossy(&logs.0.lock()).into_owned()
+}
+
+fn logs_say(logs: &Logs, what: &str) -> bool {
+    logs_text(logs).contains(what)
+}
