@@ -14,14 +14,28 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::WatchEvent;
 use super::convert::to_version;
 use super::select::Selection;
 use super::shared::{SharedEvent, Sink};
-use super::watch::bookmark;
+
+/// A BOOKMARK object (here, below `watch`, which sends them too: the fan-out sends the
+/// withheld initial-events-end ones).
+pub(crate) fn bookmark(
+    api_version: &str,
+    kind: &str,
+    rv: u64,
+    initial_events_end: bool,
+) -> WatchEvent {
+    let mut metadata = json!({ "resourceVersion": rv.to_string() });
+    if initial_events_end {
+        metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    WatchEvent::Bookmark(json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata }))
+}
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,31 +10,17 @@ use std::sync::Weak;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::convert::to_version_shared;
-use super::events::{Watcher, convert};
+use super::events::{Watcher, bookmark, convert};
 use super::select::Selection;
 use super::shared::{Receiver, Sink, channel};
 use super::store::{State, res_key};
 use super::{WatchEvent, WatchOptions};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
-
-/// A BOOKMARK object.
-pub(crate) fn bookmark(
-    api_version: &str,
-    kind: &str,
-    rv: u64,
-    initial_events_end: bool,
-) -> WatchEvent {
-    let mut metadata = json!({ "resourceVersion": rv.to_string() });
-    if initial_events_end {
-        metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
-    }
-    WatchEvent::Bookmark(json!({ "apiVersion": api_version, "kind": kind, "metadata": metadata }))
-}
 
 /// A watch that answers one ERROR event and ends (e.g. 410 Expired on a too old version).
 fn error_watch(shared: bool, status: Value) -> Receiver {
