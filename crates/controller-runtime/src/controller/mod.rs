@@ -508,6 +508,12 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
         let all = join_all(watches.iter().map(one));
         tokio::select! {
             results = all => {
+                // Cancelled meanwhile: the sources answer `Cancelled` (their tokens are
+                // children of `ctx`), and both branches may be ready at once. Stopping is not
+                // an error, whichever branch the select took.
+                if ctx.is_cancelled() {
+                    return Ok(false);
+                }
                 results.into_iter().collect::<Result<Vec<()>, Error>>()?;
                 tracing::info!(controller = %inner.name, "Starting Controller");
                 Ok(true)
