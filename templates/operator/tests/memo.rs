@@ -1,15 +1,16 @@
 //! The operator's integration tests, on the test environment: an embedded API server with the
 //! Memo CRD installed (or, with `USE_EXISTING_CLUSTER=true`, the cluster `$KUBECONFIG` names).
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use controller_runtime::envtest::{Environment, Running};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
 use controller_runtime::kube_client::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use controller_runtime::prelude::*;
 use memo_operator::{Context, INDEX, Memo, MemoSpec};
+
+mod common;
+use common::eventually;
 
 /// Starts the environment and the operator's manager (stopped by cancelling the token), and
 /// returns the manager's client too.
@@ -29,25 +30,6 @@ async fn start() -> (Running, CancellationToken, Client) {
     let token = stop.clone();
     tokio::spawn(async move { mgr.start(token).await });
     (env, stop, client)
-}
-
-/// Polls `check` until it returns `Some`; fails the test after 30 s (a hang, not a slow run).
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let poll = async {
-        loop {
-            if let Some(v) = check().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), poll)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
 }
 
 fn text_of(cm: &ConfigMap, key: &str) -> Option<String> {

@@ -3,15 +3,16 @@
 //! naming the refused verb and resource, instead of surfacing in production as a controller
 //! stuck on 403s.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use controller_runtime::envtest::{Environment, Running};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
 use controller_runtime::kube_client::api::{Api, PostParams};
 use controller_runtime::prelude::*;
 use memo_operator::{Memo, MemoSpec};
+
+mod common;
+use common::eventually;
 
 /// The operator's namespace and ServiceAccount, as `config/rbac/service_account.yaml` names them.
 const NAMESPACE: &str = "memo-system";
@@ -37,25 +38,6 @@ async fn start_as_operator(rbac: &[PathBuf]) -> (Running, CancellationToken, Man
     let mgr = Manager::new(operator, options).unwrap();
     memo_operator::add_controller(&mgr).await.unwrap();
     (env, CancellationToken::new(), mgr)
-}
-
-/// Polls `check` until it returns `Some`; fails the test after 30 s.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let poll = async {
-        loop {
-            if let Some(v) = check().await {
-                return v;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), poll)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting until {what}"))
 }
 
 #[tokio::test]
