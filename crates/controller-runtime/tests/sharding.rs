@@ -308,3 +308,60 @@ async fn three_replicas_share_the_objects_and_hand_them_over_safely() {
     }
     server.stop().await;
 }
+
+/// Bad sharding options are refused at build with a clear error, and so is sharding a kind the
+/// manager's cache already holds in full.
+#[tokio::test]
+async fn sharding_errors_at_build() {
+    let (server, client) = support::server().await;
+    let mgr = Manager::new(
+        client,
+        ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled),
+    )
+    .unwrap();
+    let data = || {
+        Arc::new(Data {
+            replica: String::new(),
+            checker: Arc::default(),
+        })
+    };
+    let err = ControllerBuilder::new(&mgr)
+        .for_(Input::<ConfigMap>::new())
+        .with_sharding(ShardingOptions::default().with_replica("not a label value!"))
+        .build(data(), reconcile)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, controller_runtime::builder::Error::Sharding { .. }),
+        "{err}"
+    );
+    let err = ControllerBuilder::new(&mgr)
+        .for_(Input::<ConfigMap>::new())
+        .with_sharding(
+            ShardingOptions::default()
+                .with_replica("r")
+                .with_lease_duration(Duration::from_secs(1))
+                .with_renew_period(Duration::from_secs(1)),
+        )
+        .build(data(), reconcile)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("sharding"), "{err}");
+
+    // A cache already holding every ConfigMap cannot be the shard's.
+    mgr.cache().get_informer::<ConfigMap>().await.unwrap();
+    let err = ControllerBuilder::new(&mgr)
+        .for_(Input::<ConfigMap>::new())
+        .with_sharding(ShardingOptions::default().with_replica("r"))
+        .build(data(), reconcile)
+        .await
+        .unwrap_err();
+    let source = std::error::Error::source(&err).map(ToString::to_string);
+    assert!(
+        source
+            .as_deref()
+            .is_some_and(|s| s.contains("already holds every ConfigMap")),
+        "{err}: {source:?}"
+    );
+    server.stop().await;
+}
