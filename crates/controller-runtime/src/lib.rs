@@ -18,6 +18,9 @@
 //! webhooks over HTTPS, registered per kind by [`builder::WebhookBuilder`] and run by the
 //! [`manager::Manager`].
 //!
+//! [`sharding`] runs one controller across replicas, each reconciling (and caching) only the
+//! objects assigned to it, with safe handover when replicas come and go.
+//!
 //! One key type names objects everywhere: [`ObjectKey`] (namespace and name), the item a
 //! handler enqueues ([`Request`] is an alias of it), the key of the cache's stores and the key
 //! of client and cache reads.
@@ -49,6 +52,7 @@ pub mod predicate;
 pub mod prelude;
 pub mod reconcile;
 pub mod recorder;
+pub mod sharding;
 pub mod source;
 pub mod webhook;
 pub mod workqueue;

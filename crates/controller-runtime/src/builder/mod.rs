@@ -158,6 +158,7 @@ use crate::handler::{
 use crate::manager::{self, Manager};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{self, Action, ReconcileContext, ReconcileError, Reconciler};
+use crate::sharding::{self, ShardingOptions};
 use crate::source::{self, Source, Watch};
 use crate::workqueue::Enqueue;
 
@@ -185,6 +186,15 @@ pub enum Error {
         #[source]
         source: controller::Error,
     },
+    /// The controller cannot be sharded as asked (see [`ControllerBuilder::with_sharding`]).
+    #[error("sharding controller {name:?}")]
+    Sharding {
+        /// The controller's name.
+        name: String,
+        /// Why.
+        #[source]
+        source: sharding::Error,
+    },
     /// The manager refused the controller or its name.
     #[error("adding controller {name:?} to the manager")]
     Manager {
@@ -206,6 +216,8 @@ pub struct For<K: CacheObject> {
     dt: K::DynamicType,
     kind: String,
     owner: EnqueueRequestForOwner,
+    /// Set by `with_sharding`.
+    sharding: Option<ShardingOptions>,
 }
 
 impl<K: CacheObject> std::fmt::Debug for For<K> {
@@ -309,6 +321,7 @@ impl ControllerBuilder<NoFor> {
             dt: input.dt.clone(),
             kind: kind.clone(),
             owner: EnqueueRequestForOwner::new(group, kind.clone(), scope),
+            sharding: None,
         };
         self.kinds.push(kind);
         self.watches.push(Box::new(move |cx: &BuildContext| {
@@ -345,20 +358,94 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
         self
     }
 
+    /// Runs the controller sharded across replicas (see [`sharding`]): this replica reconciles
+    /// only the `for` objects assigned to it, which are all its cache holds, and announces
+    /// itself in the controller's ring of Leases; objects move between replicas through a
+    /// drain, so none is reconciled by two at once. Off by default. A sharded controller runs
+    /// on every replica, leader or not (it does not need leader election).
+    ///
+    /// Build it before anything reads the `for` kind through the manager's cache (the build
+    /// fails with [`Error::Sharding`] otherwise: that cache would hold every object). Owned
+    /// objects follow their owner's shard without more ado; their caches divide too when the
+    /// reconciler labels them with [`sharding::copy_shard_label`].
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// # use controller_runtime::builder::{ControllerBuilder, Input};
+    /// # use controller_runtime::reconcile::Action;
+    /// # use controller_runtime::sharding::ShardingOptions;
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// # async fn f(mgr: controller_runtime::manager::Manager) -> Result<(), Box<dyn std::error::Error>> {
+    /// ControllerBuilder::new(&mgr)
+    ///     .for_(Input::<ConfigMap>::new())
+    ///     .with_sharding(ShardingOptions::default().with_replica("replica-0"))
+    ///     .complete(Arc::new(()), |cm, _ctx| async move {
+    ///         println!("reconcile {:?}", cm.metadata.name); // only this replica's ConfigMaps
+    ///         Ok(Action::done())
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_sharding(mut self, options: ShardingOptions) -> Self {
+        self.state.sharding = Some(options);
+        self
+    }
+
     /// Builds the controller with a typed reconcile function for the `for` type, and reserves
     /// its name in the manager without adding the controller to it: start it yourself, or add
     /// it with `mgr.add`. Each request's object is read from the cache and handed to
     /// `reconcile` with the reconcile's context, which carries `data` (see
     /// [`reconcile::for_object`]); a request for an object that is gone is done at once.
-    pub async fn build<C, F, Fut>(self, data: Arc<C>, reconcile: F) -> Result<Controller, Error>
+    /// A [sharded](Self::with_sharding) controller's ring is added to the manager here.
+    pub async fn build<C, F, Fut>(mut self, data: Arc<C>, reconcile: F) -> Result<Controller, Error>
     where
         C: Send + Sync + 'static,
         F: Fn(Arc<K>, ReconcileContext<C>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
     {
         let dt = self.state.dt.clone();
-        let reconciler = reconcile::for_object(self.mgr.client(), dt, data, reconcile);
-        self.build_with(reconciler).await
+        let Some(options) = self.state.sharding.take() else {
+            let reconciler = reconcile::for_object(self.mgr.client(), dt, data, reconcile);
+            return self.build_with(reconciler).await;
+        };
+        let name = match &self.name {
+            Some(name) if !name.is_empty() => name.clone(),
+            _ => self.state.kind.to_lowercase(),
+        };
+        let refused = |source| Error::Sharding {
+            name: name.clone(),
+            source,
+        };
+        options.check(&name).map_err(refused)?;
+        let selector = sharding::selector(&name, options.replica());
+        if !self.mgr.cache().restrict_labels::<K>(&dt, selector) {
+            return Err(refused(sharding::Error::CacheInUse {
+                controller: name.clone(),
+                kind: self.state.kind.clone(),
+            }));
+        }
+        self.options.need_leader_election = false;
+        let mgr = self.mgr.clone();
+        let kube = mgr.client().kube_client().clone();
+        let shard = Arc::new(sharding::Membership::new(&name, options));
+        let guarded =
+            sharding::guard::<K, C, F, Fut>(shard.clone(), kube.clone(), dt.clone(), reconcile);
+        let sharder = Arc::new(sharding::Sharder::<K>::new(
+            shard,
+            kube,
+            dt.clone(),
+            mgr.shard_metrics().clone(),
+        ));
+        let reconciler = reconcile::for_object(mgr.client(), dt, data, guarded);
+        let controller = self.build_with(reconciler).await?;
+        let ring = manager::from_fn(
+            format!("shard ring {name}"),
+            manager::RunnableGroup::Others,
+            move |ctx| sharder.clone().run(ctx),
+        );
+        mgr.add(ring)
+            .map_err(|source| Error::Manager { name, source })?;
+        Ok(controller)
     }
 
     /// [`build`](Self::build), then adds the controller to the manager, which starts it

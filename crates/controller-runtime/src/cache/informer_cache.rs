@@ -95,6 +95,9 @@ struct State {
     informers: HashMap<InformerKey, Entry>,
     /// Set once the cache is started: informers created later start at once.
     started: Option<CancellationToken>,
+    /// Label selectors added to a kind's own (keyed like `by_object`): a sharded controller's
+    /// shard selector, set before the kind's informer exists (see [`Cache::restrict_labels`]).
+    restrictions: HashMap<String, Vec<String>>,
 }
 
 struct Shared {
@@ -131,6 +134,7 @@ impl Cache {
                 state: Mutex::new(State {
                     informers: HashMap::new(),
                     started: None,
+                    restrictions: HashMap::new(),
                 }),
                 tasks: TaskTracker::new(),
             }),
@@ -173,7 +177,20 @@ impl Cache {
         }
         let resource = ApiResource::erase::<K>(dt);
         let namespaced = self.served(&resource).await?;
-        let settings = self.shared.options.resolve::<K>(dt, namespaced);
+        let mut settings = self.shared.options.resolve::<K>(dt, namespaced);
+        let restrictions = (self.shared.state.lock().restrictions)
+            .get(&key.gvk)
+            .cloned()
+            .unwrap_or_default();
+        for scope in &mut settings.scopes {
+            let own = scope.label_selector.take();
+            let all: Vec<&str> = own
+                .iter()
+                .chain(&restrictions)
+                .map(String::as_str)
+                .collect();
+            scope.label_selector = (!all.is_empty()).then(|| all.join(","));
+        }
         // One list+watch per cached namespace (or one for all), merged into one store.
         let scopes = settings
             .scopes
@@ -227,6 +244,24 @@ impl Cache {
             },
         );
         Ok(informer)
+    }
+
+    /// Adds `selector` to the label selector of every informer of `K`'s kind created from now
+    /// on (ANDed with the cache options' own): a sharded controller's cache holds only its
+    /// shard. Fails (returning `false`) when an informer of that kind exists already, which
+    /// would hold every object.
+    pub(crate) fn restrict_labels<K: Resource>(
+        &self,
+        dt: &K::DynamicType,
+        selector: String,
+    ) -> bool {
+        let gvk = gvk_key::<K>(dt);
+        let mut state = self.shared.state.lock();
+        if state.informers.keys().any(|key| key.gvk == gvk) {
+            return false;
+        }
+        state.restrictions.entry(gvk).or_default().push(selector);
+        true
     }
 
     /// The informer for type `K` if one exists; never creates one.

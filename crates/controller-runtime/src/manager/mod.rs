@@ -116,6 +116,7 @@ use crate::leaderelection::LeaderElector;
 use crate::metrics::Metrics;
 use crate::metrics::server::Options as MetricsServerOptions;
 use crate::recorder::Recorder;
+use crate::sharding::ShardMetrics;
 use crate::webhook::{Options as WebhookOptions, Server as WebhookServer};
 use groups::{Groups, ReadyCheck};
 use healthz::Checks;
@@ -347,6 +348,8 @@ struct Inner {
     webhook_server: WebhookServer,
     /// Whether the webhook server was added to the webhooks group (on first use).
     webhook_server_added: AtomicBool,
+    /// The `controller_runtime_shard_*` families its sharded controllers count in.
+    shard_metrics: ShardMetrics,
 }
 
 impl Manager {
@@ -364,6 +367,7 @@ impl Manager {
         let cache = Cache::new(client, options.cache.clone());
         let mut registry = Registry::default();
         let metrics = Metrics::register(&mut registry);
+        let shard_metrics = ShardMetrics::register(&mut registry);
         let leader_gauge = options.leader_election.as_ref().map(|config| {
             let family = Family::<Vec<(String, String)>, Gauge>::default();
             registry.register(
@@ -413,6 +417,7 @@ impl Manager {
                 health_probe_addr: Mutex::default(),
                 webhook_server,
                 webhook_server_added: AtomicBool::new(false),
+                shard_metrics,
             }),
         })
     }
@@ -483,6 +488,12 @@ impl Manager {
     /// controllers through `ControllerOptions::metrics` (the Builder does).
     pub fn metrics(&self) -> &Metrics {
         &self.inner.metrics
+    }
+
+    /// The sharding metrics of the manager's sharded controllers (see
+    /// [`sharding`](crate::sharding)), registered in its registry.
+    pub fn shard_metrics(&self) -> &ShardMetrics {
+        &self.inner.shard_metrics
     }
 
     /// The registry `/metrics` serves; register your own metrics here.
