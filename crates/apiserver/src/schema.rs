@@ -28,7 +28,7 @@
 //!
 //! Validation includes the CEL rules of `x-kubernetes-validations` (module `cel`): they are
 //! compiled by [`from_value`](StructuralSchema::from_value), which refuses, as a real server
-//! does, a rule that does not parse, does not type-check against the schema of its node
+//! does, a rule that does not parse, nests deeper than 250 levels, does not type-check against the schema of its node
 //! (`check`: undefined fields, operators on the wrong types, a result that is not a `bool`)
 //! or whose estimated cost is over budget (`cost`: 10M per rule, 100M per schema, sized by
 //! `maxItems`, `maxProperties` and `maxLength`), and evaluated by

@@ -123,6 +123,20 @@ pub(super) fn compile(src: &str) -> Result<Program, String> {
     let p = ENV
         .compile(src)
         .map_err(|e| format!("compilation failed: {e}"))?;
+    // The checker, the cost estimate and the evaluation all recurse over the expression: a
+    // long chain such as `1 + 1 + ... + 1`, which the parser's nesting limit does not count,
+    // would overflow their stack (found by fuzzing, crates/fuzz). cel-go's parser refuses
+    // expressions nested deeper than 250 levels; so does this.
+    if depth(p.expression()) > MAX_DEPTH {
+        return Err(format!(
+            "compilation failed: {}",
+            error_at(
+                src,
+                None,
+                &format!("max recursion depth exceeded: {MAX_DEPTH}")
+            )
+        ));
+    }
     let mut undeclared = Vec::new();
     free_idents(p.expression(), &mut Vec::new(), &mut undeclared);
     if let Some((id, name)) = undeclared.first() {
@@ -137,6 +151,53 @@ pub(super) fn compile(src: &str) -> Result<Program, String> {
         ));
     }
     Ok(p)
+}
+
+/// The deepest an expression nests (each operator, call, selection, list, map or macro is a
+/// level), as cel-go's parser limits it.
+pub(super) const MAX_DEPTH: usize = 250;
+
+/// How deep `e` nests, counted without recursion (so that any depth is safe to measure).
+pub(super) fn depth(e: &IdedExpr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(e, 1)];
+    while let Some((e, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        stack.extend(children(e).into_iter().map(|c| (c, d + 1)));
+    }
+    deepest
+}
+
+/// The subexpressions of `e`.
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    fn entries<'a>(es: &'a [IdedEntryExpr], out: &mut Vec<&'a IdedExpr>) {
+        for e in es {
+            match &e.expr {
+                EntryExpr::StructField(f) => out.push(&f.value),
+                EntryExpr::MapEntry(m) => out.extend([&m.key, &m.value]),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    match &e.expr {
+        Expr::Call(c) => {
+            out.extend(c.target.as_deref());
+            out.extend(&c.args);
+        }
+        Expr::Comprehension(c) => out.extend([
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ]),
+        Expr::List(l) => out.extend(&l.elements),
+        Expr::Map(m) => entries(&m.entries, &mut out),
+        Expr::Struct(st) => entries(&st.entries, &mut out),
+        Expr::Select(sel) => out.push(&sel.operand),
+        _ => {}
+    }
+    out
 }
 
 /// One error as cel-go displays it: `ERROR: <input>:line:col: message`, the line, and a

@@ -434,3 +434,23 @@ fn metadata_is_not_validated_or_pruned_by_the_schema() {
     let obj = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": 5}});
     assert!(s.validate(&obj).is_empty());
 }
+
+/// Found by fuzzing (crates/fuzz, target `crd_schema`): a rule of a thousand-term sum parsed
+/// (the parser limits parentheses, not chains) and then overflowed the type checker's stack,
+/// aborting the process. It is refused as cel-go refuses it, past 250 levels.
+#[test]
+fn a_rule_nested_past_the_depth_limit_is_refused_without_overflowing_the_stack() {
+    let schema = |terms: usize| {
+        json!({"type": "object", "x-kubernetes-validations": [
+            {"rule": format!("1{} > 0", " + 1".repeat(terms))}]})
+    };
+    let err = StructuralSchema::from_value(&schema(1000)).unwrap_err();
+    let message = &err.errors[0].message;
+    assert!(
+        message
+            .contains("compilation failed: ERROR: <input>:1:1: max recursion depth exceeded: 250"),
+        "{message}"
+    );
+    let ok = StructuralSchema::from_value(&schema(200)).unwrap();
+    assert!(ok.validate(&json!({})).is_empty());
+}

@@ -48,6 +48,9 @@ pub use raw::RawObject;
 pub use reader::ListOptions;
 pub use storage::{Codec, Storage};
 pub use store::{IndexError, IndexFn, Store};
+/// The watch-line decoder, for the fuzz targets in crates/fuzz: not part of the API.
+#[doc(hidden)]
+pub use watch_lines::decode_chunks as fuzz_watch_lines;
 
 #[cfg(test)]
 mod informer_tests;

@@ -108,6 +108,34 @@ fn decode_line<K: DeserializeOwned>(
     }
 }
 
+/// Decodes `chunks`, received in that order, as the body of one watch response, as an
+/// informer's watch does (into [`DynamicObject`](kube_core::DynamicObject)s, and into the raw
+/// form a compact informer keeps): answers how many events and how many errors each form
+/// gave. The entry point of the fuzz target `watch_lines` (crates/fuzz); not part of the API.
+pub fn decode_chunks(chunks: &[Bytes]) -> [(usize, usize); 2] {
+    fn count<K: DeserializeOwned>(chunks: &[Bytes]) -> (usize, usize) {
+        let frames = chunks
+            .iter()
+            .map(|c| Ok::<_, kube_client::Error>(hyper::body::Frame::data(c.clone())));
+        let body = http_body_util::StreamBody::new(futures::stream::iter(frames));
+        let stream = std::pin::pin!(events::<K, _>(body));
+        futures::executor::block_on(futures::StreamExt::fold(
+            stream,
+            (0, 0),
+            |(ok, err), event| async move {
+                match event {
+                    Ok(_) => (ok + 1, err),
+                    Err(_) => (ok, err + 1),
+                }
+            },
+        ))
+    }
+    [
+        count::<kube_core::DynamicObject>(chunks),
+        count::<super::RawObject>(chunks),
+    ]
+}
+
 /// Whether a body error is the connection ending mid-stream (an unexpected EOF somewhere in
 /// its source chain, or hyper's "unexpected EOF during chunk"): the watch just ended.
 fn cut_short(e: &kube_client::Error) -> bool {
