@@ -12,8 +12,10 @@
 //! ([`ReadYourWrites::with_timeout`], 5 s by default) and ends in
 //! [`Error::ReadYourWritesTimeout`](super::Error::ReadYourWritesTimeout) rather than a stale
 //! answer. An entry is dropped as soon as the informer stores the write (it checks the table
-//! on every event it stores; one atomic load when the table is empty), so the table holds only
-//! the writes the informer has not seen yet.
+//! on every event it stores; one atomic load when the table is empty), or as soon as its watch
+//! has passed the write's resourceVersion (watch events come in order, so the store then holds
+//! the write or what followed it, e.g. the object deleted again), so the table holds only the
+//! writes the informer has not seen yet.
 //!
 //! resourceVersions are compared as integers, as the informer receives them; Kubernetes calls
 //! them opaque, but every API server (etcd's revisions, the embedded server's counter) makes

@@ -280,6 +280,9 @@ struct Scope<K> {
     label_selector: Option<Option<LabelSelector>>,
     /// Whether it has a field selector (which the client cannot evaluate).
     field_selector: bool,
+    /// The resourceVersion up to which the store holds this scope's objects (0: unknown):
+    /// watch events come in resourceVersion order, so every write at or below it is stored.
+    caught_up: AtomicU64,
     /// Set once this scope's first list has been stored and delivered.
     synced: AtomicBool,
 }
@@ -361,6 +364,7 @@ where
                     reflector,
                     label_selector: parsed,
                     field_selector: has_field_selector,
+                    caught_up: AtomicU64::new(0),
                     synced: AtomicBool::new(false),
                 }
             })
@@ -714,7 +718,36 @@ where
                 Some(_) => return false,
             }
         }
-        !written.seen_in(seen(self.shared.store.get(key).as_deref()))
+        !self.caught_up_with(key, written)
+            && !written.seen_in(seen(self.shared.store.get(key).as_deref()))
+    }
+
+    /// Scope `scope`'s store holds everything up to `resource_version`: pending writes of the
+    /// scope at or below it are seen, even those whose object is gone again.
+    fn caught_up(&self, scope: usize, resource_version: &str) {
+        let Ok(rv) = resource_version.parse::<u64>() else {
+            return;
+        };
+        let this = &self.shared.scopes[scope];
+        if this.caught_up.fetch_max(rv, Ordering::AcqRel) >= rv {
+            return;
+        }
+        if let Some((table, gvk)) = self.pending_writes() {
+            table.settle_all(gvk, |key, w| {
+                self.scope_of(key) == scope && w.resource_version.is_some_and(|at| at <= rv)
+            });
+            self.shared.store_changed.notify_waiters();
+        }
+    }
+
+    /// Whether the store of `key`'s scope holds everything up to `written`'s resourceVersion.
+    pub(crate) fn caught_up_with(&self, key: &ObjectKey, written: &Written) -> bool {
+        let Some(scope) = self.shared.scopes.get(self.scope_of(key)) else {
+            return false;
+        };
+        written
+            .resource_version
+            .is_some_and(|at| at <= scope.caught_up.load(Ordering::Acquire))
     }
 
     /// An entry's typed object: as decoded from the wire, or decoded from its raw JSON.
@@ -767,6 +800,10 @@ where
 
     fn delete(&self, entry: Entry<K>) {
         self.informer.delete(entry)
+    }
+
+    fn caught_up(&self, resource_version: &str) {
+        self.informer.caught_up(self.scope, resource_version)
     }
 }
 

@@ -232,7 +232,9 @@ impl Cache {
             tokio::pin!(changed);
             changed.as_mut().enable();
             pending.retain(|(key, written)| {
-                if written.seen_in(seen(informer.store().get(key).as_deref())) {
+                if informer.caught_up_with(key, written)
+                    || written.seen_in(seen(informer.store().get(key).as_deref()))
+                {
                     table.settle(gvk, key, |w| w == written);
                     return false;
                 }
