@@ -1,6 +1,6 @@
 //! Fault injection for client tests: close every watch, compact the watch history (forcing 410
-//! Gone on resume), withhold streaming lists' initial-events-end bookmarks until a write, and
-//! fail the next N requests with a chosen status. Stopping and restarting
+//! Gone on resume), withhold streaming lists' initial-events-end bookmarks until a write, hold
+//! every watch event back until released, and fail the next N requests with a chosen status. Stopping and restarting
 //! the listener lives on [`crate::Server`] (`stop_listener`, `restart_listener`).
 
 use std::sync::Arc;
@@ -60,6 +60,14 @@ impl Faults {
     /// until a write moves its watch cache. Turning it off sends every withheld bookmark.
     pub fn withhold_initial_events_end(&self, on: bool) {
         self.storage.withhold_initial_events_end(on);
+    }
+
+    /// While `on`, writes commit and are answered but their watch events are held back from
+    /// every running watch, as when an informer lags behind the API server; turning it off
+    /// delivers the held events in order. What a client test needs to show a read racing its
+    /// own informer, deterministically.
+    pub fn hold_watch_events(&self, on: bool) {
+        self.storage.hold_watch_events(on);
     }
 
     /// The next `n` requests (health and `/version` requests excepted) fail with `status_code`,

@@ -25,6 +25,13 @@
 //! handler enqueues ([`Request`] is an alias of it), the key of the cache's stores and the key
 //! of client and cache reads.
 //!
+//! Reads come from the [`cache`] and see this process's own writes: after the
+//! [`client::Client`] writes an object, a cached read of it waits (at most 5 s by default) until
+//! the informer has stored that write, see [`cache::ReadYourWrites`] (controller-runtime issue
+//! #3320; on by default, off with [`cache::CacheOptions::with_read_your_writes`]). A reconcile
+//! that creates children can also keep kube-controller-manager's expectations,
+//! [`controllerutil::Expectations`].
+//!
 //! ## Dependencies
 //!
 //! The crates whose types appear in this API are re-exported: [`kube_client`], [`kube_core`],

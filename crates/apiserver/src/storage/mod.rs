@@ -748,6 +748,21 @@ impl Storage {
         }
     }
 
+    /// Fault injection: while `on`, committed events do not reach the running watches (a
+    /// watch behind, as a slow watch cache or network makes one); turning it off hands them
+    /// the held events in order. Watches started meanwhile get the events committed before
+    /// their start from the history, and the held ones again when released.
+    pub fn hold_watch_events(&self, on: bool) {
+        let mut st = self.state.lock();
+        if on {
+            st.held_events.get_or_insert_default();
+        } else if let Some(held) = st.held_events.take() {
+            for event in held {
+                st.watchers.dispatch(&event);
+            }
+        }
+    }
+
     /// A full copy of every object and the resourceVersion (tests compare before and after).
     #[cfg(test)]
     pub(crate) fn dump(&self) -> (u64, Vec<(String, store::ObjKey, Value)>) {

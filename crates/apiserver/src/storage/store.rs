@@ -137,6 +137,9 @@ pub(crate) struct State {
     /// Fault injection: streaming lists started meanwhile get their initial-events-end
     /// bookmark only after the next write to their resource (or when this is cleared).
     pub(crate) withhold_initial_events_end: bool,
+    /// Fault injection: while `Some`, committed events are kept here instead of reaching the
+    /// running watches; they get them, in order, when it is cleared.
+    pub(crate) held_events: Option<Vec<Arc<Event>>>,
     /// Snapshots taken for paginated lists, oldest first.
     pub(crate) snapshots: VecDeque<(u64, Data)>,
     /// Lists and continue tokens older than this get 410.
@@ -165,6 +168,7 @@ impl State {
             window: Window::new(config.watch_window),
             watchers: Watchers::default(),
             withhold_initial_events_end: false,
+            held_events: None,
             snapshots: VecDeque::new(),
             compacted: 0,
             registry: Registry::new(),
@@ -256,7 +260,10 @@ impl State {
 
     fn record(&mut self, event: Event) {
         let event = Arc::new(event);
-        self.watchers.dispatch(&event);
+        match &mut self.held_events {
+            Some(held) => held.push(event.clone()),
+            None => self.watchers.dispatch(&event),
+        }
         self.window.push(event);
     }
 

@@ -70,6 +70,24 @@ pub enum Error {
     /// A read before [`Cache::start`](super::Cache::start): the informer would never sync.
     #[error("the cache is not started")]
     NotStarted,
+    /// A read of an object this process wrote gave up waiting for the informer to store the
+    /// write (see [`ReadYourWrites`](super::ReadYourWrites)): the watch is behind or broken.
+    /// Retry later; the read did not answer from a cache older than the write.
+    #[error(
+        "timed out after {timeout:?} waiting for the cache to see this process's write of {kind} {key}{}",
+        resource_version.as_ref().map(|rv| format!(" (resourceVersion {rv})")).unwrap_or_default()
+    )]
+    ReadYourWritesTimeout {
+        /// Kind.
+        kind: String,
+        /// `namespace/name`.
+        key: String,
+        /// The resourceVersion the write left, when known (a delete answered with a `Status`
+        /// has none).
+        resource_version: Option<String>,
+        /// How long the read waited.
+        timeout: std::time::Duration,
+    },
     /// The wait for the informer to sync was cancelled.
     #[error("stopped before the {kind} informer synced{}", last_error_suffix(.last_error.as_ref()))]
     Cancelled {
@@ -173,5 +191,10 @@ impl Error {
     /// Whether this is [`Error::NotFound`].
     pub fn is_not_found(&self) -> bool {
         matches!(self, Error::NotFound { .. })
+    }
+
+    /// Whether this is [`Error::ReadYourWritesTimeout`].
+    pub fn is_read_your_writes_timeout(&self) -> bool {
+        matches!(self, Error::ReadYourWritesTimeout { .. })
     }
 }

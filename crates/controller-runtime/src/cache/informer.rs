@@ -23,16 +23,19 @@
 //! is missed or seen twice. Handlers are called inline, so they must be quick and must not call
 //! back into the informer; the controller's handlers only put keys on a queue.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crt_labels::LabelSelector;
 use kube_core::{ObjectMeta, Resource};
 use parking_lot::Mutex;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::{BackoffConfig, jitter, sleep_or_cancel};
+use super::consistency::{Seen, Written, WrittenVersions};
 use super::error::ListWatchError;
 use super::list_watch::ListWatch;
 use super::raw::RawObject;
@@ -272,6 +275,14 @@ struct Scope<K> {
     transform: Option<TransformFn<K>>,
     /// The scope's list+watch loop.
     reflector: Reflector,
+    /// Its label selector, parsed (`None`: none; `Some(None)`: one that does not parse), to
+    /// tell whether a written object will reach the store.
+    label_selector: Option<Option<LabelSelector>>,
+    /// Whether it has a field selector (which the client cannot evaluate).
+    field_selector: bool,
+    /// The resourceVersion up to which the store holds this scope's objects (0: unknown):
+    /// watch events come in resourceVersion order, so every write at or below it is stored.
+    caught_up: AtomicU64,
     /// Set once this scope's first list has been stored and delivered.
     synced: AtomicBool,
 }
@@ -285,6 +296,11 @@ struct Shared<K> {
     next_id: AtomicU64,
     synced: watch::Sender<bool>,
     running: AtomicBool,
+    /// Told after every change to the store (reads waiting for a write wait on it).
+    store_changed: Notify,
+    /// The cache's table of writes not stored yet, and this informer's `apiVersion/Kind` in
+    /// it: settled on every change to the store.
+    written: OnceLock<(Arc<WrittenVersions>, String)>,
 }
 
 /// An informer for objects of type `K`. Cheap to clone; clones share everything.
@@ -326,10 +342,14 @@ where
                 } else {
                     None
                 };
+                let label_selector = s.label_selector.or_else(|| config.label_selector.clone());
+                let field_selector = s.field_selector.or_else(|| config.field_selector.clone());
+                let parsed = label_selector.as_deref().map(|sel| sel.parse().ok());
+                let has_field_selector = field_selector.as_deref().is_some_and(|f| !f.is_empty());
                 let reflector = Reflector::new(ReflectorConfig {
                     namespace: s.namespace.clone(),
-                    label_selector: s.label_selector.or_else(|| config.label_selector.clone()),
-                    field_selector: s.field_selector.or_else(|| config.field_selector.clone()),
+                    label_selector,
+                    field_selector,
                     page_size: config.page_size,
                     min_watch_timeout: config.min_watch_timeout,
                     streaming_list: config.streaming_list,
@@ -342,6 +362,9 @@ where
                     raw,
                     transform,
                     reflector,
+                    label_selector: parsed,
+                    field_selector: has_field_selector,
+                    caught_up: AtomicU64::new(0),
                     synced: AtomicBool::new(false),
                 }
             })
@@ -355,6 +378,8 @@ where
                 next_id: AtomicU64::new(0),
                 synced: watch::channel(false).0,
                 running: AtomicBool::new(false),
+                store_changed: Notify::new(),
+                written: OnceLock::new(),
             }),
         }
     }
@@ -545,6 +570,12 @@ where
         // What the store does not keep (typed objects a compact store encoded, the replaced
         // content) is freed before anyone is told the informer synced.
         drop(old);
+        if let Some((table, gvk)) = self.pending_writes() {
+            table.settle_all(gvk, |key, w| {
+                self.scope_of(key) == scope && w.seen_in(seen(store.get(key).as_deref()))
+            });
+        }
+        self.shared.store_changed.notify_waiters();
         if initial {
             this.synced.store(true, Ordering::Release);
             let all = self
@@ -580,12 +611,22 @@ where
     fn upsert(&self, entry: Entry<K>) {
         let handlers = self.shared.handlers.lock();
         let store = &self.shared.store;
+        let pending = self.pending_writes().map(|p| (p, entry.key.clone()));
         if handlers.is_empty() {
             store.put_entry(entry);
+            if let Some(((table, gvk), key)) = pending {
+                table.settle(gvk, &key, |w| w.seen_in(seen(store.get(&key).as_deref())));
+            }
+            self.shared.store_changed.notify_waiters();
             return;
         }
         let obj = self.typed(&entry);
         let old = store.put_entry(entry);
+        if let Some(((table, gvk), key)) = pending {
+            let stored = obj.clone().or_else(|| store.get(&key));
+            table.settle(gvk, &key, |w| w.seen_in(seen(stored.as_deref())));
+        }
+        self.shared.store_changed.notify_waiters();
         let Some(obj) = obj else {
             return;
         };
@@ -603,6 +644,19 @@ where
         // Handlers get the last state the server sent; the store's copy only matters if the
         // server sent none (it always does on a real watch).
         self.shared.store.discard(&entry.key);
+        if let Some((table, gvk)) = self.pending_writes() {
+            let gone = self.typed(&entry);
+            table.settle(gvk, &entry.key, |w| {
+                w.seen_in(match gone.as_deref().map(Resource::meta) {
+                    Some(meta) => Seen::Deleted {
+                        resource_version: meta.resource_version.as_deref(),
+                        uid: meta.uid.as_deref(),
+                    },
+                    None => Seen::Absent,
+                })
+            });
+        }
+        self.shared.store_changed.notify_waiters();
         if handlers.is_empty() {
             return;
         }
@@ -611,6 +665,89 @@ where
                 .iter()
                 .for_each(|h| h.handler.on_delete(&obj, false));
         }
+    }
+
+    /// Has the informer settle the writes of `table` recorded under `gvk` (its
+    /// `apiVersion/Kind`) as it stores them. Set once, by the cache that made the informer.
+    pub(crate) fn settle_writes_in(&self, table: Arc<WrittenVersions>, gvk: String) {
+        let _ = self.shared.written.set((table, gvk));
+    }
+
+    /// The table of writes to settle, while it has any.
+    fn pending_writes(&self) -> Option<&(Arc<WrittenVersions>, String)> {
+        self.shared
+            .written
+            .get()
+            .filter(|(table, _)| !table.is_empty())
+    }
+
+    /// Told after every change to the store.
+    pub(crate) fn store_changed(&self) -> &Notify {
+        &self.shared.store_changed
+    }
+
+    /// Whether `written`, a write of the object of `key` with `labels` (unknown for a
+    /// delete), is one this informer will store and has not stored yet: the object is in a
+    /// namespace it covers, matches its scope's label selector, the scope has no field
+    /// selector (which the cache cannot evaluate: such writes are not waited for), and the
+    /// store does not hold the write or newer already.
+    pub(crate) fn awaits(
+        &self,
+        key: &ObjectKey,
+        labels: Option<&BTreeMap<String, String>>,
+        written: &Written,
+    ) -> bool {
+        if key
+            .namespace
+            .as_deref()
+            .is_some_and(|ns| !self.covers_namespace(ns))
+        {
+            return false;
+        }
+        let Some(scope) = self.shared.scopes.get(self.scope_of(key)) else {
+            return false;
+        };
+        if scope.field_selector {
+            return false;
+        }
+        if !written.gone {
+            let empty = BTreeMap::new();
+            match &scope.label_selector {
+                None => {}
+                Some(Some(selector)) if selector.matches(labels.unwrap_or(&empty)) => {}
+                Some(_) => return false,
+            }
+        }
+        !self.caught_up_with(key, written)
+            && !written.seen_in(seen(self.shared.store.get(key).as_deref()))
+    }
+
+    /// Scope `scope`'s store holds everything up to `resource_version`: pending writes of the
+    /// scope at or below it are seen, even those whose object is gone again.
+    fn caught_up(&self, scope: usize, resource_version: &str) {
+        let Ok(rv) = resource_version.parse::<u64>() else {
+            return;
+        };
+        let this = &self.shared.scopes[scope];
+        if this.caught_up.fetch_max(rv, Ordering::AcqRel) >= rv {
+            return;
+        }
+        if let Some((table, gvk)) = self.pending_writes() {
+            table.settle_all(gvk, |key, w| {
+                self.scope_of(key) == scope && w.resource_version.is_some_and(|at| at <= rv)
+            });
+            self.shared.store_changed.notify_waiters();
+        }
+    }
+
+    /// Whether the store of `key`'s scope holds everything up to `written`'s resourceVersion.
+    pub(crate) fn caught_up_with(&self, key: &ObjectKey, written: &Written) -> bool {
+        let Some(scope) = self.shared.scopes.get(self.scope_of(key)) else {
+            return false;
+        };
+        written
+            .resource_version
+            .is_some_and(|at| at <= scope.caught_up.load(Ordering::Acquire))
     }
 
     /// An entry's typed object: as decoded from the wire, or decoded from its raw JSON.
@@ -663,6 +800,10 @@ where
 
     fn delete(&self, entry: Entry<K>) {
         self.informer.delete(entry)
+    }
+
+    fn caught_up(&self, resource_version: &str) {
+        self.informer.caught_up(self.scope, resource_version)
     }
 }
 
@@ -718,5 +859,16 @@ fn compact_meta(meta: &mut ObjectMeta) {
     }
     if let Some(finalizers) = &mut meta.finalizers {
         finalizers.shrink_to_fit();
+    }
+}
+
+/// What a store holds for a key, as a write is compared with it.
+pub(crate) fn seen<K: Resource>(obj: Option<&K>) -> Seen<'_> {
+    match obj.map(Resource::meta) {
+        Some(meta) => Seen::Present {
+            resource_version: meta.resource_version.as_deref(),
+            uid: meta.uid.as_deref(),
+        },
+        None => Seen::Absent,
     }
 }

@@ -2,7 +2,7 @@
 //! manager.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::Arc;
 
@@ -16,11 +16,13 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::consistency::{Written, WrittenVersions};
 use super::error::{Error, ListWatchError};
 use super::informer::{Informer, InformerConfig, InformerScope, TransformFn};
 use super::list_watch::ApiListWatch;
 use super::options::{CacheOptions, gvk_key};
 use super::storage::Storage;
+use crate::ObjectKey;
 
 /// The bound on every object type a cache holds: typed (k8s-openapi,
 /// `#[derive(CustomResource)]`), dynamic (`DynamicObject`) or metadata-only
@@ -55,6 +57,12 @@ trait ErasedInformer: Send + Sync {
     fn last_error(&self) -> Option<ListWatchError>;
     fn wait_for_sync(&self) -> BoxFuture<'static, ()>;
     fn as_any(&self) -> &(dyn Any + Send + Sync);
+    fn awaits(
+        &self,
+        key: &ObjectKey,
+        labels: Option<&BTreeMap<String, String>>,
+        written: &Written,
+    ) -> bool;
 }
 
 impl<K: CacheObject> ErasedInformer for Informer<K> {
@@ -74,6 +82,14 @@ impl<K: CacheObject> ErasedInformer for Informer<K> {
     }
     fn as_any(&self) -> &(dyn Any + Send + Sync) {
         self
+    }
+    fn awaits(
+        &self,
+        key: &ObjectKey,
+        labels: Option<&BTreeMap<String, String>>,
+        written: &Written,
+    ) -> bool {
+        Informer::awaits(self, key, labels, written)
     }
 }
 
@@ -105,6 +121,8 @@ struct Shared {
     options: CacheOptions,
     state: Mutex<State>,
     tasks: TaskTracker,
+    /// Writes of this process's clients the informers have not stored yet.
+    written: Arc<WrittenVersions>,
 }
 
 /// A shared cache of informers: whatever the number of controllers and readers, one informer
@@ -137,6 +155,7 @@ impl Cache {
                     restrictions: HashMap::new(),
                 }),
                 tasks: TaskTracker::new(),
+                written: Arc::default(),
             }),
         }
     }
@@ -222,6 +241,7 @@ impl Cache {
             ..InformerConfig::default()
         };
         let informer = Informer::with_scopes(scopes, config);
+        informer.settle_writes_in(self.shared.written.clone(), key.gvk.clone());
 
         let mut state = self.shared.state.lock();
         // Another caller may have created it while we asked the server: keep the first.
@@ -354,6 +374,75 @@ impl Cache {
     /// The context the cache was started with.
     pub(crate) fn started(&self) -> Option<CancellationToken> {
         self.shared.state.lock().started.clone()
+    }
+
+    /// The table of writes not stored yet.
+    pub(crate) fn written(&self) -> &WrittenVersions {
+        &self.shared.written
+    }
+
+    /// Records that this process wrote `obj` (the API server's answer to a create, update,
+    /// patch or apply), so cached reads of it wait until an informer stores it (see
+    /// [`ReadYourWrites`](super::ReadYourWrites)). Nothing is recorded when read-your-writes is
+    /// off, when no informer caches the kind (a later one lists after the write), or when none
+    /// will hold the object or all hold it already.
+    pub(crate) fn record_write<K: CacheObject>(&self, dt: &K::DynamicType, obj: &K) {
+        if !self.shared.options.read_your_writes.enabled {
+            return;
+        }
+        let meta = obj.meta();
+        let Some(written) = Written::object(meta.resource_version.as_deref(), meta.uid.as_deref())
+        else {
+            return;
+        };
+        self.record::<K>(dt, &ObjectKey::of(obj), meta.labels.as_ref(), written);
+    }
+
+    /// Records that this process deleted the object of `key`; `answer` is the API server's
+    /// (the object, deleted or marked for deletion, or a `Status` naming its uid).
+    pub(crate) fn record_delete<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        key: &ObjectKey,
+        answer: &serde_json::Value,
+    ) {
+        if !self.shared.options.read_your_writes.enabled {
+            return;
+        }
+        let text = |pointer: &str| answer.pointer(pointer).and_then(serde_json::Value::as_str);
+        let written = if text("/kind") == Some("Status") {
+            Written::deleted(None, text("/details/uid"))
+        } else {
+            Written::deleted(text("/metadata/resourceVersion"), text("/metadata/uid"))
+        };
+        if let Some(written) = written {
+            self.record::<K>(dt, key, None, written);
+        }
+    }
+
+    fn record<K: CacheObject>(
+        &self,
+        dt: &K::DynamicType,
+        key: &ObjectKey,
+        labels: Option<&BTreeMap<String, String>>,
+        written: Written,
+    ) {
+        let gvk = gvk_key::<K>(dt);
+        let informers: Vec<Arc<dyn ErasedInformer>> = {
+            let state = self.shared.state.lock();
+            state
+                .informers
+                .iter()
+                .filter(|(k, _)| k.gvk == gvk)
+                .map(|(_, e)| e.informer.clone())
+                .collect()
+        };
+        if informers.is_empty() {
+            return;
+        }
+        self.shared.written.record(&gvk, key, written, |written| {
+            informers.iter().any(|i| i.awaits(key, labels, written))
+        });
     }
 
     fn lookup<K: CacheObject>(&self, key: &InformerKey) -> Option<Informer<K>> {

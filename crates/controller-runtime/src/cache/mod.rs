@@ -13,14 +13,19 @@
 //! - [`ListWatch`]: how a reflector reaches the server ([`ApiListWatch`] through a kube-client
 //!   `Client`, typed, dynamic or metadata-only, and its raw twin yielding [`RawObject`]s).
 //!
+//! - Read your own writes: a cached read of an object this process's client wrote waits (a
+//!   bounded time) until the informer has stored that write, see [`ReadYourWrites`].
+//!
 //! Objects are filed and read by [`ObjectKey`](crate::ObjectKey), the crate's one key type
 //! (a reconcile [`Request`](crate::Request) is one).
 //!
 //! The modules depend on each other one way only: `informer_cache` and `reader` on `informer`,
 //! `informer` on `reflector`, `reflector` on `list_watch`, `store` and `backoff`, `list_watch`
-//! on `raw` and `watch_lines`, `store` on `storage`.
+//! on `raw` and `watch_lines`, `store` on `storage`; `consistency` (the table of writes not
+//! stored yet) on nothing, `informer_cache`, `reader` and `informer` on it.
 
 mod backoff;
+mod consistency;
 mod error;
 mod informer;
 mod informer_cache;
@@ -34,6 +39,7 @@ mod store;
 mod watch_lines;
 
 pub use backoff::BackoffConfig;
+pub use consistency::ReadYourWrites;
 pub use error::{Error, ListWatchError};
 pub use informer::{
     Informer, InformerConfig, InformerScope, Registration, ResourceEventHandler, TransformFn,

@@ -27,6 +27,8 @@ use std::time::Duration;
 
 use kube_core::{ObjectMeta, Resource};
 
+use super::consistency::ReadYourWrites;
+
 /// A change applied to every object's metadata before it is cached (see
 /// [`strip_managed_fields`]).
 pub type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
@@ -119,6 +121,8 @@ pub struct CacheOptions {
     /// When true, reading a type the cache has no informer for is an error; when false (the
     /// default), the first read starts an informer and waits for it to sync.
     pub(crate) reader_fail_on_missing_informer: bool,
+    /// Whether cached reads wait to see this process's own writes, and how long.
+    pub(crate) read_your_writes: ReadYourWrites,
 }
 
 impl Default for CacheOptions {
@@ -132,6 +136,7 @@ impl Default for CacheOptions {
             default_compact: false,
             by_object: HashMap::new(),
             reader_fail_on_missing_informer: false,
+            read_your_writes: ReadYourWrites::default(),
         }
     }
 }
@@ -244,6 +249,16 @@ impl CacheOptions {
     /// default), the first read starts an informer and waits for it to sync.
     pub fn with_reader_fail_on_missing_informer(mut self, fail: bool) -> Self {
         self.reader_fail_on_missing_informer = fail;
+        self
+    }
+
+    /// Whether a cached read of an object this process's [`Client`](crate::client::Client)
+    /// wrote waits until the informer has stored that write (or something newer), and for how
+    /// long before it fails with [`Error::ReadYourWritesTimeout`](super::Error). Default: on,
+    /// 5 s; [`ReadYourWrites::disabled`] answers from the cache at once, as controller-runtime
+    /// does (its issue #3320 asks for this). See [`ReadYourWrites`].
+    pub fn with_read_your_writes(mut self, read_your_writes: ReadYourWrites) -> Self {
+        self.read_your_writes = read_your_writes;
         self
     }
 }

@@ -6,6 +6,10 @@
 //! refuses a get or list in a namespace it does not hold ([`Error::UnknownNamespace`]) rather
 //! than answer "not found" for objects it never watched.
 //!
+//! A read of an object this process's client wrote waits until the informer has stored that
+//! write (see [`ReadYourWrites`](super::ReadYourWrites)); a list waits so for every object of
+//! its namespace (or of all) written and not stored yet.
+//!
 //! Label selectors are matched in memory; field selectors go through field indexes
 //! ([`Cache::index_field`]), except `metadata.name` and `metadata.namespace`, which every
 //! object has.
@@ -15,9 +19,11 @@ use std::sync::Arc;
 use crt_labels::{FieldOperator, FieldSelector, LabelSelector};
 use kube_core::Resource;
 
+use super::consistency::Written;
 use super::error::Error;
-use super::informer::Informer;
+use super::informer::{Informer, seen};
 use super::informer_cache::{Cache, CacheObject};
+use super::options::gvk_key;
 use crate::ObjectKey;
 
 /// What to list from the cache.
@@ -107,6 +113,13 @@ impl Cache {
         if let Some(ns) = &key.namespace {
             check_namespace(&informer, dt, "get", ns, || key.to_string())?;
         }
+        if !self.written().is_empty() {
+            let gvk = gvk_key::<K>(dt);
+            if let Some(written) = self.written().get(&gvk, key) {
+                self.await_writes(&informer, dt, &gvk, vec![(key.clone(), written)])
+                    .await?;
+            }
+        }
         informer.store().get(key).ok_or_else(|| Error::NotFound {
             kind: K::kind(dt).into_owned(),
             key: key.to_string(),
@@ -174,6 +187,13 @@ impl Cache {
         if let Some(ns) = namespace {
             check_namespace(&informer, dt, "list", ns, || ns.to_string())?;
         }
+        if !self.written().is_empty() {
+            let gvk = gvk_key::<K>(dt);
+            let pending = self.written().in_namespace(&gvk, namespace);
+            if !pending.is_empty() {
+                self.await_writes(&informer, dt, &gvk, pending).await?;
+            }
+        }
         let objects = match indexed {
             Some((field, value)) => store
                 .by_index(&field_index_name(field), namespace, value)
@@ -191,6 +211,47 @@ impl Cache {
                 }
             })
             .collect())
+    }
+
+    /// Waits until `informer` has stored each of these writes of this process (or something
+    /// newer), or another informer of the kind has and dropped it from the table; fails with
+    /// [`Error::ReadYourWritesTimeout`] once the configured bound has passed.
+    async fn await_writes<K: CacheObject>(
+        &self,
+        informer: &Informer<K>,
+        dt: &K::DynamicType,
+        gvk: &str,
+        mut pending: Vec<(ObjectKey, Written)>,
+    ) -> Result<(), Error> {
+        let timeout = self.options().read_your_writes.timeout;
+        let deadline = tokio::time::Instant::now() + timeout;
+        let table = self.written();
+        loop {
+            // Registered before looking, so a change made meanwhile still wakes this read.
+            let changed = informer.store_changed().notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            pending.retain(|(key, written)| {
+                if informer.caught_up_with(key, written)
+                    || written.seen_in(seen(informer.store().get(key).as_deref()))
+                {
+                    table.settle(gvk, key, |w| w == written);
+                    return false;
+                }
+                table.is_pending(gvk, key, written)
+            });
+            let Some((key, written)) = pending.first() else {
+                return Ok(());
+            };
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return Err(Error::ReadYourWritesTimeout {
+                    kind: K::kind(dt).into_owned(),
+                    key: key.to_string(),
+                    resource_version: written.resource_version.map(|rv| rv.to_string()),
+                    timeout,
+                });
+            }
+        }
     }
 
     /// The informer for `K`, synced; created and started on first use unless

@@ -71,6 +71,11 @@ pub(super) trait StoreWriter<K, T>: Sync {
     fn upsert(&self, entry: Entry<K>);
     /// An object deleted.
     fn delete(&self, entry: Entry<K>);
+    /// The store now holds everything the server had at `resource_version` for this
+    /// reflector (after a list, a watch event or a bookmark).
+    fn caught_up(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
 }
 
 /// How a reflector lists and watches.
@@ -181,6 +186,7 @@ impl Reflector {
                 match listed {
                     Ok(rv) => {
                         self.succeeded();
+                        writer.caught_up(&rv);
                         resource_version = Some(rv);
                     }
                     Err(e) => {
@@ -342,7 +348,12 @@ where
                 let entry = writer.entry(obj);
                 match &mut initial {
                     Some(buffer) => buffer.upsert(entry),
-                    None => writer.upsert(entry),
+                    None => {
+                        writer.upsert(entry);
+                        if let Some(rv) = resource_version.as_deref() {
+                            writer.caught_up(rv);
+                        }
+                    }
                 }
             }
             WatchEvent::Deleted(mut obj) => {
@@ -350,7 +361,12 @@ where
                 let entry = writer.gone(obj);
                 match &mut initial {
                     Some(buffer) => buffer.remove(&entry.key),
-                    None => writer.delete(entry),
+                    None => {
+                        writer.delete(entry);
+                        if let Some(rv) = resource_version.as_deref() {
+                            writer.caught_up(rv);
+                        }
+                    }
                 }
             }
             WatchEvent::Bookmark(bookmark) => {
@@ -362,6 +378,11 @@ where
                 *resource_version = Some(bookmark.metadata.resource_version);
                 if end && let Some(buffer) = initial.take() {
                     writer.replace(buffer.into_entries());
+                }
+                if initial.is_none()
+                    && let Some(rv) = resource_version.as_deref()
+                {
+                    writer.caught_up(rv);
                 }
             }
             WatchEvent::Error(status) if status.code == 410 => return WatchEnd::Gone,

@@ -89,7 +89,7 @@ impl<K: CacheObject> Objects<K> {
         let (key, body) = self.apply_configuration(config)?;
         let params = options.params();
         let request = self.request(key.namespace.as_deref());
-        self.send(request.patch(&key.name, &params, &Patch::Apply(body)))
+        self.write(request.patch(&key.name, &params, &Patch::Apply(body)))
             .await
     }
 
@@ -104,7 +104,7 @@ impl<K: CacheObject> Objects<K> {
         let (key, body) = self.apply_configuration(config)?;
         let params = options.params();
         let request = self.request(key.namespace.as_deref());
-        self.send(request.patch_subresource("status", &key.name, &params, &Patch::Apply(body)))
+        self.write(request.patch_subresource("status", &key.name, &params, &Patch::Apply(body)))
             .await
     }
 

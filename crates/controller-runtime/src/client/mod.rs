@@ -13,6 +13,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Reads see this process's own writes: after a write through this client (create, update,
+//! patch, apply, delete, the status subresource), a cached read of that object returns the
+//! write or something newer, waiting a bounded time for the informer to store it, and a cached
+//! list includes it (see [`ReadYourWrites`](crate::cache::ReadYourWrites), on by default).
+//!
 //! Reads return the cache's shared `Arc`s: clone an object (as above) only to change it. For a
 //! read that must see the server's latest state, use the `*_uncached` reads. Server-side apply
 //! (the object as a field manager's apply configuration, with [`ApplyOptions`]):
@@ -94,6 +99,17 @@ impl<K: CacheObject> Objects<K> {
         Ok(self.client.kube_client().request::<T>(request).await?)
     }
 
+    /// Sends a write whose answer is the object written, and records it so cached reads wait
+    /// for it (see [`ReadYourWrites`](crate::cache::ReadYourWrites)).
+    async fn write(
+        &self,
+        built: Result<http::Request<Vec<u8>>, kube_core::request::Error>,
+    ) -> Result<K, Error> {
+        let written: K = self.send(built).await?;
+        self.client.cache.record_write(&self.dt, &written);
+        Ok(written)
+    }
+
     /// Reads an object from the cache.
     pub async fn get(&self, key: &ObjectKey) -> Result<Arc<K>, Error> {
         Ok(self.client.cache.get_with::<K>(&self.dt, key).await?)
@@ -126,7 +142,7 @@ impl<K: CacheObject> Objects<K> {
         K: Serialize,
     {
         let body = serde_json::to_vec(obj).map_err(Error::Serialize)?;
-        self.send(
+        self.write(
             self.request(obj.meta().namespace.as_deref())
                 .create(&PostParams::default(), body),
         )
@@ -139,7 +155,7 @@ impl<K: CacheObject> Objects<K> {
         K: Serialize,
     {
         let (key, body) = key_and_body(obj)?;
-        self.send(self.request(key.namespace.as_deref()).replace(
+        self.write(self.request(key.namespace.as_deref()).replace(
             &key.name,
             &PostParams::default(),
             body,
@@ -154,7 +170,7 @@ impl<K: CacheObject> Objects<K> {
     {
         let (key, body) = key_and_body(obj)?;
         let request = self.request(key.namespace.as_deref());
-        self.send(request.replace_subresource("status", &key.name, &PostParams::default(), body))
+        self.write(request.replace_subresource("status", &key.name, &PostParams::default(), body))
             .await
     }
 
@@ -165,7 +181,7 @@ impl<K: CacheObject> Objects<K> {
         patch: &Patch<P>,
         params: &PatchParams,
     ) -> Result<K, Error> {
-        self.send(
+        self.write(
             self.request(key.namespace.as_deref())
                 .patch(&key.name, params, patch),
         )
@@ -180,18 +196,19 @@ impl<K: CacheObject> Objects<K> {
         params: &PatchParams,
     ) -> Result<K, Error> {
         let request = self.request(key.namespace.as_deref());
-        self.send(request.patch_subresource("status", &key.name, params, patch))
+        self.write(request.patch_subresource("status", &key.name, params, patch))
             .await
     }
 
     /// Deletes an object. With finalizers it is only marked for deletion.
     pub async fn delete(&self, key: &ObjectKey, params: &DeleteParams) -> Result<(), Error> {
-        let _: serde_json::Value = self
+        let answer: serde_json::Value = self
             .send(
                 self.request(key.namespace.as_deref())
                     .delete(&key.name, params),
             )
             .await?;
+        self.client.cache.record_delete::<K>(&self.dt, key, &answer);
         Ok(())
     }
 
@@ -202,9 +219,24 @@ impl<K: CacheObject> Objects<K> {
         list: &ListParams,
         params: &DeleteParams,
     ) -> Result<(), Error> {
-        let _: serde_json::Value = self
+        let answer: serde_json::Value = self
             .send(self.request(namespace).delete_collection(params, list))
             .await?;
+        // The answer lists what was deleted (or marked for deletion).
+        let items = answer.get("items").and_then(serde_json::Value::as_array);
+        for item in items.into_iter().flatten() {
+            let text = |field: &str| {
+                item.pointer(&format!("/metadata/{field}"))
+                    .and_then(serde_json::Value::as_str)
+            };
+            if let Some(name) = text("name") {
+                let key = ObjectKey {
+                    namespace: text("namespace").map(String::from),
+                    name: name.to_string(),
+                };
+                self.client.cache.record_delete::<K>(&self.dt, &key, item);
+            }
+        }
         Ok(())
     }
 }

@@ -10,6 +10,7 @@
 //! | [`set_owner_reference`], [`remove_owner_reference`], [`remove_controller_reference`] | plain owner references |
 //! | [`has_controller_reference`], [`controller_of`], [`has_owner_reference`] | read them |
 //! | [`add_finalizer`], [`remove_finalizer`], [`contains_finalizer`] | finalizers, in memory (whether they changed the object) |
+//! | [`Expectations`] | kube-controller-manager's `ControllerExpectations`: creates and deletes of children a reconcile waits to see, so it never creates a child twice |
 //!
 //! A reconcile that keeps one ConfigMap per Deployment: the mutate function states what the
 //! ConfigMap must hold, and a reconcile that finds it so writes nothing.
@@ -47,15 +48,20 @@
 //! }
 //! ```
 //!
-//! The reads go through the cache, as in Go: right after a write, the cache may not have
-//! seen it yet, and the next write fails with a conflict ([`Error::is_conflict`]); the
-//! controller retries the key and the retry, on a fresher cache, goes through.
+//! The reads go through the cache, as in Go, but they see this process's own writes: right
+//! after a write, a cached read of that object waits (a bounded time) until the cache has it
+//! (see [`ReadYourWrites`](crate::cache::ReadYourWrites)), so the next write does not fail
+//! with a conflict from a stale read. Writes of others can still conflict
+//! ([`Error::is_conflict`]); the controller retries the key and the retry, on a fresher
+//! cache, goes through.
 
+mod expectations;
 mod finalizers;
 mod mutate;
 mod owner;
 mod semantic;
 
+pub use expectations::{Expectations, Observe};
 pub use finalizers::{add_finalizer, contains_finalizer, remove_finalizer};
 pub(crate) use finalizers::{add_to, remove_from};
 pub use mutate::{Error, MutateError, OperationResult, create_or_patch, create_or_update};

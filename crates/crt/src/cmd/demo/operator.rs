@@ -5,8 +5,8 @@
 //! This is the part an operator's author writes. Everything else (watching, caching, queueing,
 //! retrying) is the runtime's, wired by the Builder in [`super::run`].
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use controller_runtime::ObjectKey;
 use controller_runtime::cache::ListOptions;
@@ -35,15 +35,8 @@ struct Ctx {
     client: Client,
     notes: Arc<Notes>,
     stats: Arc<Stats>,
-    /// The last status written per Greeting (`namespace/name`), newer than the cache's for a
-    /// moment after each write.
-    written: Mutex<HashMap<String, GreetingStatus>>,
     /// Writes `events.k8s.io/v1` Events about Greetings (`kubectl describe greeting` shows them).
     recorder: Recorder,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The operator's reconciler: reads the Greeting from the cache (a request for one that is gone
@@ -57,7 +50,6 @@ pub fn reconciler(
         client: client.clone(),
         notes,
         stats,
-        written: Mutex::default(),
         recorder: Recorder::new(
             client.kube_client().clone(),
             Reporter::new("greeting-controller"),
@@ -179,15 +171,10 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
         .filter(|n| wanted_name(&name, n, wanted))
         .count() as i32;
     let status = status_for(g, observed, ready, wanted);
-    // Skip the write when the status already says so. The cached Greeting may not show our
-    // last status write yet, so "already says so" must hold for that write too: otherwise a
-    // stale cache hides a newer, different status and this reconcile would leave it wrong.
-    let key = format!("{ns}/{name}");
-    let unchanged = g.status.as_ref() == Some(&status)
-        && lock(&ctx.written)
-            .get(&key)
-            .is_none_or(|last| *last == status);
-    if !unchanged {
+    // Skip the write when the status already says so. The cached Greeting shows this
+    // process's last status write: the cache's reads wait for the client's own writes
+    // (`ReadYourWrites`, on by default), so a stale cache cannot hide a newer status.
+    if g.status.as_ref() != Some(&status) {
         let greetings = ctx.client.objects::<Greeting>();
         greetings
             .patch_status(
@@ -199,7 +186,6 @@ async fn apply(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
             .map_err(ReconcileError::new)?;
         Stats::bump(&ctx.stats.updated);
         let state = status.conditions[0].status.clone();
-        lock(&ctx.written).insert(key, status);
         ctx.notes
             .add(format!("status {ready}/{wanted} ready, Ready={state}"));
     }
@@ -233,7 +219,6 @@ async fn cleanup(g: &Greeting, ctx: &Ctx) -> Result<Action, ReconcileError> {
         delete_child(&configmaps, &ns, child, ctx).await?;
         ctx.notes.add(format!("delete {child}"));
     }
-    lock(&ctx.written).remove(&format!("{ns}/{}", g.name_any()));
     ctx.notes
         .add(format!("cleanup done, remove finalizer {FINALIZER}"));
     Ok(Action::done())
