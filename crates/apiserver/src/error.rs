@@ -113,6 +113,27 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
+    /// 429 TooManyRequests asking the client to retry after `retry_after_seconds`, as
+    /// upstream's `NewTooManyRequests`: `details.retryAfterSeconds` in the `Status`, and the
+    /// response carries a `Retry-After` header with the same seconds (see
+    /// [`ApiError::retry_after_seconds`]).
+    pub fn too_many_requests(message: impl Into<String>, retry_after_seconds: u32) -> Self {
+        Self::new(429, "TooManyRequests", message)
+            .with_details(json!({ "retryAfterSeconds": retry_after_seconds }))
+    }
+
+    /// 503 ServiceUnavailable.
+    pub fn service_unavailable(message: impl Into<String>) -> Self {
+        Self::new(503, "ServiceUnavailable", message)
+    }
+
+    /// `details.retryAfterSeconds` when positive: the seconds the real server also sends as a
+    /// `Retry-After` header (upstream's `responsewriters.ErrorNegotiated`).
+    pub fn retry_after_seconds(&self) -> Option<u32> {
+        let secs = self.details.as_ref()?.get("retryAfterSeconds")?.as_u64()?;
+        u32::try_from(secs).ok().filter(|s| *s > 0)
+    }
+
     /// The `metav1.Status` object for this error.
     pub fn to_status(&self) -> Value {
         let mut status = json!({
@@ -189,5 +210,29 @@ mod tests {
         assert_eq!(status["code"], 422);
         assert_eq!(status["reason"], "Invalid");
         assert_eq!(status["details"]["causes"][0]["field"], "metadata.name");
+    }
+
+    #[test]
+    fn too_many_requests_carries_its_retry_after_in_the_details() {
+        let e = ApiError::too_many_requests("slow down", 3);
+        let status = e.to_status();
+        assert_eq!(
+            (status["code"].as_u64(), status["reason"].as_str()),
+            (Some(429), Some("TooManyRequests"))
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], 3);
+        assert_eq!(e.retry_after_seconds(), Some(3));
+        assert_eq!(
+            ApiError::too_many_requests("x", 0).retry_after_seconds(),
+            None
+        );
+        assert_eq!(
+            ApiError::service_unavailable("down").retry_after_seconds(),
+            None
+        );
+        assert_eq!(
+            ApiError::service_unavailable("down").reason,
+            "ServiceUnavailable"
+        );
     }
 }

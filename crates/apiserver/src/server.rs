@@ -23,7 +23,7 @@ use crate::auth::authz::Authorizer;
 use crate::auth::serviceaccount::{Claims, ObjectClaim, TokenSigner, new_token_id};
 use crate::auth::x509::{ClientCa, ClientCertificateParams, PeerCertificates};
 use crate::error::Error;
-use crate::faults::Faults;
+use crate::faults::{Fault, Faults};
 use crate::http::{self, AppState};
 use crate::storage::{Storage, StorageConfig};
 use crate::tls::Certificates;
@@ -336,6 +336,27 @@ impl Server {
         }
         let listener = bind(self.addr)?;
         self.serve(listener);
+        Ok(())
+    }
+
+    /// Restarts the listener as a crashed and restarted server would look to its clients:
+    /// every connection (and watch) dropped, the port refusing connections for `pause`, then
+    /// served again at the same address.
+    pub async fn bounce_listener(&self, pause: std::time::Duration) -> Result<(), Error> {
+        self.stop_listener().await;
+        tokio::time::sleep(pause).await;
+        self.restart_listener().await
+    }
+
+    /// Throws `fault` (see [`crate::faults`]).
+    pub async fn inject(&self, fault: &Fault) -> Result<(), Error> {
+        let faults = self.faults();
+        match fault {
+            Fault::CloseWatches => faults.close_watches(),
+            Fault::Compact => faults.compact(),
+            Fault::FailNext { n, code } => faults.fail_next(*n, *code),
+            Fault::RestartListener { pause } => self.bounce_listener(*pause).await?,
+        }
         Ok(())
     }
 

@@ -384,6 +384,75 @@ async fn faults_fail_requests_and_restart_the_listener() {
 }
 
 #[tokio::test]
+async fn injected_429s_ask_for_a_retry_after_and_a_bounced_listener_serves_again() {
+    use crt_apiserver::faults::Fault;
+    let server = server().await;
+    // Without kube-client's default retry layer (which retries 429, 503 and 504, waiting a
+    // 429's Retry-After), to see the answers themselves.
+    let kubeconfig = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+    let mut config = kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    config.default_retry = false;
+    let client = kube_client::Client::try_from(config).unwrap();
+    let get = || async {
+        let req = http::Request::get("/api/v1/namespaces/default/configmaps")
+            .body(kube_client::client::Body::empty())
+            .unwrap();
+        let resp = client.send(req).await.expect("request sent");
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_string());
+        let bytes = http_body_util::BodyExt::collect(resp.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let status: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        (retry_after, status)
+    };
+    // A 429 as upstream's NewTooManyRequests: the header and the Status agree.
+    server.faults().throttle_next(1, 3);
+    let (retry_after, status) = get().await;
+    assert_eq!(retry_after.as_deref(), Some("3"), "{status}");
+    assert_eq!(
+        (status["code"].as_u64(), status["reason"].as_str()),
+        (Some(429), Some("TooManyRequests"))
+    );
+    assert_eq!(status["details"]["retryAfterSeconds"], 3);
+    server
+        .inject(&Fault::FailNext { n: 1, code: 503 })
+        .await
+        .unwrap();
+    let (retry_after, status) = get().await;
+    assert_eq!(
+        (retry_after, status["reason"].as_str()),
+        (None, Some("ServiceUnavailable"))
+    );
+    assert_eq!(get().await.1["kind"], "ConfigMapList", "only the next one");
+    // kube-client's default client retries the 429 after its Retry-After, and gets the list.
+    server.faults().throttle_next(1, 1);
+    let retrying: Api<ConfigMap> = Api::namespaced(common::client(&server).await, "default");
+    assert!(retrying.list(&ListParams::default()).await.is_ok());
+    assert_eq!(
+        server.faults().pending_failures(),
+        0,
+        "the 429 was answered, then retried"
+    );
+
+    // A restart of the listener: the same client reconnects to the same address.
+    let port = server.port();
+    server
+        .inject(&Fault::RestartListener {
+            pause: Duration::from_millis(50),
+        })
+        .await
+        .unwrap();
+    assert_eq!(server.port(), port);
+    assert_eq!(get().await.1["kind"], "ConfigMapList");
+}
+
+#[tokio::test]
 async fn unauthorized_without_the_token_and_stop_frees_the_port() {
     let server = server().await;
     let bad = server.kubeconfig().replace(server.token(), "wrong-token");

@@ -56,7 +56,14 @@ pub fn text(status: u16, body: &'static str) -> Response<Body> {
 
 /// The `Status` answer for an error.
 pub fn error(err: &ApiError) -> Response<Body> {
-    json(err.code, &err.to_status())
+    let mut resp = json(err.code, &err.to_status());
+    // Upstream's `ErrorNegotiated`: a Status asking for a retry delay also says so in the
+    // `Retry-After` header, which clients (client-go, kube-client's retry policy) read.
+    if let Some(secs) = err.retry_after_seconds() {
+        resp.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
 }
 
 /// 404 for a path nothing is served at, worded as the real server words it.
@@ -166,6 +173,15 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_asking_for_a_delay_sends_retry_after() {
+        let resp = error(&ApiError::too_many_requests("slow down", 2));
+        assert_eq!(resp.status(), 429);
+        assert_eq!(resp.headers()[header::RETRY_AFTER], "2");
+        let resp = error(&ApiError::internal("boom"));
+        assert!(!resp.headers().contains_key(header::RETRY_AFTER));
+    }
 
     #[tokio::test]
     async fn bodies_over_the_limit_are_413() {

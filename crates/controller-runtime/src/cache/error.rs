@@ -132,6 +132,10 @@ pub struct ListWatchError {
     pub code: Option<u16>,
     /// The API server's message (its Status `message`), or the client's error.
     pub message: String,
+    /// How long the server asked the client to wait before retrying (a 429's or 503's
+    /// `details.retryAfterSeconds`, sent with the same seconds in `Retry-After`); the
+    /// reflector waits at least this long, longer when its own backoff says so.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ListWatchError {
@@ -142,6 +146,7 @@ impl ListWatchError {
             namespace: None,
             code,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -159,7 +164,16 @@ impl ListWatchError {
                 } else {
                     status.message.clone()
                 };
-                ListWatchError::new(verb, Some(status.code), message)
+                let retry_after = status
+                    .details
+                    .as_ref()
+                    .map(|d| d.retry_after_seconds)
+                    .filter(|s| *s > 0)
+                    .map(|s| std::time::Duration::from_secs(s.into()));
+                ListWatchError {
+                    retry_after,
+                    ..ListWatchError::new(verb, Some(status.code), message)
+                }
             }
             other => ListWatchError::new(verb, None, other.to_string()),
         }

@@ -4,7 +4,8 @@
 //! events end with a bookmark) where the server offers one, else with paginated lists; then
 //! watches from the list's resourceVersion with bookmarks and a random 5 to 10 minute timeout,
 //! watching again from the last resourceVersion it saw whenever a watch ends. On 410 Gone it
-//! lists again. Connection failures back off from 800 ms to 30 s.
+//! lists again. Connection failures back off from 800 ms to 30 s; a refusal carrying a
+//! `Retry-After` (a 429's `details.retryAfterSeconds`) waits at least that long.
 //!
 //! A streaming list whose initial-events-end bookmark does not come within
 //! `ReflectorConfig::initial_events_timeout` is abandoned for a paginated list (logged once,
@@ -190,8 +191,10 @@ impl Reflector {
                         resource_version = Some(rv);
                     }
                     Err(e) => {
-                        self.failed(ListWatchError::from_client("list", &e));
-                        if !sleep_or_cancel(ctx, backoff.next_delay()).await {
+                        let e = ListWatchError::from_client("list", &e);
+                        let delay = retry_delay(&mut backoff, &e);
+                        self.failed(e);
+                        if !sleep_or_cancel(ctx, delay).await {
                             return;
                         }
                     }
@@ -258,8 +261,9 @@ impl Reflector {
                     resource_version = None;
                 }
                 WatchEnd::Failed(e) => {
+                    let delay = retry_delay(&mut backoff, &e);
                     self.failed(e);
-                    if !sleep_or_cancel(ctx, backoff.next_delay()).await {
+                    if !sleep_or_cancel(ctx, delay).await {
                         return;
                     }
                 }
@@ -469,6 +473,13 @@ fn advance(resource_version: &mut Option<String>, rv: Option<String>) {
     if rv.is_some() {
         *resource_version = rv;
     }
+}
+
+/// How long to wait after `e`: the backoff's next delay, or the server's `Retry-After` when
+/// that is longer (client-go's reflector also waits for a 429's Retry-After).
+fn retry_delay(backoff: &mut Backoff, e: &ListWatchError) -> Duration {
+    let delay = backoff.next_delay();
+    e.retry_after.map_or(delay, |asked| delay.max(asked))
 }
 
 /// Whether a kube-client error is a 410 Gone (expired resourceVersion or continue token).
@@ -795,6 +806,104 @@ mod tests {
         {
             Box::pin(async { Ok(futures::stream::pending().boxed()) })
         }
+    }
+
+    /// Throttles the first `throttled` lists with 429 and a Retry-After of 5 s, then lists
+    /// nothing; records when each list came. Watches never end.
+    struct Throttling {
+        throttled: usize,
+        lists: parking_lot::Mutex<Vec<tokio::time::Instant>>,
+    }
+
+    impl ListWatch<ConfigMap> for Throttling {
+        fn list(
+            &self,
+            _: ListParams,
+        ) -> futures::future::BoxFuture<
+            'static,
+            Result<kube_client::core::ObjectList<ConfigMap>, kube_client::Error>,
+        > {
+            let mut lists = self.lists.lock();
+            lists.push(tokio::time::Instant::now());
+            let throttled = lists.len() <= self.throttled;
+            Box::pin(async move {
+                if throttled {
+                    let mut status =
+                        kube_core::Status::failure("slow down", "TooManyRequests").with_code(429);
+                    status.details = Some(kube_core::response::StatusDetails {
+                        retry_after_seconds: 5,
+                        ..serde_json::from_value(serde_json::json!({})).unwrap()
+                    });
+                    return Err(kube_client::Error::Api(status.boxed()));
+                }
+                Ok(serde_json::from_value(serde_json::json!({
+                    "apiVersion": "v1", "kind": "ConfigMapList",
+                    "metadata": {"resourceVersion": "5"}, "items": [],
+                }))
+                .unwrap())
+            })
+        }
+
+        fn watch(
+            &self,
+            _: WatchParams,
+            _: String,
+        ) -> futures::future::BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>>
+        {
+            Box::pin(async { Ok(futures::stream::pending().boxed()) })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_throttled_list_waits_for_the_servers_retry_after_not_just_the_backoff() {
+        let reflector = Reflector::new(ReflectorConfig {
+            namespace: None,
+            label_selector: None,
+            field_selector: None,
+            page_size: 500,
+            min_watch_timeout: Duration::from_secs(300),
+            streaming_list: false,
+            initial_events_timeout: Duration::from_secs(10),
+            backoff: BackoffConfig::default(),
+        });
+        let throttling = Throttling {
+            throttled: 2,
+            lists: Default::default(),
+        };
+        let writes = Writes::default();
+        let ctx = CancellationToken::new();
+        let stop_after_the_list = async {
+            while writes.0.lock().is_empty() {
+                writes.1.notified().await;
+            }
+            ctx.cancel();
+        };
+        tokio::join!(
+            reflector.run(&throttling, &writes, &ctx),
+            stop_after_the_list
+        );
+        let lists = throttling.lists.lock();
+        assert_eq!(lists.len(), 3, "two throttled lists, then one that works");
+        // The backoff alone would retry after 0.8 s and 1.6 s; the server asked for 5 s.
+        for pair in lists.windows(2) {
+            let waited = pair[1] - pair[0];
+            assert!(waited >= Duration::from_secs(5), "retried after {waited:?}");
+            assert!(waited < Duration::from_secs(6), "retried after {waited:?}");
+        }
+    }
+
+    #[test]
+    fn a_429s_retry_after_is_kept_in_the_error() {
+        let mut status = kube_core::Status::failure("slow down", "TooManyRequests").with_code(429);
+        status.details = Some(kube_core::response::StatusDetails {
+            retry_after_seconds: 3,
+            ..serde_json::from_value(serde_json::json!({})).unwrap()
+        });
+        let e = ListWatchError::from_client("list", &kube_client::Error::Api(status.boxed()));
+        assert_eq!(e.retry_after, Some(Duration::from_secs(3)));
+        let plain = kube_core::Status::failure("boom", "InternalError").with_code(500);
+        let e = ListWatchError::from_client("list", &kube_client::Error::Api(plain.boxed()));
+        assert_eq!(e.retry_after, None);
     }
 
     /// Log lines written while the guard lives (this thread only).
