@@ -43,7 +43,7 @@ use crate::ObjectKey;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Whether cached reads wait to see this process's own writes, and for how long (see the
-/// [module docs](self)). On by default, with a 5 s bound.
+/// [`cache`](crate::cache) module docs). On by default, with a 5 s bound.
 ///
 /// ```
 /// use std::time::Duration;

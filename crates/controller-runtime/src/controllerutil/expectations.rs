@@ -111,7 +111,7 @@ struct Expected {
 }
 
 /// Per owner, the creates and deletes of its children a reconcile made and the informer has
-/// not delivered yet; see the [module docs](self). Cheap to clone: clones share the counts.
+/// not delivered yet; see the [`controllerutil`](crate::controllerutil) docs. Cheap to clone: clones share the counts.
 #[derive(Clone, Debug)]
 pub struct Expectations {
     owners: Arc<Mutex<HashMap<ObjectKey, Expected>>>,
