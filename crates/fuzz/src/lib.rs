@@ -6,7 +6,7 @@
 //!
 //! | target | what it reaches |
 //! | --- | --- |
-//! | [`request`] | the API server's routing and query parsing, and a `GET` of any URI through its handler |
+//! | [`request()`] | the API server's routing and query parsing, and a `GET` of any URI through its handler |
 //! | [`selectors`] | label and field selectors (`crt-labels`), and the server's selection of a list |
 //! | [`json_body`] | create bodies (JSON, YAML, protobuf by content type) and the typed decoding of built-in kinds, and a dry-run create |
 //! | [`patch`] | JSON patch, JSON merge patch and strategic merge patch, directly and as a dry-run `PATCH` |
