@@ -50,7 +50,7 @@ use serde_json::{Value, json};
 use super::{Attributes, Lookup};
 use crate::error::ApiError;
 use crate::schema::cel::{add_k8s_lists, to_cel};
-use crate::schema::rule::{ENV, free_idents, position};
+use crate::schema::rule::{ENV, free_idents, parse, position};
 use crate::validation::FieldError;
 
 /// The variables a policy's expressions may name.
@@ -67,9 +67,7 @@ const VARIABLES: [&str; 7] = [
 /// Compiles one expression of a policy; the error is worded as upstream's (`compilation
 /// failed: ERROR: <input>:1:11: ...`).
 fn compile(src: &str) -> Result<Program, String> {
-    let p = ENV
-        .compile(src)
-        .map_err(|e| format!("compilation failed: {e}"))?;
+    let p = parse(src).map_err(|e| format!("compilation failed: {e}"))?;
     let mut free = Vec::new();
     free_idents(p.expression(), &mut Vec::new(), &mut free);
     if let Some((id, name)) = free.iter().find(|(_, n)| !VARIABLES.contains(&n.as_str())) {
@@ -822,6 +820,52 @@ mod tests {
             validate_policy(&json!({"spec": {}}))[0].message,
             "Required value: validations or auditAnnotations must contain at least one item"
         );
+    }
+
+    /// The crash fuzzing found in CRD rules (a 20,000-term chain overflowing the stack
+    /// inside the cel crate's parser) applied to every expression of a policy: each is
+    /// refused at its field with cel-go's error, as is one over 100,000 code points.
+    #[test]
+    fn deep_or_huge_expressions_are_refused_at_their_field_without_overflowing() {
+        let deep = format!("1{} > 0", " + 1".repeat(20_000));
+        let huge = format!("'{}'", "a".repeat(100_000));
+        let policy = json!({"spec": {
+            "validations": [{"expression": deep, "messageExpression": huge}],
+            "matchConditions": [{"name": "a", "expression": deep}],
+            "variables": [{"name": "v", "expression": huge}],
+            "auditAnnotations": [{"key": "k", "valueExpression": deep}]}});
+        let errs = validate_policy(&policy);
+        let found: Vec<(&str, bool)> = errs
+            .iter()
+            .map(|e| {
+                (
+                    e.field.as_str(),
+                    e.message.contains(
+                        "compilation failed: ERROR: <input>:1:1: max recursion depth exceeded: 250",
+                    ),
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("spec.validations[0].expression", true),
+                ("spec.validations[0].messageExpression", false),
+                ("spec.matchConditions[0].expression", true),
+                ("spec.variables[0].expression", false),
+                ("spec.auditAnnotations[0].valueExpression", true),
+            ]
+        );
+        let size = "compilation failed: ERROR: <input>:-1:0: expression code point size exceeds limit: size: 100002, limit 100000";
+        assert!(
+            errs[1].message.contains(size),
+            "{}",
+            &errs[1].message[..200]
+        );
+        assert!(errs[3].message.contains(size));
+        // The policy still loads; its expressions fail when evaluated, never crash.
+        let compiled = Compiled::new(&policy);
+        assert!(compiled.validations[0].expr.program.is_err());
     }
 
     #[test]

@@ -120,23 +120,7 @@ pub(super) fn go_rule(m: &Map<String, Value>) -> String {
 /// Compiles a rule; the error is worded as upstream's (`compilation failed: ERROR:
 /// <input>:1:11: Syntax error: ...`, cel-go's wording, which the cel crate shares).
 pub(super) fn compile(src: &str) -> Result<Program, String> {
-    let p = ENV
-        .compile(src)
-        .map_err(|e| format!("compilation failed: {e}"))?;
-    // The checker, the cost estimate and the evaluation all recurse over the expression: a
-    // long chain such as `1 + 1 + ... + 1`, which the parser's nesting limit does not count,
-    // would overflow their stack (found by fuzzing, crates/fuzz). cel-go's parser refuses
-    // expressions nested deeper than 250 levels; so does this.
-    if depth(p.expression()) > MAX_DEPTH {
-        return Err(format!(
-            "compilation failed: {}",
-            error_at(
-                src,
-                None,
-                &format!("max recursion depth exceeded: {MAX_DEPTH}")
-            )
-        ));
-    }
+    let p = parse(src).map_err(|e| format!("compilation failed: {e}"))?;
     let mut undeclared = Vec::new();
     free_idents(p.expression(), &mut Vec::new(), &mut undeclared);
     if let Some((id, name)) = undeclared.first() {
@@ -154,8 +138,90 @@ pub(super) fn compile(src: &str) -> Result<Program, String> {
 }
 
 /// The deepest an expression nests (each operator, call, selection, list, map or macro is a
-/// level), as cel-go's parser limits it.
-pub(super) const MAX_DEPTH: usize = 250;
+/// level), as cel-go's parser limits it (`parser.MaxRecursionDepth`, 250 by default; neither
+/// apiextensions nor admission changes it).
+pub(crate) const MAX_DEPTH: usize = 250;
+
+/// The most code points an expression may have, as cel-go's parser limits it
+/// (`parser.ExpressionSizeCodePointLimit`, 100,000 by default; neither apiextensions nor
+/// admission changes it).
+pub(crate) const MAX_CODE_POINTS: usize = 100_000;
+
+/// Sources longer than this (in bytes) parse on a thread of their own with
+/// [`PARSE_STACK`] bytes of stack; shorter ones cannot nest deep enough to need it.
+const INLINE_PARSE_BYTES: usize = 256;
+
+/// The stack of the thread a long source parses on. The cel crate's parser and its drop of
+/// the parse tree recurse once per operand of a chain such as `1 + 1 + ... + 1` or
+/// `a.b.c...`, which its own nesting limit does not count. The worst source within
+/// [`MAX_CODE_POINTS`] (a 50,000-term `1<1<...`) needs about 25 MiB in a debug build
+/// (`schema::tests::measure_parse_stack`); this leaves over twice that. The stack is
+/// reserved, not committed: only the pages a parse touches are used.
+const PARSE_STACK: usize = 64 << 20;
+
+/// Parses one CEL expression with cel-go's parser limits: every caller that compiles CEL
+/// (CRD rules and their `messageExpression`s, ValidatingAdmissionPolicy expressions) goes
+/// through here. The error is cel-go's display (`ERROR: <input>:line:col: message`):
+///
+/// - more than [`MAX_CODE_POINTS`]: `expression code point size exceeds limit: size: N,
+///   limit 100000`, checked before parsing, as cel-go does;
+/// - nested past [`MAX_DEPTH`]: `max recursion depth exceeded: 250`, so that the checker,
+///   the cost estimate and the evaluation, which all recurse, stay within their stack.
+///
+/// A long source parses on a dedicated thread with a large stack, where an expression too
+/// deep to keep is also dropped: no input within the size limit overflows the caller's
+/// stack.
+pub(crate) fn parse(src: &str) -> Result<Program, String> {
+    let size = src.chars().count();
+    if size > MAX_CODE_POINTS {
+        return Err(format!(
+            "ERROR: <input>:-1:0: expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
+        ));
+    }
+    if src.len() <= INLINE_PARSE_BYTES {
+        return parse_checked(src);
+    }
+    let owned = src.to_string();
+    std::thread::Builder::new()
+        .name("cel-parse".into())
+        .stack_size(PARSE_STACK)
+        .spawn(move || parse_checked(&owned))
+        .map_err(|e| format!("ERROR: <input>:-1:0: cannot start the parser: {e}"))?
+        .join()
+        .unwrap_or_else(|_| Err("ERROR: <input>:-1:0: the parser failed".to_string()))
+}
+
+/// [`parse`] on the current thread, after the size check.
+pub(super) fn parse_checked(src: &str) -> Result<Program, String> {
+    let p = ENV.compile(src).map_err(|e| display(&e))?;
+    if depth(p.expression()) > MAX_DEPTH {
+        return Err(error_at(
+            src,
+            None,
+            &format!("max recursion depth exceeded: {MAX_DEPTH}"),
+        ));
+    }
+    Ok(p)
+}
+
+/// The cel crate's display of parse errors (`ERROR: <input>:1:3: message`, the line, and a
+/// caret under the column), written here because the crate's own panics on a column past
+/// 65,535 (a formatting width out of range), which a long single-line rule reaches.
+fn display(errors: &cel::ParseErrors) -> String {
+    let mut out = String::new();
+    for (i, e) in errors.errors.iter().enumerate() {
+        if i != 0 {
+            out.push('\n');
+        }
+        let (line, col) = e.pos;
+        out.push_str(&format!("ERROR: <input>:{line}:{col}: {}", e.msg));
+        if let Some(text) = e.source_info.as_ref().and_then(|s| s.snippet(line - 1)) {
+            let dots = ".".repeat(usize::try_from(col).unwrap_or(0).saturating_sub(1));
+            out.push_str(&format!("\n| {text}\n| {dots}^"));
+        }
+    }
+    out
+}
 
 /// How deep `e` nests, counted without recursion (so that any depth is safe to measure).
 pub(super) fn depth(e: &IdedExpr) -> usize {

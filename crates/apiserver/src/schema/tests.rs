@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::StructuralSchema;
+use super::rule;
 
 fn schema(spec_props: Value) -> StructuralSchema {
     StructuralSchema::from_value(&json!({
@@ -453,4 +454,141 @@ fn a_rule_nested_past_the_depth_limit_is_refused_without_overflowing_the_stack()
     );
     let ok = StructuralSchema::from_value(&schema(200)).unwrap();
     assert!(ok.validate(&json!({})).is_empty());
+}
+
+/// Found by fuzzing: a rule of 20,000 terms (80 KB) overflowed the stack inside the cel
+/// crate's parser, before the depth check; a syntax error past column 65,535 panicked in the
+/// cel crate's display of it. Now the first is refused as cel-go refuses it, the second is
+/// reported, and a rule over cel-go's 100,000 code points is refused before parsing.
+#[test]
+fn long_rules_are_refused_with_upstreams_errors_without_overflowing_the_stack() {
+    let rule = |src: String| {
+        let schema = json!({"type": "object", "x-kubernetes-validations": [{"rule": src}]});
+        let err = StructuralSchema::from_value(&schema).unwrap_err();
+        err.errors[0].message.clone()
+    };
+    let deep = rule(format!("1{} > 0", " + 1".repeat(20_000)));
+    assert!(
+        deep.contains("compilation failed: ERROR: <input>:1:1: max recursion depth exceeded: 250"),
+        "{}",
+        &deep[..200]
+    );
+    let late = rule(format!("{}1 )", "1+".repeat(33_000)));
+    assert!(
+        late.contains("compilation failed: ERROR: <input>:1:66003: Syntax error: extraneous input ')' expecting <EOF>"),
+        "{}",
+        late.lines()
+            .filter(|l| l.contains("ERROR"))
+            .map(|l| &l[l.find("ERROR").unwrap()..])
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let large = rule(format!("'{}'", "é".repeat(99_999)));
+    assert!(
+        large.contains(
+            "compilation failed: ERROR: <input>:-1:0: expression code point size exceeds limit: size: 100001, limit 100000"
+        ),
+        "{}",
+        &large[..200]
+    );
+    // At the limit, counted in code points (200,000 bytes), it compiles.
+    let at_limit = json!({"type": "object", "x-kubernetes-validations": [
+        {"rule": format!("'{}' != ''", "é".repeat(99_992))}]});
+    assert!(StructuralSchema::from_value(&at_limit).is_ok());
+}
+
+/// Every kind of nesting at cel-go's size limit compiles or is refused; none overflows.
+#[test]
+fn the_deepest_rules_within_the_size_limit_do_not_overflow_the_stack() {
+    let depth = "compilation failed: ERROR: <input>:1:1: max recursion depth exceeded: 250";
+    for (kind, src) in deepest_sources() {
+        let schema = json!({"type": "object", "x-kubernetes-validations": [{"rule": src}]});
+        let outcome = match StructuralSchema::from_value(&schema) {
+            Ok(_) => "compiles".to_string(),
+            Err(e) if e.errors[0].message.contains(depth) => "too deep".to_string(),
+            Err(e)
+                if e.errors[0]
+                    .message
+                    .contains("Recursion limit of 96 exceeded") =>
+            {
+                "too deep for the parser".to_string()
+            }
+            Err(e) if e.errors[0].message.contains("compilation failed:") => {
+                "does not compile".to_string()
+            }
+            // `---...1` and a string are not booleans: refused by the type check.
+            Err(e) => e.errors[0].message.chars().take(200).collect(),
+        };
+        let expected = match kind {
+            "and" | "not" => "compiles",
+            "sum" | "product" | "comparison" | "select" | "index" | "method" => "too deep",
+            "negate" | "string" => {
+                assert!(outcome.contains("Invalid value:"), "{kind}: {outcome}");
+                continue;
+            }
+            _ => "too deep for the parser",
+        };
+        assert_eq!(outcome, expected, "{kind}");
+    }
+}
+
+/// The sources that nest deepest within cel-go's 100,000 code point limit, one per kind of
+/// nesting: the chains the parser's own nesting limit does not count (`1 + 1 + ...`,
+/// `self.a.a...`, indexes, method calls, comparisons, `!!!...`, `---...`), and those it does
+/// (parentheses, lists, maps, calls).
+pub(crate) fn deepest_sources() -> Vec<(&'static str, String)> {
+    let n = rule::MAX_CODE_POINTS;
+    let nest = |open: &str, inner: &str, close: &str| {
+        let k = (n - inner.len()) / (open.len() + close.len());
+        format!("{}{inner}{}", open.repeat(k), close.repeat(k))
+    };
+    vec![
+        ("sum", format!("1{}", "+1".repeat((n - 1) / 2))),
+        ("product", format!("1{}", "*1".repeat((n - 1) / 2))),
+        ("comparison", format!("1{}", "<1".repeat((n - 1) / 2))),
+        ("and", format!("true{}", "&&true".repeat((n - 4) / 6))),
+        ("select", format!("self{}", ".a".repeat((n - 4) / 2))),
+        ("index", format!("self{}", "[0]".repeat((n - 4) / 3))),
+        ("method", format!("self{}", ".f()".repeat((n - 4) / 4))),
+        ("not", format!("{}true", "!".repeat(n - 4))),
+        ("negate", format!("{}1", "-".repeat(n - 1))),
+        ("parens", nest("(", "1", ")")),
+        ("negate-parens", nest("-(", "1", ")")),
+        ("list", nest("[", "1", "]")),
+        ("map", nest("{1:", "1", "}")),
+        ("call", nest("f(", "1", ")")),
+        ("ternary", format!("{}1", "true?1:".repeat((n - 1) / 7))),
+        ("string", format!("'{}'", "a".repeat(n - 2))),
+    ]
+}
+
+/// Measures the stack the parser needs for [`deepest_sources`]: `CEL_STACK_KB=<kb>
+/// CEL_KIND=<kind> cargo test -p crt-apiserver --lib measure_parse_stack -- --ignored`
+/// aborts when `kb` is too little.
+#[test]
+#[ignore = "a measurement, run by hand"]
+fn measure_parse_stack() {
+    let kb: usize = std::env::var("CEL_STACK_KB").unwrap().parse().unwrap();
+    let kind = std::env::var("CEL_KIND").unwrap();
+    let (_, src) = deepest_sources()
+        .into_iter()
+        .find(|(k, _)| *k == kind)
+        .unwrap();
+    let r = std::thread::Builder::new()
+        .stack_size(kb << 10)
+        .spawn(move || {
+            rule::parse_checked(&src)
+                .map(|p| rule::depth(p.expression()))
+                .map_err(|e| {
+                    (
+                        e.len(),
+                        e.lines().count(),
+                        e.chars().take(200).collect::<String>(),
+                    )
+                })
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    eprintln!("{kind}: {r:?}");
 }
