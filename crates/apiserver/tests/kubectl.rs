@@ -2086,3 +2086,48 @@ async fn kubectl_create_token_and_whoami_with_tokens_and_certificates() {
     let err = k.fails(&["auth", "whoami", "--token", &token], None).await;
     assert!(err.contains("Unauthorized"), "{err}");
 }
+
+/// Deprecated built-in resources warn on every request as a 1.33 server does: kubectl prints
+/// the warning for a create, a get and a refused get of v1 Endpoints, and for
+/// componentstatuses; an EndpointSlice read warns nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deprecated_resources_warn() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let warning = "Warning: v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 \
+                   EndpointSlice";
+    let endpoints = "apiVersion: v1\nkind: Endpoints\nmetadata:\n  name: web\nsubsets:\n\
+                     - addresses: [{ip: 10.0.0.1}]\n  ports: [{port: 80}]\n";
+    let out = k.run(&["create", "-f", "-"], Some(endpoints)).await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("endpoints/web created"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stderr.contains(warning), "{}", out.stderr);
+
+    let out = k.run(&["get", "endpoints", "web"], None).await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("10.0.0.1:80"), "{}", out.stdout);
+    assert!(out.stderr.contains(warning), "{}", out.stderr);
+
+    let out = k.run(&["get", "endpoints", "missing"], None).await;
+    assert!(!out.ok);
+    assert!(out.stderr.contains(warning), "{}", out.stderr);
+    assert!(out.stderr.contains("NotFound"), "{}", out.stderr);
+
+    let out = k.run(&["get", "componentstatuses"], None).await;
+    assert!(
+        out.stderr
+            .contains("Warning: v1 ComponentStatus is deprecated in v1.19+"),
+        "{}",
+        out.stderr
+    );
+
+    let out = k.run(&["get", "endpointslices"], None).await;
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
+    assert!(!out.stderr.contains("Warning"), "{}", out.stderr);
+}

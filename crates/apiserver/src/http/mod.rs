@@ -99,10 +99,20 @@ where
         return response::error(&err);
     }
     req.extensions_mut().insert(Arc::new(user));
-    match dispatch(&state, route, req).await {
+    // A deprecated built-in resource warns on every request, answered or refused, as upstream's
+    // handler chain does.
+    let deprecation = match &route {
+        Route::Resource(res) => crate::kinds::deprecation(&res.group, &res.version, &res.plural),
+        _ => None,
+    };
+    let mut resp = match dispatch(&state, route, req).await {
         Ok(resp) => resp,
         Err(err) => response::error(&err),
+    };
+    if let Some(warning) = deprecation {
+        response::add_warning(&mut resp, warning);
     }
+    resp
 }
 
 /// The authorization attributes of a request (upstream's `RequestInfoFactory`): a resource

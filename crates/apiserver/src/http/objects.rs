@@ -12,7 +12,7 @@ use http::{Method, Request, Response, header};
 use serde_json::Value;
 
 use super::request::{Accept, Query, ResourcePath, accept, decode_object, parse_query, patch_type};
-use super::response::{Body, json, method_not_allowed, not_found, read_body};
+use super::response::{self, Body, json, method_not_allowed, not_found, read_body};
 use super::{AppState, converted, watch};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -316,11 +316,7 @@ fn decode_write_body(
 /// Adds the warnings a write (or a delete) collected as `Warning` headers.
 fn with_warnings(mut resp: Response<Body>, warnings: &crate::storage::Warnings) -> Response<Body> {
     for w in warnings.take() {
-        // `299 - "text"`, the text quoted as an HTTP quoted-string, as the real server sends it.
-        let quoted = w.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
-            resp.headers_mut().append(http::header::WARNING, v);
-        }
+        response::add_warning(&mut resp, &w);
     }
     resp
 }

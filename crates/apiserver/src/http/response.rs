@@ -54,6 +54,15 @@ pub fn text(status: u16, body: &'static str) -> Response<Body> {
     )
 }
 
+/// Adds a `Warning` header as the real server sends it: `299 - "text"`, the text quoted as an
+/// HTTP quoted-string. kubectl prints each as `Warning: text`.
+pub fn add_warning(resp: &mut Response<Body>, text: &str) {
+    let quoted = text.replace('\\', "\\\\").replace('"', "\\\"");
+    if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{quoted}\"")) {
+        resp.headers_mut().append(header::WARNING, v);
+    }
+}
+
 /// The `Status` answer for an error.
 pub fn error(err: &ApiError) -> Response<Body> {
     let mut resp = json(err.code, &err.to_status());

@@ -26,9 +26,11 @@ const POD_SUBRESOURCES: &[Sub] = &[
 #[rustfmt::skip]
 pub(crate) const ROWS: &[Row] = &[
     row("", "v1", "bindings", "Binding", true).verbs(CREATE),
-    row("", "v1", "componentstatuses", "ComponentStatus", false).short(&["cs"]).verbs(&["get", "list"]),
+    row("", "v1", "componentstatuses", "ComponentStatus", false).short(&["cs"]).verbs(&["get", "list"])
+        .deprecated("v1 ComponentStatus is deprecated in v1.19+"),
     row("", "v1", "configmaps", "ConfigMap", true).short(&["cm"]),
-    row("", "v1", "endpoints", "Endpoints", true).short(&["ep"]),
+    row("", "v1", "endpoints", "Endpoints", true).short(&["ep"])
+        .deprecated("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice"),
     row("", "v1", "events", "Event", true).short(&["ev"]),
     row("", "v1", "limitranges", "LimitRange", true).short(&["limits"]),
     row("", "v1", "namespaces", "Namespace", false).short(&["ns"]).flags(STATUS)

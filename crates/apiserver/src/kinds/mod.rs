@@ -103,6 +103,9 @@ pub(crate) struct Row {
     pub(crate) flags: u8,
     /// Published subresources besides `status` and `scale`, in upstream's order.
     pub(crate) extra: &'static [Sub],
+    /// The warning every request to this resource answers with, when upstream has deprecated
+    /// it (kubectl prints it as `Warning: ...`).
+    pub(crate) deprecation: Option<&'static str>,
 }
 
 /// A row with every verb, no short name, category, subresource nor generation.
@@ -124,6 +127,7 @@ pub(crate) const fn row(
         verbs: ALL_VERBS,
         flags: 0,
         extra: &[],
+        deprecation: None,
     }
 }
 
@@ -145,6 +149,13 @@ impl Row {
     }
     pub(crate) const fn extra(self, extra: &'static [Sub]) -> Row {
         Row { extra, ..self }
+    }
+    /// Upstream deprecated the resource: every request is answered with this warning.
+    pub(crate) const fn deprecated(self, warning: &'static str) -> Row {
+        Row {
+            deprecation: Some(warning),
+            ..self
+        }
     }
     /// Whether the kind is a review (answered on create, never stored).
     pub(crate) fn is_review(&self) -> bool {
@@ -175,6 +186,11 @@ pub(crate) const GROUPS: &[&[Row]] = &[
     discovery::ROWS,
     flowcontrol::ROWS,
 ];
+
+/// The deprecation warning of a built-in `group/version/plural`, if upstream deprecated it.
+pub(crate) fn deprecation(group: &str, version: &str, plural: &str) -> Option<&'static str> {
+    find(group, version, plural).and_then(|r| r.deprecation)
+}
 
 /// Every row, in discovery order.
 pub(crate) fn rows() -> impl Iterator<Item = &'static Row> {
