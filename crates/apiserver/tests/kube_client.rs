@@ -1098,6 +1098,66 @@ async fn field_validation_strict_warn_ignore_over_http() {
     assert_eq!(patched.data["spec"], json!({"size": 1}));
 }
 
+/// A patch that leaves a built-in object with a value of the wrong JSON type is a 422 on the
+/// field `patch`, its value the patched object (upstream's JSON and merge patcher), where a
+/// create or update of the same object is a 400. (A strategic merge patch gets the same 422
+/// shape; upstream words its value and detail through its unstructured converter instead.)
+#[tokio::test]
+async fn patched_type_errors_are_invalid() {
+    let server = server().await;
+    let client = client(&server).await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "p"},
+                    "data": {"a": "x"}});
+    let (status, _, body) = raw(&client, "POST", cms, "application/json", cm.to_string()).await;
+    assert_eq!(status, 201, "{body}");
+    for (content_type, patch) in [
+        ("application/merge-patch+json", json!({"data": {"a": 1}})),
+        (
+            "application/json-patch+json",
+            json!([{"op": "replace", "path": "/data/a", "value": 1}]),
+        ),
+    ] {
+        let (status, _, body) = raw(
+            &client,
+            "PATCH",
+            &format!("{cms}/p"),
+            content_type,
+            patch.to_string(),
+        )
+        .await;
+        assert_eq!(
+            (status, body["reason"].as_str()),
+            (422, Some("Invalid")),
+            "{body}"
+        );
+        let message = body["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(" \"\" is invalid: patch: Invalid value: \"{"),
+            "{message}"
+        );
+        assert!(
+            message.ends_with(
+                "\": json: cannot unmarshal number into Go struct field ConfigMap.data of type string"
+            ),
+            "{message}"
+        );
+        let cause = &body["details"]["causes"][0];
+        assert_eq!(cause["field"], "patch");
+        assert_eq!(cause["reason"], "FieldValueInvalid");
+    }
+    // Unchanged, and a well-typed patch still applies.
+    let (status, _, body) = raw(
+        &client,
+        "PATCH",
+        &format!("{cms}/p"),
+        "application/merge-patch+json",
+        json!({"data": {"a": "y"}}).to_string(),
+    )
+    .await;
+    assert_eq!((status, &body["data"]["a"]), (200, &json!("y")), "{body}");
+}
+
 /// Built-in kinds are decoded as the real server decodes them: a value of the wrong JSON type
 /// is a 400 in Go's words, unknown fields follow `fieldValidation`.
 #[tokio::test]

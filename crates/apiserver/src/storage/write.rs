@@ -82,7 +82,31 @@ pub(crate) fn patch(
     let old = current(st, res, &key, subresource)?;
     let base = to_version(&old, &res.api_version());
     let patched = apply_patch(res, &base, patch_type, body)?;
-    update(st, res, namespace, name, subresource, patched, opts).map_err(strict_patch_error)
+    update(st, res, namespace, name, subresource, patched, opts)
+        .map_err(strict_patch_error)
+        .map_err(|e| {
+            // Patching again is deterministic: the failed write's object, without a copy of
+            // every patched object on the path that succeeds.
+            let again = || apply_patch(res, &base, patch_type, body).ok();
+            patched_type_error(e, again)
+        })
+}
+
+/// A patched built-in object whose values have the wrong JSON type is a 422 on the field
+/// `patch`, its value the patched object, as upstream's patcher words it (its create and update
+/// answer the same decoding error 400).
+fn patched_type_error(e: ApiError, patched: impl FnOnce() -> Option<Value>) -> ApiError {
+    const DECODE: &str = ": json: cannot unmarshal ";
+    let Some(at) = e.message.find(DECODE).filter(|_| e.code == 400) else {
+        return e;
+    };
+    let Some(patched) = patched() else {
+        return e;
+    };
+    let json = serde_json::to_string(&patched).unwrap_or_default();
+    let detail = &e.message[at + 2..];
+    let message = format!("Invalid value: {}: {detail}", crate::schema::quote(&json));
+    ApiError::invalid("", "", "", &[("patch".to_string(), message)])
 }
 
 /// A patch's strict decoding error is worded without the create/update "cannot be handled
