@@ -25,6 +25,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 struct Kubectl {
+    /// The program: `kubectl` from PATH, or one version of it (see [`kubectl_versions`]).
+    binary: PathBuf,
     kubeconfig: PathBuf,
     dir: tempfile::TempDir,
 }
@@ -54,14 +56,23 @@ impl Kubectl {
                  (install kubectl, or set CRT_SKIP_KUBECTL=1 to skip them explicitly)"
             );
         }
+        Some(Kubectl::with_binary(server, "kubectl".into()))
+    }
+
+    /// A kubectl of this program (one of [`kubectl_versions`]) on `server`.
+    fn with_binary(server: &Server, binary: PathBuf) -> Kubectl {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).unwrap();
-        Some(Kubectl { kubeconfig, dir })
+        Kubectl {
+            binary,
+            kubeconfig,
+            dir,
+        }
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("kubectl");
+        let mut cmd = Command::new(&self.binary);
         cmd.arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .args(args)
@@ -81,7 +92,9 @@ impl Kubectl {
             input.write_all(text.as_bytes()).await.unwrap();
         }
         drop(input);
-        let output = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        // A bound against a hang, not a speed check: a loaded 2-core machine running several
+        // kubectl tests at once takes seconds for one apply of every kind.
+        let output = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
             .await
             .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
             .unwrap();
@@ -1438,6 +1451,113 @@ async fn patchable_builtin_kinds(
     kinds
 }
 
+/// `kubectl apply` of every manifest of tests/manifests in one stream, as a user applies a
+/// directory: each object `created`, then `unchanged`, then, with a new label in each,
+/// `configured` (kubectl's three-way strategic merge patch, from the OpenAPI schema's patch
+/// metadata) with the label read back and nothing else lost, then `unchanged` again.
+async fn apply_reapply_and_edit_every_manifest(k: &Kubectl, docs: &[Value]) {
+    let stream = MANIFESTS
+        .iter()
+        .map(|(_, yaml)| *yaml)
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let each_line_ends = |out: &str, word: &str| {
+        assert_eq!(out.lines().count(), docs.len(), "{out}");
+        assert!(
+            out.lines().all(|l| l.ends_with(&format!(" {word}"))),
+            "not all {word}:\n{out}"
+        );
+    };
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&stream)).await;
+    each_line_ends(&out, "created");
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&stream)).await;
+    each_line_ends(&out, "unchanged");
+
+    // An edit of every object: a new label.
+    let edited: Vec<String> = docs
+        .iter()
+        .map(|doc| {
+            let mut doc = doc.clone();
+            let meta = doc["metadata"].as_object_mut().unwrap();
+            let labels = meta
+                .entry("labels")
+                // Not `yes`: YAML 1.1 (kubectl's reader) takes an unquoted `yes` for a boolean.
+                .or_insert_with(|| serde_json::json!({}));
+            labels["example.com/edited"] = "v2".into();
+            serde_yaml_ng::to_string(&doc).unwrap()
+        })
+        .collect();
+    let edited = edited.join("\n---\n");
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&edited)).await;
+    each_line_ends(&out, "configured");
+    let got: Value = serde_json::from_str(
+        &k.ok_with(&["get", "-f", "-", "-o", "json"], Some(&stream))
+            .await,
+    )
+    .unwrap();
+    let items = got["items"].as_array().unwrap();
+    assert_eq!(items.len(), docs.len());
+    for (doc, item) in docs.iter().zip(items) {
+        assert_eq!(api_version_kind(doc), api_version_kind(item));
+        assert_eq!(doc["metadata"]["name"], item["metadata"]["name"]);
+        assert_eq!(
+            item["metadata"]["labels"]["example.com/edited"], "v2",
+            "{item}"
+        );
+        // What the manifest says is still there: the patch changed only the label.
+        for (key, value) in doc.as_object().unwrap() {
+            assert!(item.get(key).is_some(), "{key} lost: {item}");
+            if let Some(labels) = value.get("labels").and_then(Value::as_object) {
+                for (label, v) in labels {
+                    assert_eq!(&item[key]["labels"][label], v, "{item}");
+                }
+            }
+        }
+    }
+    let out = k.ok_with(&["apply", "-f", "-"], Some(&edited)).await;
+    each_line_ends(&out, "unchanged");
+}
+
+/// `kubectl explain` of every kind at its version (kubectl's default source, `/openapi/v3`
+/// since 1.27), and with `v2` also from `/openapi/v2`, which kubectl reads in protobuf.
+async fn explain_every_kind(
+    k: &Kubectl,
+    kinds: &std::collections::BTreeMap<(String, String), String>,
+    v2: bool,
+) {
+    // `kubectl explain` of every kind, at its version.
+    for ((api_version, kind), plural) in kinds {
+        let explained = k
+            .ok(&["explain", plural, "--api-version", api_version])
+            .await;
+        let version = api_version.rsplit('/').next().unwrap();
+        assert!(
+            explained.contains(&format!("KIND:       {kind}\n"))
+                && explained.contains(&format!("VERSION:    {version}\n")),
+            "{api_version} {kind}: {explained}"
+        );
+        if !v2 {
+            continue;
+        }
+        // And from `/openapi/v2`, in protobuf.
+        let explained = k
+            .ok(&[
+                "explain",
+                plural,
+                "--api-version",
+                api_version,
+                "--output",
+                "plaintext-openapiv2",
+            ])
+            .await;
+        assert!(
+            explained.contains(&format!("KIND:     {kind}\n"))
+                && explained.contains(&format!("VERSION:  {api_version}\n")),
+            "{api_version} {kind} (v2): {explained}"
+        );
+    }
+}
+
 /// Every built-in kind that can be applied has a manifest in tests/manifests, written as for a
 /// real cluster, and goes through kubectl as a user drives it, with kubectl's default (strict)
 /// validation: `apply` creates it, a second `apply` leaves it `unchanged`, an edited manifest
@@ -1488,94 +1608,8 @@ async fn every_builtin_kind_applies_reapplies_edits_and_explains() {
         covered.iter().filter(|k| !kinds.contains_key(*k)).collect();
     assert!(unknown.is_empty(), "not built-in kinds: {unknown:?}");
 
-    let stream = MANIFESTS
-        .iter()
-        .map(|(_, yaml)| *yaml)
-        .collect::<Vec<_>>()
-        .join("\n---\n");
-    let each_line_ends = |out: &str, word: &str| {
-        assert_eq!(out.lines().count(), docs.len(), "{out}");
-        assert!(
-            out.lines().all(|l| l.ends_with(&format!(" {word}"))),
-            "not all {word}:\n{out}"
-        );
-    };
-    let out = k.ok_with(&["apply", "-f", "-"], Some(&stream)).await;
-    each_line_ends(&out, "created");
-    let out = k.ok_with(&["apply", "-f", "-"], Some(&stream)).await;
-    each_line_ends(&out, "unchanged");
-
-    // An edit of every object: a new label.
-    let edited: Vec<String> = docs
-        .iter()
-        .map(|doc| {
-            let mut doc = doc.clone();
-            let meta = doc["metadata"].as_object_mut().unwrap();
-            let labels = meta
-                .entry("labels")
-                .or_insert_with(|| serde_json::json!({}));
-            labels["example.com/edited"] = "yes".into();
-            serde_json::to_string(&doc).unwrap()
-        })
-        .collect();
-    let edited = edited.join("\n---\n");
-    let out = k.ok_with(&["apply", "-f", "-"], Some(&edited)).await;
-    each_line_ends(&out, "configured");
-    let got: Value = serde_json::from_str(
-        &k.ok_with(&["get", "-f", "-", "-o", "json"], Some(&stream))
-            .await,
-    )
-    .unwrap();
-    let items = got["items"].as_array().unwrap();
-    assert_eq!(items.len(), docs.len());
-    for (doc, item) in docs.iter().zip(items) {
-        assert_eq!(api_version_kind(doc), api_version_kind(item));
-        assert_eq!(doc["metadata"]["name"], item["metadata"]["name"]);
-        assert_eq!(
-            item["metadata"]["labels"]["example.com/edited"], "yes",
-            "{item}"
-        );
-        // What the manifest says is still there: the patch changed only the label.
-        for (key, value) in doc.as_object().unwrap() {
-            assert!(item.get(key).is_some(), "{key} lost: {item}");
-            if let Some(labels) = value.get("labels").and_then(Value::as_object) {
-                for (label, v) in labels {
-                    assert_eq!(&item[key]["labels"][label], v, "{item}");
-                }
-            }
-        }
-    }
-    let out = k.ok_with(&["apply", "-f", "-"], Some(&edited)).await;
-    each_line_ends(&out, "unchanged");
-
-    // `kubectl explain` of every kind, at its version.
-    for ((api_version, kind), plural) in &kinds {
-        let explained = k
-            .ok(&["explain", plural, "--api-version", api_version])
-            .await;
-        let version = api_version.rsplit('/').next().unwrap();
-        assert!(
-            explained.contains(&format!("KIND:       {kind}\n"))
-                && explained.contains(&format!("VERSION:    {version}\n")),
-            "{api_version} {kind}: {explained}"
-        );
-        // And from `/openapi/v2`, in protobuf.
-        let explained = k
-            .ok(&[
-                "explain",
-                plural,
-                "--api-version",
-                api_version,
-                "--output",
-                "plaintext-openapiv2",
-            ])
-            .await;
-        assert!(
-            explained.contains(&format!("KIND:     {kind}\n"))
-                && explained.contains(&format!("VERSION:  {api_version}\n")),
-            "{api_version} {kind} (v2): {explained}"
-        );
-    }
+    apply_reapply_and_edit_every_manifest(&k, &docs).await;
+    explain_every_kind(&k, &kinds, true).await;
 
     // `kubectl create --validate=strict` of some, renamed.
     let some = [
@@ -1613,6 +1647,113 @@ async fn every_builtin_kind_applies_reapplies_edits_and_explains() {
     )
     .unwrap();
     assert_eq!(got["items"].as_array().unwrap().len(), some.len());
+}
+
+/// The kubectl programs to drive the server with, each with the version it reports:
+/// `CRT_KUBECTLS` (paths separated by `:`) when set, else every `kubectl.1.<minor>` beside the
+/// `kubectl` on PATH (as the Google Cloud SDK installs the versions it supports), oldest first,
+/// else that `kubectl` alone.
+fn kubectl_versions() -> Vec<(String, PathBuf)> {
+    let binaries: Vec<PathBuf> = match std::env::var_os("CRT_KUBECTLS") {
+        Some(list) => std::env::split_paths(&list).collect(),
+        None => {
+            let on_path = std::env::var_os("PATH")
+                .map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|dir| dir.join("kubectl"))
+                .find(|p| p.is_file());
+            let Some(kubectl) = on_path else {
+                return Vec::new();
+            };
+            let dir = std::fs::canonicalize(&kubectl)
+                .ok()
+                .and_then(|p| p.parent().map(Path::to_path_buf));
+            let mut minors: Vec<(u32, PathBuf)> = dir
+                .and_then(|dir| std::fs::read_dir(dir).ok())
+                .into_iter()
+                .flatten()
+                .filter_map(|entry| {
+                    let path = entry.ok()?.path();
+                    let name = path.file_name()?.to_str()?;
+                    let minor = name.strip_prefix("kubectl.1.")?.parse().ok()?;
+                    Some((minor, path))
+                })
+                .collect();
+            minors.sort();
+            if minors.is_empty() {
+                vec![kubectl]
+            } else {
+                minors.into_iter().map(|(_, path)| path).collect()
+            }
+        }
+    };
+    binaries
+        .into_iter()
+        .map(|binary| {
+            let out = std::process::Command::new(&binary)
+                .args(["version", "--client", "-o", "json"])
+                .output()
+                .unwrap_or_else(|e| panic!("{} does not run: {e}", binary.display()));
+            let version: Value = serde_json::from_slice(&out.stdout)
+                .unwrap_or_else(|e| panic!("{} version: {e}", binary.display()));
+            let version = version["clientVersion"]["gitVersion"]
+                .as_str()
+                .expect("a gitVersion")
+                .to_string();
+            (version, binary)
+        })
+        .collect()
+}
+
+/// Every kubectl a user may run against a 1.33 server (1.27 to 1.33: kubectl supports one
+/// minor version of skew and users lag further, and each version reads discovery and the
+/// OpenAPI documents its own way) applies, re-applies and edits a manifest of every built-in
+/// kind with its client-side validation on, and explains every kind. Each version gets its own
+/// server; they run side by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_builtin_kind_with_every_kubectl_version() {
+    let versions = kubectl_versions();
+    if versions.is_empty() {
+        if std::env::var_os("CRT_SKIP_KUBECTL").is_some() {
+            eprintln!("kubectl not found on PATH: skipped, as CRT_SKIP_KUBECTL asks");
+            return;
+        }
+        panic!("kubectl is not on PATH (or set CRT_SKIP_KUBECTL=1 to skip the kubectl tests)");
+    }
+    let docs: Arc<Vec<Value>> = Arc::new(
+        MANIFESTS
+            .iter()
+            .flat_map(|(_, yaml)| yaml_documents(yaml))
+            .collect(),
+    );
+    // Two at a time: each runs about 70 kubectl processes.
+    let turns = Arc::new(tokio::sync::Semaphore::new(2));
+    let mut runs = tokio::task::JoinSet::new();
+    for (version, binary) in versions.clone() {
+        let docs = docs.clone();
+        let turns = turns.clone();
+        runs.spawn(async move {
+            let _turn = turns.acquire_owned().await.unwrap();
+            let server = common::server().await;
+            let client = common::client(&server).await;
+            let kinds = patchable_builtin_kinds(&client).await;
+            let k = Kubectl::with_binary(&server, binary);
+            apply_reapply_and_edit_every_manifest(&k, &docs).await;
+            explain_every_kind(&k, &kinds, false).await;
+            (version, kinds.len())
+        });
+    }
+    let mut done = Vec::new();
+    while let Some(run) = runs.join_next().await {
+        match run {
+            Ok(version) => done.push(version),
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+    done.sort();
+    eprintln!("every built-in kind applied, edited and explained with kubectl {done:?}");
+    assert_eq!(done.len(), versions.len());
 }
 
 /// A ValidatingAdmissionPolicy applied with kubectl: its `Deny` binding's refusal and its

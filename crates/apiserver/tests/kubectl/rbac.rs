@@ -389,7 +389,11 @@ fn kubectl_with_certificate(
     let kubeconfig = dir.path().join("kubeconfig");
     let config = server.kubeconfig_for_certificate(user, groups).unwrap();
     std::fs::write(&kubeconfig, config).unwrap();
-    Kubectl { kubeconfig, dir }
+    Kubectl {
+        binary: "kubectl".into(),
+        kubeconfig,
+        dir,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
