@@ -271,7 +271,7 @@ async fn a_burst_of_updates_is_one_reconcile_with_debounce() {
     let (_server, client) = support::server().await;
     let cms = Api::<ConfigMap>::namespaced(client.clone(), "default");
     let mut counts = Vec::new();
-    for (name, debounce) in [("on", Duration::from_secs(2)), ("off", Duration::ZERO)] {
+    for (name, debounce) in [("on", Duration::from_secs(1)), ("off", Duration::ZERO)] {
         let options = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
         let mgr = Manager::new(client.clone(), options).unwrap();
         let seen = Arc::new(Mutex::new(Vec::<String>::new()));

@@ -66,7 +66,8 @@ pub use typed::{ObjectReconciler, for_object};
 pub type Request = ObjectKey;
 
 /// What a successful reconcile asks the controller to do next (controller-runtime's `Result`):
-/// nothing, or another reconcile after a delay. A retry with backoff is an error (see the
+/// nothing, or another reconcile after a delay, at the key's priority or the one
+/// [`with_priority`](Action::with_priority) gives. A retry with backoff is an error (see the
 /// [module docs](self)).
 ///
 /// ```
