@@ -322,6 +322,7 @@ async fn a_burst_of_updates_is_one_reconcile_with_debounce() {
         assert_eq!(seen.last().map(String::as_str), Some("20"), "{name}: {seen:?}");
         counts.push((name, seen.len()));
     }
+    eprintln!("reconciles of the burst: {counts:?}");
     let (on, off) = (counts[0].1, counts[1].1);
     assert!(on <= 2, "debounced: {on} reconciles of a burst of 21 triggers");
     assert!(off > on, "without debounce {off} reconciles, with {on}");
