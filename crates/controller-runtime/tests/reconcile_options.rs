@@ -82,19 +82,21 @@ impl Queue<Request> for Recording {
 /// A `new_queue` building a [`Recording`] priority queue that writes to `taken`.
 fn recording(taken: &Arc<Mutex<Vec<(String, i32)>>>) -> NewQueueFn<Request> {
     let taken = taken.clone();
-    Arc::new(move |name: &str, rate_limiter: Arc<dyn RateLimiter<Request>>| {
-        let inner = Workqueue::new(
-            QueueConfig::default()
-                .name(name)
-                .rate_limiter(rate_limiter)
-                .order(QueueOrder::Priority),
-        );
-        let queue: Arc<dyn Queue<Request>> = Arc::new(Recording {
-            inner,
-            taken: taken.clone(),
-        });
-        queue
-    })
+    Arc::new(
+        move |name: &str, rate_limiter: Arc<dyn RateLimiter<Request>>| {
+            let inner = Workqueue::new(
+                QueueConfig::default()
+                    .name(name)
+                    .rate_limiter(rate_limiter)
+                    .order(QueueOrder::Priority),
+            );
+            let queue: Arc<dyn Queue<Request>> = Arc::new(Recording {
+                inner,
+                taken: taken.clone(),
+            });
+            queue
+        },
+    )
 }
 
 /// Runs `controller` until the returned token is cancelled.
@@ -210,7 +212,11 @@ async fn error_retries_keep_the_priority_and_a_result_priority_changes_it() {
     stop(ctx, handle).await;
     let a = |p| ("a".to_string(), p);
     assert_eq!(*taken.lock(), [a(5), a(5), a(-3), a(-3)]);
-    assert_eq!(calls.load(Ordering::SeqCst), 4, "done with a priority requeues nothing");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        4,
+        "done with a priority requeues nothing"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -258,7 +264,10 @@ async fn debounced_triggers_are_one_reconcile_a_window_after_the_last() {
         // clock time passes in between on a paused clock.
         assert_eq!(
             *calls,
-            [("b".to_string(), D * 15 / 10), ("a".to_string(), D * 19 / 10)],
+            [
+                ("b".to_string(), D * 15 / 10),
+                ("a".to_string(), D * 19 / 10)
+            ],
             "use_priority_queue {use_priority_queue}"
         );
     }
@@ -319,11 +328,18 @@ async fn a_burst_of_updates_is_one_reconcile_with_debounce() {
         ctx.cancel();
         handle.await.unwrap();
         let seen = seen.lock().clone();
-        assert_eq!(seen.last().map(String::as_str), Some("20"), "{name}: {seen:?}");
+        assert_eq!(
+            seen.last().map(String::as_str),
+            Some("20"),
+            "{name}: {seen:?}"
+        );
         counts.push((name, seen.len()));
     }
     eprintln!("reconciles of the burst: {counts:?}");
     let (on, off) = (counts[0].1, counts[1].1);
-    assert!(on <= 2, "debounced: {on} reconciles of a burst of 21 triggers");
+    assert!(
+        on <= 2,
+        "debounced: {on} reconciles of a burst of 21 triggers"
+    );
     assert!(off > on, "without debounce {off} reconciles, with {on}");
 }

@@ -130,7 +130,10 @@ mod tests {
             let (item, priority) = q.get_with_priority().await.unwrap();
             match d.remaining(&item) {
                 Some(wait) => {
-                    q.add_with_opts(AddOpts::default().after(wait).priority(priority), item.clone());
+                    q.add_with_opts(
+                        AddOpts::default().after(wait).priority(priority),
+                        item.clone(),
+                    );
                     q.done(&item);
                 }
                 None => return (item, priority),
