@@ -68,8 +68,9 @@ use crate::metrics::{ControllerMetrics, ControllerSeries};
 use crate::predicate::BoxPredicate;
 use crate::reconcile::Reconciler;
 use crate::source::{self, Source, Watch};
-use crate::workqueue::{Queue, QueueConfig, QueueItem, QueueOrder, Workqueue};
+use crate::workqueue::{Enqueue, Queue, QueueConfig, QueueItem, QueueOrder, Workqueue};
 
+mod debounce;
 mod options;
 mod worker;
 
@@ -152,6 +153,9 @@ pub(crate) struct Inner<T: QueueItem> {
     /// Workers learn each key's priority from it and requeue the key at that priority, as
     /// controller-runtime does, whatever queue it is (built in or from `new_queue`).
     queue: Arc<dyn Queue<T>>,
+    /// The debounce layer in front of `queue` the watches enqueue through, when
+    /// `ControllerOptions::with_debounce` set a window; workers ask it before reconciling.
+    debounce: Option<Arc<debounce::Debouncer<T>>>,
     metrics: ControllerSeries,
     state: Mutex<State<T>>,
 }
@@ -227,6 +231,8 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             reason,
         })?;
         let queue = new_queue(&name, &options);
+        let debounce = (!options.debounce.is_zero())
+            .then(|| Arc::new(debounce::Debouncer::new(options.debounce, queue.clone())));
         let metrics = match &options.metrics {
             Some(m) => m.controller.for_controller(&name),
             None => ControllerMetrics::unregistered().for_controller(&name),
@@ -240,6 +246,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                 reconciler: Arc::new(reconciler),
                 options,
                 queue,
+                debounce,
                 metrics,
                 state: Mutex::new(State {
                     started: false,
@@ -299,7 +306,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                 tracing::info!(controller = %self.inner.name, source = %handle.describe(), "Starting EventSource");
                 let token = ctx.child_token();
                 watch
-                    .start(token.clone(), self.inner.queue.clone())
+                    .start(token.clone(), self.inner.enqueue())
                     .await
                     .map_err(|source| {
                         token.cancel();
@@ -484,7 +491,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
         let timeout = inner.options.cache_sync_timeout;
         let one = |(token, w): &(CancellationToken, Arc<dyn Watch<T>>)| {
             let w = w.clone();
-            let queue = inner.queue.clone();
+            let queue = inner.enqueue();
             let ctx = token.clone();
             async move {
                 let name = w.describe();
@@ -519,6 +526,16 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
                 Ok(true)
             }
             _ = ctx.cancelled() => Ok(false),
+        }
+    }
+}
+
+impl<T: QueueItem> Inner<T> {
+    /// What the watches enqueue through: the debounce layer, or the queue itself.
+    fn enqueue(&self) -> Arc<dyn Enqueue<T>> {
+        match &self.debounce {
+            Some(debounce) => debounce.clone(),
+            None => self.queue.clone(),
         }
     }
 }

@@ -55,6 +55,8 @@ pub struct ControllerOptions<T = crate::Request> {
     pub(crate) new_queue: Option<NewQueueFn<T>>,
     /// Where to report metrics. Default: counted but not registered anywhere.
     pub(crate) metrics: Option<Metrics>,
+    /// The debounce window of the watches' triggers. Default zero: off.
+    pub(crate) debounce: Duration,
 }
 
 impl<T: QueueItem> Default for ControllerOptions<T> {
@@ -70,6 +72,7 @@ impl<T: QueueItem> Default for ControllerOptions<T> {
             enable_warm_up: false,
             new_queue: None,
             metrics: None,
+            debounce: Duration::ZERO,
         }
     }
 }
@@ -87,6 +90,7 @@ impl<T> Clone for ControllerOptions<T> {
             enable_warm_up: self.enable_warm_up,
             new_queue: self.new_queue.clone(),
             metrics: self.metrics.clone(),
+            debounce: self.debounce,
         }
     }
 }
@@ -103,6 +107,7 @@ impl<T> fmt::Debug for ControllerOptions<T> {
             .field("enable_warm_up", &self.enable_warm_up)
             .field("new_queue", &self.new_queue.is_some())
             .field("metrics", &self.metrics.is_some())
+            .field("debounce", &self.debounce)
             .finish_non_exhaustive()
     }
 }
@@ -173,6 +178,35 @@ impl<T> ControllerOptions<T> {
     /// Where to report metrics. Default: counted but not registered anywhere.
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Waits for a burst of triggers of one key to settle before reconciling it: each event a
+    /// watch enqueues for a key schedules the key `window` later, and one that comes while the
+    /// key waits pushes it back to `window` after itself, so a burst of updates within the
+    /// window becomes one reconcile, `window` after the last of them. Default: zero, off (every
+    /// trigger is queued at once).
+    ///
+    /// It applies to the watches' enqueues, on either queue (priority or FIFO, or `new_queue`'s):
+    /// a key waits in the queue, never twice, at its trigger's priority; a trigger while the key
+    /// is being reconciled still gets its follow-up reconcile. The reconciler's own requeues and
+    /// error retries are not delayed by it, but one due while the key's window is open waits
+    /// for the window's end. Keys added with [`Controller::queue`](super::Controller::queue)
+    /// directly are not debounced.
+    ///
+    /// kube-rs: `controller::Config::debounce` (same rule); controller-runtime: none.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use controller_runtime::controller::ControllerOptions;
+    /// use controller_runtime::Request;
+    ///
+    /// // A status writer updating an object five times in a second: reconcile once after.
+    /// let options = ControllerOptions::<Request>::default().with_debounce(Duration::from_secs(1));
+    /// # let _ = options;
+    /// ```
+    pub fn with_debounce(mut self, window: Duration) -> Self {
+        self.debounce = window;
         self
     }
 

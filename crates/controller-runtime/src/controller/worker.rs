@@ -52,6 +52,13 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
             next = inner.queue.get_with_priority() => next,
         };
         let Some((item, priority)) = next else { return };
+        if let Some(wait) = inner.debounce.as_ref().and_then(|d| d.remaining(&item)) {
+            // Its debounce window is still open: back to the queue until it closes, unreconciled.
+            let opts = AddOpts::default().after(wait).priority(priority);
+            inner.queue.add_with_opts(opts, item.clone());
+            inner.queue.done(&item);
+            continue;
+        }
         inner.metrics.active_workers.inc();
         let guard = Processing {
             inner: &inner,
@@ -63,7 +70,9 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
 }
 
 /// Reconciles one key and acts on the result as controller-runtime's `reconcileHandler`.
-/// Requeues keep the key's priority (a low-priority key stays low when it is retried).
+/// Requeues keep the key's priority (a low-priority key stays low when it is retried), unless
+/// the result asks for another ([`Action::with_priority`](crate::reconcile::Action::with_priority));
+/// an error's retry always keeps it.
 async fn reconcile_handler<T: QueueItem + fmt::Debug>(
     inner: &Inner<T>,
     item: T,
@@ -100,7 +109,10 @@ async fn reconcile_handler<T: QueueItem + fmt::Debug>(
         }
         Ok(action) => {
             if let Some(after) = action.requeue_after_duration() {
-                tracing::debug!(?after, "Reconcile done, requeueing after");
+                // The result's priority, when it set one, replaces the key's (controller-runtime's
+                // `Result.Priority`).
+                let priority = action.priority().unwrap_or(priority);
+                tracing::debug!(?after, priority, "Reconcile done, requeueing after");
                 queue.forget(&item);
                 queue.add_with_opts(AddOpts::default().after(after).priority(priority), item);
                 m.requeue_after.inc();

@@ -10,7 +10,8 @@
 //! | --- | --- |
 //! | `Ok(Action::done())` | forgets the key's backoff; the key comes back only with a new event |
 //! | `Ok(Action::requeue_after(d))`, `d > 0` | forgets the backoff, adds the key again after `d` |
-//! | `Err(e)` | adds the key again after its rate-limited backoff (5 ms, 10 ms, 20 ms, ...) |
+//! | `Ok(Action::requeue_after(d).with_priority(p))` | the same, at priority `p` instead of the key's |
+//! | `Err(e)` | adds the key again after its rate-limited backoff (5 ms, 10 ms, 20 ms, ...), at its priority |
 //! | `Err(e)` with `e` a [`TerminalError`] | records the error and does **not** retry |
 //!
 //! There is no "requeue with backoff but no error" (Go's deprecated `Result.Requeue`): a
@@ -65,7 +66,8 @@ pub use typed::{ObjectReconciler, for_object};
 pub type Request = ObjectKey;
 
 /// What a successful reconcile asks the controller to do next (controller-runtime's `Result`):
-/// nothing, or another reconcile after a delay. A retry with backoff is an error (see the
+/// nothing, or another reconcile after a delay, at the key's priority or the one
+/// [`with_priority`](Action::with_priority) gives. A retry with backoff is an error (see the
 /// [module docs](self)).
 ///
 /// ```
@@ -81,6 +83,8 @@ pub type Request = ObjectKey;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Action {
     requeue_after: Duration,
+    /// The priority of the requeue; `None` keeps the key's.
+    priority: Option<i32>,
 }
 
 impl Action {
@@ -94,12 +98,56 @@ impl Action {
     pub fn requeue_after(delay: Duration) -> Self {
         Action {
             requeue_after: delay,
+            priority: None,
         }
+    }
+
+    /// The same action, with the priority the key is requeued at (controller-runtime's
+    /// `Result.Priority`). Default: none, so a requeue keeps the priority the key was handed out
+    /// with (a low-priority key from an initial list stays low).
+    ///
+    /// The priority matters only when the key is queued again, so it is read by a delayed
+    /// requeue ([`Action::requeue_after`]); on [`Action::done`] nothing is queued and the
+    /// priority has no effect, as upstream, where `Result{Priority: p}` without a requeue only
+    /// forgets the key. A failed reconcile returns no `Action`, so its retry keeps the key's
+    /// priority. Only a priority queue (`ControllerOptions::with_use_priority_queue`, the
+    /// default) orders by it; a FIFO queue ignores it.
+    ///
+    /// controller-runtime: `reconcile.Result.Priority`; kube-rs: none (its scheduler has no
+    /// priorities).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use controller_runtime::reconcile::Action;
+    /// use controller_runtime::workqueue::LOW_PRIORITY;
+    ///
+    /// // Poll again in a minute, behind the real changes waiting then.
+    /// let poll = Action::requeue_after(Duration::from_secs(60)).with_priority(LOW_PRIORITY);
+    /// assert_eq!(poll.priority(), Some(LOW_PRIORITY));
+    /// assert_eq!(poll.requeue_after_duration(), Some(Duration::from_secs(60)));
+    ///
+    /// // Without one, the requeue keeps the key's priority.
+    /// assert_eq!(Action::requeue_after(Duration::from_secs(60)).priority(), None);
+    ///
+    /// // Nothing is requeued: the priority is kept on the value but changes nothing.
+    /// let done = Action::done().with_priority(10);
+    /// assert_eq!(done.requeue_after_duration(), None);
+    /// assert_eq!(done.priority(), Some(10));
+    /// ```
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
+        self
     }
 
     /// The delay of a delayed requeue, if one was asked for (never zero).
     pub fn requeue_after_duration(&self) -> Option<Duration> {
         (!self.requeue_after.is_zero()).then_some(self.requeue_after)
+    }
+
+    /// The priority a requeue asked for with [`Action::with_priority`], if any; `None` means
+    /// the key's own priority.
+    pub fn priority(&self) -> Option<i32> {
+        self.priority
     }
 }
 
