@@ -37,7 +37,10 @@
 //! ready [`Watch`] is already bound: the filters do not apply to it.
 //!
 //! The controller is named after the `for` kind, lowercased (`foo` for `Foo`), unless
-//! [`named`](ControllerBuilder::named); names are unique within a manager.
+//! [`named`](ControllerBuilder::named); names are unique within a manager (unless
+//! [validation is skipped](ControllerBuilder::with_skip_name_validation)). Options the
+//! controller's own do not set come from the manager's
+//! [controller defaults](manager::ManagerOptions::with_controller_defaults).
 //! [`build`](ControllerBuilder::build) returns the controller;
 //! [`complete`](ControllerBuilder::complete) also adds it to the manager, which starts it.
 //!
@@ -215,6 +218,8 @@ pub struct NoFor(());
 pub struct For<K: CacheObject> {
     dt: K::DynamicType,
     kind: String,
+    /// `Kind.group` (`Kind` in the core group), for the manager's group-kind concurrency.
+    group_kind: String,
     owner: EnqueueRequestForOwner,
     /// Set by `with_sharding`.
     sharding: Option<ShardingOptions>,
@@ -280,6 +285,8 @@ pub struct ControllerBuilder<S = NoFor> {
     filters: Vec<BoxPredicate<dyn Object>>,
     options: ControllerOptions,
     name: Option<String>,
+    /// `with_skip_name_validation`; `None`: the manager's default.
+    skip_name_validation: Option<bool>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for ControllerBuilder<S> {
@@ -305,6 +312,7 @@ impl ControllerBuilder<NoFor> {
             filters: Vec::new(),
             options: ControllerOptions::default(),
             name: None,
+            skip_name_validation: None,
         }
     }
 
@@ -317,9 +325,15 @@ impl ControllerBuilder<NoFor> {
     {
         let kind = input.kind();
         let (group, scope) = (K::group(&input.dt).into_owned(), input.owner_scope());
+        let group_kind = if group.is_empty() {
+            kind.clone()
+        } else {
+            format!("{kind}.{group}")
+        };
         let state = For {
             dt: input.dt.clone(),
             kind: kind.clone(),
+            group_kind,
             owner: EnqueueRequestForOwner::new(group, kind.clone(), scope),
             sharding: None,
         };
@@ -336,6 +350,7 @@ impl ControllerBuilder<NoFor> {
             filters: self.filters,
             options: self.options,
             name: self.name,
+            skip_name_validation: self.skip_name_validation,
         }
     }
 }
@@ -424,7 +439,8 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
                 kind: self.state.kind.clone(),
             }));
         }
-        self.options.need_leader_election = false;
+        // Set, not defaulted: the manager's controller defaults must not undo it.
+        self.options = std::mem::take(&mut self.options).with_need_leader_election(false);
         let mgr = self.mgr.clone();
         let kube = mgr.client().kube_client().clone();
         let shard = Arc::new(sharding::Membership::new(&name, options));
@@ -482,13 +498,18 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
     }
 }
 
-/// The default name a state gives: the `for` kind, lowercased.
+/// The default name a state gives: the `for` kind, lowercased; and the `for` group-kind.
 trait DefaultName {
     fn default_name(&self) -> Option<String>;
+    /// `Kind.group` of the `for` type (`Kind` in the core group), if any.
+    fn group_kind(&self) -> Option<&str>;
 }
 
 impl DefaultName for NoFor {
     fn default_name(&self) -> Option<String> {
+        None
+    }
+    fn group_kind(&self) -> Option<&str> {
         None
     }
 }
@@ -496,6 +517,9 @@ impl DefaultName for NoFor {
 impl<K: CacheObject> DefaultName for For<K> {
     fn default_name(&self) -> Option<String> {
         Some(self.kind.to_lowercase())
+    }
+    fn group_kind(&self) -> Option<&str> {
+        Some(&self.group_kind)
     }
 }
 
@@ -541,9 +565,25 @@ impl<S: DefaultName> ControllerBuilder<S> {
     }
 
     /// Sets the controller's options. Without `metrics`, the controller reports to the
-    /// manager's registry.
+    /// manager's registry. Each field no `with_*` setter set takes the manager's
+    /// [controller defaults](manager::ManagerOptions::with_controller_defaults) (the
+    /// concurrency first from its group-kind map, for the `for` type), as in
+    /// controller-runtime: the controller's options win, then the manager's, then
+    /// [`ControllerOptions::default`].
     pub fn with_options(mut self, options: ControllerOptions) -> Self {
         self.options = options;
+        self
+    }
+
+    /// Whether to build this controller even when another controller of the manager has its
+    /// name (e.g. many alike in tests): its name is then not reserved either. Names label
+    /// logs and metrics: alike names mix them. Default: the manager's
+    /// [`ControllerDefaults::with_skip_name_validation`](manager::ControllerDefaults::with_skip_name_validation),
+    /// else `false` (a taken name fails with [`Error::DuplicateName`]). controller-runtime:
+    /// `controller.Options.SkipNameValidation` (its check is process-wide; here, per
+    /// manager); kube-rs: none.
+    pub fn with_skip_name_validation(mut self, skip: bool) -> Self {
+        self.skip_name_validation = Some(skip);
         self
     }
 
@@ -569,7 +609,8 @@ impl<S: DefaultName> ControllerBuilder<S> {
         if self.watches.is_empty() {
             return Err(Error::NoWatches { name });
         }
-        let mut options = self.options;
+        let defaults = self.mgr.controller_defaults();
+        let mut options = defaults.resolve(self.options, self.state.group_kind());
         if options.metrics.is_none() {
             options.metrics = Some(self.mgr.metrics().clone());
         }
@@ -580,15 +621,20 @@ impl<S: DefaultName> ControllerBuilder<S> {
             }
         })?;
         // Reserve the name last among the checks, so a build that fails leaves it free.
-        self.mgr
-            .register_controller_name(&name)
-            .map_err(|e| match e {
-                manager::Error::DuplicateControllerName(n) => Error::DuplicateName(n),
-                source => Error::Manager {
-                    name: name.clone(),
-                    source,
-                },
-            })?;
+        let skip = self
+            .skip_name_validation
+            .unwrap_or_else(|| defaults.skips_name_validation());
+        if !skip {
+            self.mgr
+                .register_controller_name(&name)
+                .map_err(|e| match e {
+                    manager::Error::DuplicateControllerName(n) => Error::DuplicateName(n),
+                    source => Error::Manager {
+                        name: name.clone(),
+                        source,
+                    },
+                })?;
+        }
         let cx = BuildContext {
             cache: self.mgr.cache().clone(),
             filters: self.filters.into(),

@@ -57,6 +57,8 @@ pub struct ControllerOptions<T = crate::Request> {
     pub(crate) metrics: Option<Metrics>,
     /// The debounce window of the watches' triggers. Default zero: off.
     pub(crate) debounce: Duration,
+    /// The fields a `with_*` setter set: the Manager's controller defaults fill the others.
+    pub(crate) explicit: Explicit,
 }
 
 impl<T: QueueItem> Default for ControllerOptions<T> {
@@ -73,6 +75,7 @@ impl<T: QueueItem> Default for ControllerOptions<T> {
             new_queue: None,
             metrics: None,
             debounce: Duration::ZERO,
+            explicit: Explicit::default(),
         }
     }
 }
@@ -91,6 +94,7 @@ impl<T> Clone for ControllerOptions<T> {
             new_queue: self.new_queue.clone(),
             metrics: self.metrics.clone(),
             debounce: self.debounce,
+            explicit: self.explicit,
         }
     }
 }
@@ -116,6 +120,7 @@ impl<T> ControllerOptions<T> {
     /// How many reconciles run at once (workers). Default 1; 0 is an error.
     pub fn with_max_concurrent_reconciles(mut self, workers: usize) -> Self {
         self.max_concurrent_reconciles = workers;
+        self.explicit.max_concurrent_reconciles = true;
         self
     }
 
@@ -123,6 +128,7 @@ impl<T> ControllerOptions<T> {
     /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
     pub fn with_rate_limiter(mut self, rate_limiter: Arc<dyn RateLimiter<T>>) -> Self {
         self.rate_limiter = rate_limiter;
+        self.explicit.rate_limiter = true;
         self
     }
 
@@ -130,6 +136,7 @@ impl<T> ControllerOptions<T> {
     /// When `false`, the panic ends the controller: `start` re-raises it.
     pub fn with_recover_panic(mut self, recover: bool) -> Self {
         self.recover_panic = recover;
+        self.explicit.recover_panic = true;
         self
     }
 
@@ -143,6 +150,7 @@ impl<T> ControllerOptions<T> {
     /// How long `start` waits for every syncing source (default 2 min).
     pub fn with_cache_sync_timeout(mut self, timeout: Duration) -> Self {
         self.cache_sync_timeout = timeout;
+        self.explicit.cache_sync_timeout = true;
         self
     }
 
@@ -150,6 +158,7 @@ impl<T> ControllerOptions<T> {
     /// the plain rate-limiting queue.
     pub fn with_use_priority_queue(mut self, enabled: bool) -> Self {
         self.use_priority_queue = enabled;
+        self.explicit.use_priority_queue = true;
         self
     }
 
@@ -157,6 +166,7 @@ impl<T> ControllerOptions<T> {
     /// Manager.
     pub fn with_need_leader_election(mut self, needed: bool) -> Self {
         self.need_leader_election = needed;
+        self.explicit.need_leader_election = true;
         self
     }
 
@@ -165,6 +175,7 @@ impl<T> ControllerOptions<T> {
     /// Default `false`: `warm_up` does nothing.
     pub fn with_enable_warm_up(mut self, enabled: bool) -> Self {
         self.enable_warm_up = enabled;
+        self.explicit.enable_warm_up = true;
         self
     }
 
@@ -223,6 +234,19 @@ impl<T> ControllerOptions<T> {
         }
         Ok(())
     }
+}
+
+/// Which fields of [`ControllerOptions`] a `with_*` setter set: the Manager's controller
+/// defaults (`manager::ControllerDefaults`) fill only the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Explicit {
+    pub(crate) max_concurrent_reconciles: bool,
+    pub(crate) rate_limiter: bool,
+    pub(crate) recover_panic: bool,
+    pub(crate) cache_sync_timeout: bool,
+    pub(crate) use_priority_queue: bool,
+    pub(crate) need_leader_election: bool,
+    pub(crate) enable_warm_up: bool,
 }
 
 #[cfg(test)]

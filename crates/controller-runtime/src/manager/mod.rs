@@ -58,7 +58,8 @@
 //!
 //! # Stopping
 //!
-//! `start` returns when its token is cancelled, when a runnable fails
+//! `start` returns when its token (or the [base context](ManagerOptions::with_base_context))
+//! is cancelled, when a runnable fails
 //! ([`Error::Runnable`]: the others are stopped first), or when leadership is lost
 //! ([`Error::LeaderElectionLost`]). It cancels the groups one by one, last started first, each
 //! waited for, all within [`graceful_shutdown_timeout`](ManagerOptions::with_graceful_shutdown_timeout):
@@ -83,11 +84,23 @@
 //! the probe server serves `/healthz` and `/readyz`
 //! (aggregate, `?verbose`, `?exclude=`, and `/healthz/<check>`), as Kubernetes components do.
 //! The manager adds a `cache-sync` readiness check that fails until the caches have synced.
+//! With [`ManagerOptions::with_pprof_bind_address`], a profiling server serves the tokio
+//! runtime's stable metrics under `/debug/runtime` (controller-runtime's pprof server, in
+//! Rust terms).
+//!
+//! # Controller defaults
+//!
+//! [`ManagerOptions::with_controller_defaults`] sets controller options once (concurrency,
+//! per group-kind concurrency, timeouts, name validation, ...): every controller the
+//! [`ControllerBuilder`](crate::builder::ControllerBuilder) builds on the manager takes those
+//! its own options do not set.
 
 mod address;
+mod controller_defaults;
 mod groups;
 mod healthz;
 mod http;
+mod profiling;
 mod run;
 mod runnable;
 mod signal;
@@ -106,6 +119,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use address::{BindAddress, InvalidBindAddress};
+pub use controller_defaults::{ControllerDefaults, NewRateLimiterFn};
 pub use runnable::{Runnable, RunnableGroup, from_fn};
 pub use signal::signal_handler;
 
@@ -215,6 +229,12 @@ pub struct ManagerOptions {
     pub(crate) webhook_server: WebhookOptions,
     /// How `/metrics` is served (default plain HTTP, no authentication).
     pub(crate) metrics_server: MetricsServerOptions,
+    /// The options every Builder-made controller takes unless its own set them.
+    pub(crate) controller_defaults: ControllerDefaults,
+    /// A parent token: cancelled, the manager stops as when `start`'s token is (default none).
+    pub(crate) base_context: Option<CancellationToken>,
+    /// Where the profiling endpoint is served (default [`BindAddress::Disabled`]).
+    pub(crate) pprof_bind_address: BindAddress,
 }
 
 impl Default for ManagerOptions {
@@ -227,6 +247,9 @@ impl Default for ManagerOptions {
             graceful_shutdown_timeout: Duration::from_secs(30),
             webhook_server: WebhookOptions::default(),
             metrics_server: MetricsServerOptions::default(),
+            controller_defaults: ControllerDefaults::default(),
+            base_context: None,
+            pprof_bind_address: BindAddress::Disabled,
         }
     }
 }
@@ -294,6 +317,46 @@ impl ManagerOptions {
             ..self
         }
     }
+
+    /// Controller options set once for every controller the
+    /// [`ControllerBuilder`](crate::builder::ControllerBuilder) builds on this manager: each
+    /// controller takes every default its own options did not set (see [`ControllerDefaults`]:
+    /// concurrency, per group-kind concurrency, rate limiter, panics, timeouts, leader
+    /// election, name validation). Default: none set. controller-runtime:
+    /// `manager.Options.Controller` (`config.Controller`); kube-rs: none (`controller::Config`
+    /// is per controller).
+    pub fn with_controller_defaults(self, defaults: ControllerDefaults) -> Self {
+        ManagerOptions {
+            controller_defaults: defaults,
+            ..self
+        }
+    }
+
+    /// A parent token for the manager: cancelling it stops the manager as cancelling the token
+    /// given to [`Manager::start`] does (the groups stop in order, `start` returns `Ok(())`);
+    /// every runnable's token is cancelled once it is. For a manager embedded in a larger
+    /// program, or a test, that stops it from outside. A token cancelled before `start` makes
+    /// `start` stop at once. Default: none (only `start`'s token stops the manager).
+    /// controller-runtime: `manager.Options.BaseContext`; kube-rs: none (a shutdown future
+    /// given to `Controller::graceful_shutdown_on`).
+    pub fn with_base_context(self, ctx: CancellationToken) -> Self {
+        ManagerOptions {
+            base_context: Some(ctx),
+            ..self
+        }
+    }
+
+    /// Where the profiling endpoint listens: `GET /debug/runtime` serves the tokio runtime's
+    /// stable metrics as JSON (workers, alive tasks, global queue depth, per-worker busy time
+    /// and parks) and `GET /debug/pprof/` an index. Port 0 picks a free port (see
+    /// [`Manager::pprof_addr`]). Default [`BindAddress::Disabled`] (Go's `"0"`).
+    /// controller-runtime: `manager.Options.PprofBindAddress`; kube-rs: none.
+    pub fn with_pprof_bind_address(self, addr: BindAddress) -> Self {
+        ManagerOptions {
+            pprof_bind_address: addr,
+            ..self
+        }
+    }
 }
 
 /// A health or readiness check: `Ok(())` when healthy, else why not. It runs on every probe
@@ -345,6 +408,7 @@ struct Inner {
     elected: watch::Sender<bool>,
     metrics_addr: Mutex<Option<SocketAddr>>,
     health_probe_addr: Mutex<Option<SocketAddr>>,
+    pprof_addr: Mutex<Option<SocketAddr>>,
     webhook_server: WebhookServer,
     /// Whether the webhook server was added to the webhooks group (on first use).
     webhook_server_added: AtomicBool,
@@ -415,6 +479,7 @@ impl Manager {
                 elected: watch::Sender::new(false),
                 metrics_addr: Mutex::default(),
                 health_probe_addr: Mutex::default(),
+                pprof_addr: Mutex::default(),
                 webhook_server,
                 webhook_server_added: AtomicBool::new(false),
                 shard_metrics,
@@ -544,7 +609,8 @@ impl Manager {
         server
     }
 
-    /// Reserves a controller name in this manager; the Builder calls it. Fails for a name
+    /// Reserves a controller name in this manager; the Builder calls it, unless name validation
+    /// is skipped ([`ControllerDefaults::with_skip_name_validation`]). Fails for a name
     /// already taken.
     pub fn register_controller_name(&self, name: &str) -> Result<(), Error> {
         if self.inner.controller_names.lock().insert(name.to_string()) {
@@ -593,7 +659,20 @@ impl Manager {
         *self.inner.health_probe_addr.lock()
     }
 
-    /// Runs everything until `ctx` is cancelled, a runnable fails, or leadership is lost; then
+    /// The bound address of the profiling endpoint, once started (see
+    /// [`ManagerOptions::with_pprof_bind_address`]); `None` when disabled.
+    pub fn pprof_addr(&self) -> Option<std::net::SocketAddr> {
+        *self.inner.pprof_addr.lock()
+    }
+
+    /// The controller defaults of [`ManagerOptions::with_controller_defaults`]
+    /// (controller-runtime's `GetControllerOptions`); the Builder applies them.
+    pub fn controller_defaults(&self) -> &ControllerDefaults {
+        &self.inner.options.controller_defaults
+    }
+
+    /// Runs everything until `ctx` (or the [base context](ManagerOptions::with_base_context))
+    /// is cancelled, a runnable fails, or leadership is lost; then
     /// stops the groups in reverse order, waiting at most `graceful_shutdown_timeout`.
     ///
     /// Returns `Ok(())` after a clean stop on cancellation; the runnable's error, the lost

@@ -4,8 +4,8 @@
 //! Start: bind the HTTP servers, then start the groups in order (HTTP servers, webhooks,
 //! caches and their sync, others), warm up the leader-election group, and either campaign for
 //! the lease (starting the group once leading) or start the group at once. The sequence runs
-//! in its own task while `start` waits for the first of: its token cancelled, a runnable
-//! failure, the lease lost.
+//! in its own task while `start` waits for the first of: its token (or the base context)
+//! cancelled, a runnable failure, the lease lost.
 //!
 //! Stop: the leader-election group first (so reconcilers finish while this process still
 //! holds the lease), then the elector (releasing the lease if configured), then others,
@@ -23,6 +23,7 @@ use tokio_util::task::TaskTracker;
 use super::groups::{Groups, ReadyCheck};
 use super::healthz::probe_handler;
 use super::http::{self, HttpServer};
+use super::profiling;
 use super::runnable::{CacheRunnable, RunnableGroup};
 use super::{Error, Inner};
 
@@ -68,8 +69,11 @@ pub(super) async fn start(inner: &Arc<Inner>, ctx: CancellationToken) -> Result<
         }
     });
 
+    // Without a base context, one never cancelled.
+    let base = inner.options.base_context.clone().unwrap_or_default();
     let result = tokio::select! {
         _ = ctx.cancelled() => Ok(()),
+        _ = base.cancelled() => Ok(()),
         Some(failure) = failures.recv() => Err(failure),
     };
     sequence.abort();
@@ -98,7 +102,7 @@ struct Election {
     tasks: TaskTracker,
 }
 
-/// Binds the metrics and probe servers and adds them to the HTTP servers group.
+/// Binds the metrics, probe and profiling servers and adds them to the HTTP servers group.
 async fn add_http_servers(inner: &Arc<Inner>) -> Result<(), Error> {
     let options = &inner.options;
     if let Some(addr) = options.metrics_bind_address.addr() {
@@ -121,6 +125,15 @@ async fn add_http_servers(inner: &Arc<Inner>) -> Result<(), Error> {
         let handler = probe_handler(inner.healthz.clone(), inner.readyz.clone());
         inner.groups.add(
             Arc::new(HttpServer::new("health probe", listener, handler)),
+            None,
+        )?;
+    }
+    if let Some(addr) = options.pprof_bind_address.addr() {
+        let listener = http::bind(addr).await?;
+        *inner.pprof_addr.lock() = listener.local_addr().ok();
+        let handler = profiling::handler(tokio::runtime::Handle::current());
+        inner.groups.add(
+            Arc::new(HttpServer::new("profiling", listener, handler)),
             None,
         )?;
     }
