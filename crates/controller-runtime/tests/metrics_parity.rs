@@ -10,13 +10,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use controller_runtime::ObjectKey;
+use controller_runtime::Request;
 use controller_runtime::cache::{ByObject, Cache, CacheOptions, ResourceEventHandler};
 use controller_runtime::controller::{Controller, ControllerOptions};
 use controller_runtime::handler::EnqueueRequestForObject;
 use controller_runtime::manager::{Manager, ManagerOptions};
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::source::Kind;
-use controller_runtime::Request;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_client::api::{Api, DeleteParams, ListParams, PostParams};
@@ -149,8 +149,11 @@ async fn metrics_show_rest_client_process_and_cache_families() {
     let expected = configmaps_in_api(&client).await;
     assert!(expected >= 3.0);
     eventually("the gauge counts every ConfigMap", async || {
-        sample(&scrape(addr).await, "controller_runtime_cache_resources", CONFIGMAPS)
-            == Some(expected)
+        sample(
+            &scrape(addr).await,
+            "controller_runtime_cache_resources",
+            CONFIGMAPS,
+        ) == Some(expected)
     })
     .await;
 
@@ -192,8 +195,11 @@ async fn metrics_show_rest_client_process_and_cache_families() {
     // One more ConfigMap: +1; one deleted: -1.
     create_cm(&client, "parity-3").await;
     eventually("the gauge counts the new ConfigMap", async || {
-        sample(&scrape(addr).await, "controller_runtime_cache_resources", CONFIGMAPS)
-            == Some(expected + 1.0)
+        sample(
+            &scrape(addr).await,
+            "controller_runtime_cache_resources",
+            CONFIGMAPS,
+        ) == Some(expected + 1.0)
     })
     .await;
     // Deleted through the manager's client, whose requests are counted.
@@ -202,8 +208,11 @@ async fn metrics_show_rest_client_process_and_cache_families() {
         .await
         .unwrap();
     eventually("the gauge forgets the deleted ConfigMap", async || {
-        sample(&scrape(addr).await, "controller_runtime_cache_resources", CONFIGMAPS)
-            == Some(expected)
+        sample(
+            &scrape(addr).await,
+            "controller_runtime_cache_resources",
+            CONFIGMAPS,
+        ) == Some(expected)
     })
     .await;
     // Writes are counted with their method.
@@ -261,10 +270,16 @@ async fn typed_transform_clears_what_the_cache_holds_and_handlers_see() {
         .get("with-data")
         .await
         .unwrap();
-    assert_eq!(live.data.unwrap()["key"], "value", "the API's keeps its data");
+    assert_eq!(
+        live.data.unwrap()["key"],
+        "value",
+        "the API's keeps its data"
+    );
     let added = seen.added.lock().clone();
     assert!(
-        added.iter().any(|cm| cm.metadata.name.as_deref() == Some("with-data")),
+        added
+            .iter()
+            .any(|cm| cm.metadata.name.as_deref() == Some("with-data")),
         "the handler was told"
     );
     assert!(added.iter().all(|cm| cm.data.is_none()), "{added:?}");
@@ -329,8 +344,14 @@ async fn default_json_transform_applies_to_types_without_their_own() {
         .get::<Secret>(&ObjectKey::new("default", "token"))
         .await
         .unwrap();
-    assert!(secret.data.is_some(), "the typed transform replaces the default");
-    assert_eq!(secret.metadata.labels.as_ref().unwrap()["transformed"], "typed");
+    assert!(
+        secret.data.is_some(),
+        "the typed transform replaces the default"
+    );
+    assert_eq!(
+        secret.metadata.labels.as_ref().unwrap()["transformed"],
+        "typed"
+    );
     ctx.cancel();
     cache.stopped().await;
 }
@@ -353,10 +374,12 @@ async fn sync_period_per_type_resyncs_only_that_type() {
         .await
         .unwrap();
     // No resync by default; ConfigMaps every 200 ms.
-    let options = CacheOptions::default().with_sync_period(None).by_object::<ConfigMap>(
-        &(),
-        ByObject::default().with_sync_period(Duration::from_millis(200)),
-    );
+    let options = CacheOptions::default()
+        .with_sync_period(None)
+        .by_object::<ConfigMap>(
+            &(),
+            ByObject::default().with_sync_period(Duration::from_millis(200)),
+        );
     let cache = Cache::new(client.clone(), options);
     let configmaps = Arc::new(Seen::<ConfigMap>::default());
     let secrets = Arc::new(Seen::<Secret>::default());

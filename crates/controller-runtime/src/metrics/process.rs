@@ -108,7 +108,10 @@ mod linux {
     /// The soft limit of `Max open files` in `/proc/<pid>/limits`.
     pub(super) fn parse_max_fds(text: &str) -> Option<f64> {
         let line = text.lines().find(|l| l.starts_with("Max open files"))?;
-        let soft = line.trim_start_matches("Max open files").split_whitespace().next()?;
+        let soft = line
+            .trim_start_matches("Max open files")
+            .split_whitespace()
+            .next()?;
         match soft {
             "unlimited" => Some(f64::INFINITY),
             soft => soft.parse().ok(),
@@ -208,7 +211,10 @@ mod linux {
                           Max cpu time              unlimited            unlimited            seconds   \n\
                           Max open files            1024                 524288               files     \n";
             assert_eq!(parse_max_fds(limits), Some(1024.0));
-            assert_eq!(parse_boot_time("cpu  1 2 3\nbtime 1700000000\n"), Some(1.7e9));
+            assert_eq!(
+                parse_boot_time("cpu  1 2 3\nbtime 1700000000\n"),
+                Some(1.7e9)
+            );
         }
 
         #[test]
