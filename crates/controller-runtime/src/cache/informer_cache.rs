@@ -4,13 +4,18 @@
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use futures::future::BoxFuture;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_client::Client;
 use kube_core::{ApiResource, GroupVersionKind, Resource};
 use parking_lot::Mutex;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +25,7 @@ use super::consistency::{Written, WrittenVersions};
 use super::error::{Error, ListWatchError};
 use super::informer::{Informer, InformerConfig, InformerScope, TransformFn};
 use super::list_watch::ApiListWatch;
-use super::options::{CacheOptions, gvk_key};
+use super::options::{CacheOptions, JsonTransform, MetaTransform, gvk_key};
 use super::storage::Storage;
 use crate::ObjectKey;
 
@@ -57,6 +62,8 @@ trait ErasedInformer: Send + Sync {
     fn last_error(&self) -> Option<ListWatchError>;
     fn wait_for_sync(&self) -> BoxFuture<'static, ()>;
     fn as_any(&self) -> &(dyn Any + Send + Sync);
+    /// The number of objects in the store.
+    fn len(&self) -> usize;
     fn awaits(
         &self,
         key: &ObjectKey,
@@ -82,6 +89,9 @@ impl<K: CacheObject> ErasedInformer for Informer<K> {
     }
     fn as_any(&self) -> &(dyn Any + Send + Sync) {
         self
+    }
+    fn len(&self) -> usize {
+        self.store().len()
     }
     fn awaits(
         &self,
@@ -210,6 +220,13 @@ impl Cache {
                 .collect();
             scope.label_selector = (!all.is_empty()).then(|| all.join(","));
         }
+        // The type's whole-object transform (its own, else the cache's JSON default), then
+        // each scope's metadata transform.
+        let object_transform = settings
+            .typed_transform
+            .as_ref()
+            .and_then(|typed| typed.of::<K>())
+            .or_else(|| settings.json_transform.clone().map(json_transform::<K>));
         // One list+watch per cached namespace (or one for all), merged into one store.
         let scopes = settings
             .scopes
@@ -223,12 +240,7 @@ impl Cache {
                 namespace: scope.namespace,
                 label_selector: scope.label_selector,
                 field_selector: scope.field_selector,
-                transform: scope.transform.map(|meta_transform| {
-                    Arc::new(move |mut obj: K| {
-                        meta_transform(obj.meta_mut());
-                        obj
-                    }) as TransformFn<K>
-                }),
+                transform: compose(object_transform.clone(), scope.transform),
             })
             .collect();
         let config = InformerConfig {
@@ -306,6 +318,20 @@ impl Cache {
             }
             None => false,
         }
+    }
+
+    /// Registers with `registry` the gauge of the objects this cache holds,
+    /// `controller_runtime_cache_resources{group,version,kind}` (the name controller-runtime's
+    /// pull request #3184 gives it, for issue #3182), one series per cached kind (`group` is
+    /// empty for the core group). The series are read from the informers' stores at each
+    /// scrape, so they follow every change to a store and cost nothing between scrapes; the
+    /// objects of one kind cached through several Rust types (e.g. full and metadata-only)
+    /// are added up. The registry holds no reference that keeps the cache alive. A
+    /// [`Manager`](crate::manager::Manager) registers its cache's.
+    pub fn register_metrics(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(CacheResources {
+            cache: Arc::downgrade(&self.shared),
+        }));
     }
 
     /// The number of informers.
@@ -504,6 +530,98 @@ impl Cache {
     }
 }
 
+/// `object` then `meta`, as one transform.
+fn compose<K: CacheObject>(
+    object: Option<TransformFn<K>>,
+    meta: Option<MetaTransform>,
+) -> Option<TransformFn<K>> {
+    match (object, meta) {
+        (object, None) => object,
+        (None, Some(meta)) => Some(Arc::new(move |mut obj: K| {
+            meta(obj.meta_mut());
+            obj
+        })),
+        (Some(object), Some(meta)) => Some(Arc::new(move |obj: K| {
+            let mut obj = object(obj);
+            meta(obj.meta_mut());
+            obj
+        })),
+    }
+}
+
+/// A JSON transform as a transform of `K`: encode, transform, decode. An object whose
+/// transformed JSON does not decode stays as it was.
+fn json_transform<K: CacheObject>(transform: JsonTransform) -> TransformFn<K> {
+    Arc::new(move |obj: K| {
+        let mut value = match serde_json::to_value(&obj) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::warn!(%error, "default JSON transform: the object does not encode; cached as is");
+                return obj;
+            }
+        };
+        transform(&mut value);
+        match serde_json::from_value::<K>(value) {
+            Ok(transformed) => transformed,
+            Err(error) => {
+                tracing::warn!(%error, "default JSON transform: the result does not decode; cached untransformed");
+                obj
+            }
+        }
+    })
+}
+
+/// The `controller_runtime_cache_resources` collector (see [`Cache::register_metrics`]).
+struct CacheResources {
+    cache: Weak<Shared>,
+}
+
+impl Debug for CacheResources {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheResources").finish_non_exhaustive()
+    }
+}
+
+impl Collector for CacheResources {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let Some(shared) = self.cache.upgrade() else {
+            return Ok(());
+        };
+        let informers: Vec<(String, Arc<dyn ErasedInformer>)> = {
+            let state = shared.state.lock();
+            (state.informers.iter())
+                .map(|(key, entry)| (key.gvk.clone(), entry.informer.clone()))
+                .collect()
+        };
+        // Counted outside the cache's lock: each store takes its own.
+        let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+        for (gvk, informer) in informers {
+            *counts.entry(gvk).or_default() += informer.len();
+        }
+        let mut family = encoder.encode_descriptor(
+            "controller_runtime_cache_resources",
+            "Number of resources cached in the controller-runtime local cache, broken down by group, version, kind",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (gvk, count) in counts {
+            let labels = gvk_labels(&gvk);
+            ConstGauge::new(count as i64).encode(family.encode_family(&labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The `group`, `version` and `kind` labels of a `group/version/Kind` (`version/Kind` for the
+/// core group).
+fn gvk_labels(gvk: &str) -> [(&'static str, String); 3] {
+    let mut parts = gvk.rsplitn(3, '/');
+    let kind = parts.next().unwrap_or_default().to_string();
+    let version = parts.next().unwrap_or_default().to_string();
+    let group = parts.next().unwrap_or_default().to_string();
+    [("group", group), ("version", version), ("kind", kind)]
+}
+
 fn not_served(resource: &ApiResource) -> Error {
     Error::NotServed {
         api_version: resource.api_version.clone(),
@@ -518,4 +636,16 @@ fn downcast<K: CacheObject>(entry: &Entry) -> Informer<K> {
         .downcast_ref::<Informer<K>>()
         .expect("informers are keyed by their Rust type")
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gvk_labels;
+
+    #[test]
+    fn gvk_labels_split_group_version_kind() {
+        let values = |gvk| gvk_labels(gvk).map(|(_, value)| value);
+        assert_eq!(values("v1/ConfigMap"), ["", "v1", "ConfigMap"]);
+        assert_eq!(values("apps/v1/Deployment"), ["apps", "v1", "Deployment"]);
+    }
 }

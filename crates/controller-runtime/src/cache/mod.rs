@@ -47,8 +47,8 @@ pub use informer::{
 pub use informer_cache::{Cache, CacheObject};
 pub use list_watch::{ApiListWatch, ListWatch, WatchStream};
 pub use options::{
-    ALL_NAMESPACES, ByObject, CacheOptions, MetaTransform, NamespaceConfig, Namespaces, namespaces,
-    strip_managed_fields,
+    ALL_NAMESPACES, ByObject, CacheOptions, JsonTransform, MetaTransform, NamespaceConfig,
+    Namespaces, namespaces, strip_managed_fields,
 };
 pub use raw::RawObject;
 pub use reader::ListOptions;

@@ -21,6 +21,7 @@
 //!     .by_object::<Secret>(&(), ByObject::default().with_namespaces(secret_namespaces));
 //! ```
 
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,10 +29,27 @@ use std::time::Duration;
 use kube_core::{ObjectMeta, Resource};
 
 use super::consistency::ReadYourWrites;
+use super::informer::TransformFn;
 
 /// A change applied to every object's metadata before it is cached (see
 /// [`strip_managed_fields`]).
 pub type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
+
+/// A change applied to every whole object of every cached type, as JSON, before it is cached
+/// (see [`CacheOptions::with_default_json_transform`]).
+pub type JsonTransform = Arc<dyn Fn(&mut serde_json::Value) + Send + Sync>;
+
+/// A whole-object transform of one Rust type `K` (a [`TransformFn<K>`]), kept type-erased so
+/// [`ByObject`] needs no type parameter; the cache takes it back out for the informer of `K`.
+#[derive(Clone)]
+pub(crate) struct TypedTransform(Arc<dyn Any + Send + Sync>);
+
+impl TypedTransform {
+    /// The transform, when it was made for `K`.
+    pub(crate) fn of<K: 'static>(&self) -> Option<TransformFn<K>> {
+        self.0.downcast_ref::<TransformFn<K>>().cloned()
+    }
+}
 
 /// The transform that drops `metadata.managedFields`, which controllers rarely read and which
 /// often takes more memory than the rest of an object.
@@ -87,7 +105,11 @@ pub struct ByObject {
     pub(crate) field_selector: Option<String>,
     /// Applied to every object's metadata before it is cached.
     pub(crate) transform: Option<MetaTransform>,
-    /// Resync period.
+    /// Applied to every whole object of this type before it is cached (see
+    /// [`ByObject::with_typed_transform`]).
+    pub(crate) typed_transform: Option<TypedTransform>,
+    /// Resync period; `None`: the cache's
+    /// [`sync_period`](CacheOptions::with_sync_period).
     pub(crate) sync_period: Option<Duration>,
     /// Hold this type's objects compactly, encoded, and decode them on each read (see
     /// [`Storage`](super::Storage)); `None`: the cache's
@@ -109,6 +131,8 @@ pub struct CacheOptions {
     pub(crate) default_field_selector: Option<String>,
     /// Default metadata transform.
     pub(crate) default_transform: Option<MetaTransform>,
+    /// Default whole-object transform, on each object's JSON, for types without a typed one.
+    pub(crate) default_json_transform: Option<JsonTransform>,
     /// Default resync period (controller-runtime: 10 hours, with jitter).
     pub(crate) sync_period: Option<Duration>,
     /// Hold every type's objects compactly unless its [`ByObject`] says otherwise: about a
@@ -132,6 +156,7 @@ impl Default for CacheOptions {
             default_label_selector: None,
             default_field_selector: None,
             default_transform: None,
+            default_json_transform: None,
             sync_period: Some(Duration::from_secs(10 * 3600)),
             default_compact: false,
             by_object: HashMap::new(),
@@ -188,7 +213,49 @@ impl ByObject {
         self
     }
 
-    /// Resync period.
+    /// Applied to every object of this type, the whole object, before it is stored in the
+    /// cache and before any handler sees it, e.g. to drop a Secret's `data` or a Pod's `spec`
+    /// that a controller never reads, so the cache does not hold them:
+    ///
+    /// ```
+    /// use controller_runtime::cache::{ByObject, CacheOptions};
+    /// use k8s_openapi::api::core::v1::Secret;
+    ///
+    /// let options = CacheOptions::default().by_object::<Secret>(
+    ///     &(),
+    ///     ByObject::default().with_typed_transform(|secret: &mut Secret| secret.data = None),
+    /// );
+    /// # let _ = options;
+    /// ```
+    ///
+    /// It runs for the informer of the Rust type `K` only: give it to the `ByObject` of `K`'s
+    /// kind (a transform of another type is ignored), and note that informers of the same kind
+    /// through another Rust type (metadata-only `PartialObjectMeta<K>`, `DynamicObject`) do not
+    /// run it. It runs before the metadata [`transform`](Self::with_transform), and replaces
+    /// the cache's [`default_json_transform`](CacheOptions::with_default_json_transform) for
+    /// this type. Cached reads return the transformed object: a controller reading a cleared
+    /// field from the cache sees it cleared.
+    ///
+    /// Default: `None`. controller-runtime: `cache.ByObject.Transform`; kube-rs: the closure
+    /// of `reflector::store` users apply with `WatchStreamExt::modify`.
+    pub fn with_typed_transform<K: 'static>(
+        mut self,
+        transform: impl Fn(&mut K) + Send + Sync + 'static,
+    ) -> Self {
+        let transform: TransformFn<K> = Arc::new(move |mut obj: K| {
+            transform(&mut obj);
+            obj
+        });
+        self.typed_transform = Some(TypedTransform(Arc::new(transform)));
+        self
+    }
+
+    /// This type's resync period: every period (with jitter), its informer replays every
+    /// cached object to the handlers as an update, so controllers reconcile them again.
+    ///
+    /// Default: `None`, the cache's [`sync_period`](CacheOptions::with_sync_period) (10
+    /// hours). controller-runtime: `cache.ByObject.SyncPeriod`; kube-rs: none (a
+    /// `Controller`'s `reconcile_all_on`).
     pub fn with_sync_period(mut self, period: Duration) -> Self {
         self.sync_period = Some(period);
         self
@@ -229,7 +296,40 @@ impl CacheOptions {
         self
     }
 
-    /// Default resync period (controller-runtime: 10 hours, with jitter).
+    /// Default whole-object transform: applied to every object of every type without a
+    /// [typed transform](ByObject::with_typed_transform) of its own, before it is stored and
+    /// before any handler sees it, on the object's JSON (any type, including
+    /// `DynamicObject` and metadata-only ones):
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use controller_runtime::cache::CacheOptions;
+    ///
+    /// // Drop every cached object's status.
+    /// let options = CacheOptions::default().with_default_json_transform(Arc::new(|obj| {
+    ///     if let Some(obj) = obj.as_object_mut() {
+    ///         obj.remove("status");
+    ///     }
+    /// }));
+    /// # let _ = options;
+    /// ```
+    ///
+    /// A transform over every type can only see an object dynamically (Go's
+    /// `DefaultTransform` takes an `interface{}` and type-switches): here the object is
+    /// encoded to JSON, transformed, and decoded back into its type, one encode and decode per
+    /// object and event. Prefer a typed [`ByObject`] transform for the types that need one,
+    /// or the metadata [`with_default_transform`](Self::with_default_transform), which cost
+    /// nothing of the kind. An object whose transformed JSON no longer decodes into its type
+    /// is cached untransformed, with a warning. It runs before the metadata transform.
+    ///
+    /// Default: `None`. controller-runtime: `cache.Options.DefaultTransform`; kube-rs: none.
+    pub fn with_default_json_transform(mut self, transform: JsonTransform) -> Self {
+        self.default_json_transform = Some(transform);
+        self
+    }
+
+    /// Default resync period (controller-runtime: 10 hours, with jitter); a type's
+    /// [`ByObject::with_sync_period`] overrides it.
     ///
     /// `None`: no resync.
     pub fn with_sync_period(mut self, period: Option<Duration>) -> Self {
@@ -277,6 +377,10 @@ pub(crate) struct ResolvedScope {
 pub(crate) struct Resolved {
     /// One per list+watch; never empty.
     pub scopes: Vec<ResolvedScope>,
+    /// The type's own whole-object transform (to be downcast to the informer's type).
+    pub typed_transform: Option<TypedTransform>,
+    /// The cache's default whole-object transform, for a type without a typed one.
+    pub json_transform: Option<JsonTransform>,
     pub sync_period: Option<Duration>,
     /// Whether the store is compact.
     pub compact: bool,
@@ -347,6 +451,8 @@ impl CacheOptions {
         };
         Resolved {
             scopes,
+            typed_transform: own.typed_transform,
+            json_transform: self.default_json_transform.clone(),
             sync_period: own.sync_period.or(self.sync_period),
             compact: own.compact.unwrap_or(self.default_compact),
         }

@@ -420,7 +420,16 @@ impl Manager {
     /// A manager on `client` (any kube-client: from a kubeconfig, in-cluster, or an embedded
     /// API server's kubeconfig). Nothing is contacted or bound until [`start`](Self::start);
     /// an unusable leader election configuration fails here ([`Error::LeaderElection`]).
+    /// The manager sends through an instrumented clone of `client`, whose requests its
+    /// registry counts (see [`metrics::rest_client`](crate::metrics::rest_client)).
     pub fn new(client: kube_client::Client, options: ManagerOptions) -> Result<Self, Error> {
+        let mut registry = Registry::default();
+        // client-go's rest_client_* families count every request of the manager's client (the
+        // address is inside the client: `host` stays empty), the process_* families and the
+        // cache's gauge of objects, as controller-runtime's registry has them.
+        let client = crate::metrics::rest_client::RestClientMetrics::register(&mut registry)
+            .instrument(client, "");
+        crate::metrics::process::register(&mut registry);
         let elector = match &options.leader_election {
             Some(config) => Some(Arc::new(
                 LeaderElector::new(client.clone(), config.clone())
@@ -429,7 +438,7 @@ impl Manager {
             None => None,
         };
         let cache = Cache::new(client, options.cache.clone());
-        let mut registry = Registry::default();
+        cache.register_metrics(&mut registry);
         let metrics = Metrics::register(&mut registry);
         let shard_metrics = ShardMetrics::register(&mut registry);
         let leader_gauge = options.leader_election.as_ref().map(|config| {

@@ -44,12 +44,20 @@
 //! prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
 //! ```
 //!
+//! Also: [`rest_client`] (client-go's `rest_client_*` families, counting the requests of an
+//! instrumented kube-client), [`process`] (the `process_*` families of Prometheus' process
+//! collector), and the cache's `controller_runtime_cache_resources` gauge
+//! ([`Cache::register_metrics`](crate::cache::Cache::register_metrics)); a
+//! [`Manager`](crate::manager::Manager) registers all three in its registry.
+//!
 //! Serving them: [`server`] (the metrics server a [`Manager`](crate::manager::Manager) runs:
 //! plain HTTP or HTTPS, [`server::Options`]) and [`filters`] (authentication and
 //! authorization of every scrape by the API server, controller-runtime's
 //! `filters.WithAuthenticationAndAuthorization`).
 
 pub mod filters;
+pub mod process;
+pub mod rest_client;
 pub mod server;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
