@@ -196,13 +196,12 @@ impl<K: CacheObject> SubResource<K> {
         dry_run: bool,
     ) -> Result<T, Error> {
         let answer: Value = self.objects.send(built).await?;
-        if !dry_run && self.is_object(&answer) {
-            if let Ok(object) = serde_json::from_value::<K>(answer.clone()) {
-                self.objects
-                    .client
-                    .cache
-                    .record_write(&self.objects.dt, &object);
-            }
+        if !dry_run
+            && self.is_object(&answer)
+            && let Ok(object) = serde_json::from_value::<K>(answer.clone())
+        {
+            let objects = &self.objects;
+            objects.client.cache.record_write(&objects.dt, &object);
         }
         serde_json::from_value(answer)
             .map_err(|e| Error::Transport(kube_client::Error::SerdeError(e)))
