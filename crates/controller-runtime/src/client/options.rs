@@ -155,6 +155,8 @@ impl WriteDefaults {
         };
         let uri = request.uri().to_string();
         let (path, query) = uri.split_once('?').unwrap_or((&uri, ""));
+        // kube-core leaves an empty pair first (`?&dryRun=All`).
+        let query = query.trim_start_matches('&');
         if query
             .split('&')
             .any(|pair| pair.starts_with("fieldValidation="))
