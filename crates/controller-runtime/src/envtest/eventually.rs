@@ -24,7 +24,7 @@
 //! ```
 //!
 //! Reads go to the API server (a `kube_client::Client`) or to a started
-//! [`Cache`](crate::cache::Cache) (also through a [`client::Client`](crate::client::Client),
+//! [`Cache`] (also through a [`client::Client`](crate::client::Client),
 //! whose reads are the cache's): see [`Source`].
 
 use std::fmt::Debug;

@@ -166,7 +166,7 @@
 //!
 //! ## Waiting for a controller
 //!
-//! A controller acts some time after a test's write: [`eventually`] polls a read (from the API
+//! A controller acts some time after a test's write: [`eventually()`] polls a read (from the API
 //! server through a `kube_client::Client`, or from a started [`Cache`](crate::cache::Cache))
 //! until an object passes a check, is gone, or a list has the expected length, and fails after
 //! a timeout saying what it last saw (controller-runtime's `komega` with Gomega's
