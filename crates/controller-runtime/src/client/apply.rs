@@ -15,6 +15,11 @@ use crate::cache::CacheObject;
 /// fields other managers own ([`force`](Self::force), controller-runtime's `ForceOwnership`).
 /// Shaped like kube's `PatchParams::apply(manager).force()`.
 ///
+/// An empty field manager (`ApplyOptions::default()`) applies as the client's default field
+/// owner ([`WriteDefaults::with_field_owner`](super::WriteDefaults::with_field_owner)); the
+/// server refuses an apply with neither. The client's default field validation and dry run
+/// apply too.
+///
 /// ```
 /// use controller_runtime::client::ApplyOptions;
 ///
@@ -23,10 +28,11 @@ use crate::cache::CacheObject;
 /// assert!(!options.force);
 /// assert!(ApplyOptions::new("my-controller").force().force);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ApplyOptions {
-    /// The field manager whose fields the configuration sets (required by the API server).
+    /// The field manager whose fields the configuration sets (required by the API server;
+    /// empty: the client's default field owner).
     pub field_manager: String,
     /// Take over fields another manager owns with a different value instead of failing with
     /// a conflict (default `false`).
@@ -87,10 +93,97 @@ impl<K: CacheObject> Objects<K> {
         options: &ApplyOptions,
     ) -> Result<K, Error> {
         let (key, body) = self.apply_configuration(config)?;
-        let params = options.params();
+        self.apply_body(&key, body, options).await
+    }
+
+    /// Server-side applies a partial object: only the fields `partial` serializes are sent, so
+    /// only those become `options.field_manager`'s and the fields of other managers stay as
+    /// they are (client-go's apply configurations, controller-runtime's `client.Apply` with an
+    /// `ApplyConfiguration`). `partial` is any `Serialize` value whose fields are all optional
+    /// and skipped when unset; the object is named by `key`, and `apiVersion` and `kind` are
+    /// `K`'s, so `partial` needs neither, nor any `metadata` (labels or annotations it sets are
+    /// applied). Otherwise as [`apply`](Self::apply).
+    ///
+    /// A struct of your own, with only what this manager owns:
+    ///
+    /// ```no_run
+    /// # async fn f(client: controller_runtime::client::Client) -> Result<(), controller_runtime::client::Error> {
+    /// use std::collections::BTreeMap;
+    /// use controller_runtime::ObjectKey;
+    /// use controller_runtime::client::ApplyOptions;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use serde::Serialize;
+    ///
+    /// /// What the controller sets on a ConfigMap: every field optional, skipped when `None`.
+    /// #[derive(Serialize, Default)]
+    /// struct ConfigMapApply {
+    ///     #[serde(skip_serializing_if = "Option::is_none")]
+    ///     data: Option<BTreeMap<String, String>>,
+    ///     #[serde(skip_serializing_if = "Option::is_none", rename = "binaryData")]
+    ///     binary_data: Option<BTreeMap<String, String>>,
+    /// }
+    ///
+    /// let partial = ConfigMapApply {
+    ///     data: Some([("a".to_string(), "1".to_string())].into()),
+    ///     ..Default::default()
+    /// };
+    /// let key = ObjectKey::new("default", "settings");
+    /// let options = ApplyOptions::new("my-controller");
+    /// // Sends {"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings",
+    /// // "namespace":"default"},"data":{"a":"1"}}: `my-controller` owns `data.a` only.
+    /// let applied: ConfigMap = client.objects::<ConfigMap>().apply_partial(&key, &partial, &options).await?;
+    ///
+    /// // k8s-openapi's own types are partial objects already: their fields are `Option`s
+    /// // skipped when `None`, so a `Default` object with one field set sends that field.
+    /// let partial = ConfigMap {
+    ///     data: Some([("b".to_string(), "2".to_string())].into()),
+    ///     ..Default::default()
+    /// };
+    /// client.objects::<ConfigMap>().apply_partial(&key, &partial, &options).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn apply_partial<T: Serialize>(
+        &self,
+        key: &ObjectKey,
+        partial: &T,
+        options: &ApplyOptions,
+    ) -> Result<K, Error> {
+        let mut config = serde_json::to_value(partial).map_err(Error::Serialize)?;
+        let Some(map) = config.as_object_mut() else {
+            return Err(Error::Serialize(serde::ser::Error::custom(
+                "a partial object must serialize to a JSON object",
+            )));
+        };
+        let meta = map
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !meta.is_object() {
+            *meta = Value::Object(Default::default());
+        }
+        let meta = meta.as_object_mut().expect("an object");
+        meta.insert("name".into(), Value::from(key.name.clone()));
+        match &key.namespace {
+            Some(ns) => meta.insert("namespace".into(), Value::from(ns.clone())),
+            None => meta.remove("namespace"),
+        };
+        let (key, body) = self.apply_configuration(&config)?;
+        self.apply_body(&key, body, options).await
+    }
+
+    /// Sends an apply configuration with the options and the client's defaults.
+    async fn apply_body(
+        &self,
+        key: &ObjectKey,
+        body: Value,
+        options: &ApplyOptions,
+    ) -> Result<K, Error> {
+        let params = self.client.defaults.patch_params(&options.params());
         let request = self.request(key.namespace.as_deref());
-        self.write(request.patch(&key.name, &params, &Patch::Apply(body)))
-            .await
+        self.write(
+            request.patch(&key.name, &params, &Patch::Apply(body)),
+            params.dry_run,
+        )
+        .await
     }
 
     /// Server-side applies `config`'s `status` through the status subresource, as
@@ -102,10 +195,13 @@ impl<K: CacheObject> Objects<K> {
         options: &ApplyOptions,
     ) -> Result<K, Error> {
         let (key, body) = self.apply_configuration(config)?;
-        let params = options.params();
+        let params = self.client.defaults.patch_params(&options.params());
         let request = self.request(key.namespace.as_deref());
-        self.write(request.patch_subresource("status", &key.name, &params, &Patch::Apply(body)))
-            .await
+        self.write(
+            request.patch_subresource("status", &key.name, &params, &Patch::Apply(body)),
+            params.dry_run,
+        )
+        .await
     }
 
     /// The configuration as JSON with `apiVersion` and `kind`, without `managedFields`, and

@@ -21,10 +21,20 @@
 //! Reads return the cache's shared `Arc`s: clone an object (as above) only to change it. For a
 //! read that must see the server's latest state, use the `*_uncached` reads. Server-side apply
 //! (the object as a field manager's apply configuration, with [`ApplyOptions`]):
-//! [`Objects::apply`], [`Objects::apply_status`].
+//! [`Objects::apply`], [`Objects::apply_status`], and of a partial object (only the fields
+//! set): [`Objects::apply_partial`].
+//!
+//! Defaults for every write (field owner, field validation, dry run) are set once on the
+//! client with [`Client::with_defaults`] and [`WriteDefaults`]. Subresources (`scale`,
+//! `status`, `pods/eviction`, `serviceaccounts/token`, a custom resource's own) are read and
+//! written through [`Objects::subresource`] and the typed helpers [`Objects::get_scale`],
+//! [`Objects::update_scale`], [`Objects::patch_scale`], [`Objects::evict`] and
+//! [`Objects::create_token`].
 
 mod apply;
 mod error;
+mod options;
+mod subresource;
 
 use std::sync::Arc;
 
@@ -36,6 +46,8 @@ use serde::de::DeserializeOwned;
 
 pub use apply::ApplyOptions;
 pub use error::Error;
+pub use options::{FieldValidation, WriteDefaults};
+pub use subresource::SubResource;
 
 use crate::ObjectKey;
 use crate::cache::{Cache, CacheObject, ListOptions};
@@ -44,12 +56,55 @@ use crate::cache::{Cache, CacheObject, ListOptions};
 #[derive(Clone)]
 pub struct Client {
     cache: Cache,
+    defaults: Arc<WriteDefaults>,
 }
 
 impl Client {
     /// A client that reads from `cache` and writes through the cache's kube-client.
     pub fn new(cache: Cache) -> Self {
-        Client { cache }
+        Client {
+            cache,
+            defaults: Arc::default(),
+        }
+    }
+
+    /// This client with `defaults` applied to every write it makes, a call's own parameters
+    /// winning (controller-runtime's `client.WithFieldOwner`, `client.WithFieldValidation`,
+    /// `client.WithDryRun`). The client it was made from keeps its own defaults; both share
+    /// the cache.
+    ///
+    /// ```no_run
+    /// # async fn f(client: controller_runtime::client::Client) -> Result<(), controller_runtime::client::Error> {
+    /// use controller_runtime::client::{FieldValidation, WriteDefaults};
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    ///
+    /// let client = client.with_defaults(
+    ///     WriteDefaults::default()
+    ///         .with_field_owner("my-controller")
+    ///         .with_field_validation(FieldValidation::Strict),
+    /// );
+    /// let cm = ConfigMap {
+    ///     metadata: kube_core::ObjectMeta {
+    ///         name: Some("settings".into()),
+    ///         namespace: Some("default".into()),
+    ///         ..Default::default()
+    ///     },
+    ///     ..Default::default()
+    /// };
+    /// // managedFields: manager "my-controller", operation Update.
+    /// client.objects::<ConfigMap>().create(&cm).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_defaults(&self, defaults: WriteDefaults) -> Self {
+        Client {
+            cache: self.cache.clone(),
+            defaults: Arc::new(defaults),
+        }
+    }
+
+    /// The defaults applied to this client's writes.
+    pub fn defaults(&self) -> &WriteDefaults {
+        &self.defaults
     }
 
     /// The cache reads come from.
@@ -86,6 +141,15 @@ pub struct Objects<K: CacheObject> {
     dt: K::DynamicType,
 }
 
+impl<K: CacheObject> Clone for Objects<K> {
+    fn clone(&self) -> Self {
+        Objects {
+            client: self.client.clone(),
+            dt: self.dt.clone(),
+        }
+    }
+}
+
 impl<K: CacheObject> Objects<K> {
     fn request(&self, namespace: Option<&str>) -> kube_core::Request {
         kube_core::Request::new(K::url_path(&self.dt, namespace))
@@ -100,14 +164,22 @@ impl<K: CacheObject> Objects<K> {
     }
 
     /// Sends a write whose answer is the object written, and records it so cached reads wait
-    /// for it (see [`ReadYourWrites`](crate::cache::ReadYourWrites)).
+    /// for it (see [`ReadYourWrites`](crate::cache::ReadYourWrites)), unless it was a dry run.
     async fn write(
         &self,
         built: Result<http::Request<Vec<u8>>, kube_core::request::Error>,
+        dry_run: bool,
     ) -> Result<K, Error> {
         let written: K = self.send(built).await?;
-        self.client.cache.record_write(&self.dt, &written);
+        if !dry_run {
+            self.client.cache.record_write(&self.dt, &written);
+        }
         Ok(written)
+    }
+
+    /// The client's defaults.
+    fn defaults(&self) -> &WriteDefaults {
+        &self.client.defaults
     }
 
     /// Reads an object from the cache.
@@ -142,11 +214,10 @@ impl<K: CacheObject> Objects<K> {
         K: Serialize,
     {
         let body = serde_json::to_vec(obj).map_err(Error::Serialize)?;
-        self.write(
-            self.request(obj.meta().namespace.as_deref())
-                .create(&PostParams::default(), body),
-        )
-        .await
+        let params = self.defaults().post_params(&PostParams::default());
+        let request = self.request(obj.meta().namespace.as_deref());
+        let built = self.defaults().validate_post(request.create(&params, body));
+        self.write(built, params.dry_run).await
     }
 
     /// Replaces an object (its `metadata.resourceVersion` guards against lost updates).
@@ -155,12 +226,12 @@ impl<K: CacheObject> Objects<K> {
         K: Serialize,
     {
         let (key, body) = key_and_body(obj)?;
-        self.write(self.request(key.namespace.as_deref()).replace(
-            &key.name,
-            &PostParams::default(),
-            body,
-        ))
-        .await
+        let params = self.defaults().post_params(&PostParams::default());
+        let request = self.request(key.namespace.as_deref());
+        let built = self
+            .defaults()
+            .validate_post(request.replace(&key.name, &params, body));
+        self.write(built, params.dry_run).await
     }
 
     /// Replaces an object's status subresource.
@@ -169,23 +240,26 @@ impl<K: CacheObject> Objects<K> {
         K: Serialize,
     {
         let (key, body) = key_and_body(obj)?;
+        let params = self.defaults().post_params(&PostParams::default());
         let request = self.request(key.namespace.as_deref());
-        self.write(request.replace_subresource("status", &key.name, &PostParams::default(), body))
-            .await
+        let built = self
+            .defaults()
+            .validate_post(request.replace_subresource("status", &key.name, &params, body));
+        self.write(built, params.dry_run).await
     }
 
-    /// Patches an object (merge, JSON, strategic merge or server-side apply).
+    /// Patches an object (merge, JSON, strategic merge or server-side apply). What `params`
+    /// leaves unset comes from the client's [`WriteDefaults`].
     pub async fn patch<P: Serialize + std::fmt::Debug>(
         &self,
         key: &ObjectKey,
         patch: &Patch<P>,
         params: &PatchParams,
     ) -> Result<K, Error> {
-        self.write(
-            self.request(key.namespace.as_deref())
-                .patch(&key.name, params, patch),
-        )
-        .await
+        let params = self.defaults().patch_params(params);
+        let request = self.request(key.namespace.as_deref());
+        self.write(request.patch(&key.name, &params, patch), params.dry_run)
+            .await
     }
 
     /// Patches an object's status subresource.
@@ -195,20 +269,28 @@ impl<K: CacheObject> Objects<K> {
         patch: &Patch<P>,
         params: &PatchParams,
     ) -> Result<K, Error> {
+        let params = self.defaults().patch_params(params);
         let request = self.request(key.namespace.as_deref());
-        self.write(request.patch_subresource("status", &key.name, params, patch))
-            .await
+        self.write(
+            request.patch_subresource("status", &key.name, &params, patch),
+            params.dry_run,
+        )
+        .await
     }
 
-    /// Deletes an object. With finalizers it is only marked for deletion.
+    /// Deletes an object. With finalizers it is only marked for deletion. A dry run (the
+    /// client's default or `params`') deletes nothing.
     pub async fn delete(&self, key: &ObjectKey, params: &DeleteParams) -> Result<(), Error> {
+        let params = self.defaults().delete_params(params);
         let answer: serde_json::Value = self
             .send(
                 self.request(key.namespace.as_deref())
-                    .delete(&key.name, params),
+                    .delete(&key.name, &params),
             )
             .await?;
-        self.client.cache.record_delete::<K>(&self.dt, key, &answer);
+        if !params.dry_run {
+            self.client.cache.record_delete::<K>(&self.dt, key, &answer);
+        }
         Ok(())
     }
 
@@ -219,9 +301,13 @@ impl<K: CacheObject> Objects<K> {
         list: &ListParams,
         params: &DeleteParams,
     ) -> Result<(), Error> {
+        let params = self.defaults().delete_params(params);
         let answer: serde_json::Value = self
-            .send(self.request(namespace).delete_collection(params, list))
+            .send(self.request(namespace).delete_collection(&params, list))
             .await?;
+        if params.dry_run {
+            return Ok(());
+        }
         // The answer lists what was deleted (or marked for deletion).
         let items = answer.get("items").and_then(serde_json::Value::as_array);
         for item in items.into_iter().flatten() {

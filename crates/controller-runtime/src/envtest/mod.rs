@@ -164,6 +164,14 @@
 //! writes their configuration objects (`url: https://127.0.0.1:<port>/<path>`, the CA bundle)
 //! and the conversion stanza of the installed CRDs, so the API server calls this process.
 //!
+//! ## Waiting for a controller
+//!
+//! A controller acts some time after a test's write: [`eventually()`] polls a read (from the API
+//! server through a `kube_client::Client`, or from a started [`Cache`](crate::cache::Cache))
+//! until an object passes a check, is gone, or a list has the expected length, and fails after
+//! a timeout saying what it last saw (controller-runtime's `komega` with Gomega's
+//! `Eventually`): `eventually(&env.client()).until_object(&key, |cm: &ConfigMap| ...).await?`.
+//!
 //! ## Stopping
 //!
 //! [`Running::stop`] deletes the CRDs it was asked to clean up, then stops the embedded server:
@@ -174,6 +182,7 @@
 mod crds;
 mod documents;
 mod error;
+pub mod eventually;
 mod manifests;
 mod service_account;
 mod webhooks;
@@ -188,6 +197,7 @@ use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_core::CustomResourceExt;
 
 pub use error::Error;
+pub use eventually::{Eventually, eventually};
 pub use webhooks::{MUTATING_CONFIGURATION, VALIDATING_CONFIGURATION};
 
 /// The environment variable that points tests at an existing cluster (`true` or `1`), as
