@@ -69,7 +69,9 @@ fn allocations() -> contender::Allocations {
     let stats = ALLOCATOR.stats();
     contender::Allocations {
         // A realloc adds its growth to `bytes_allocated` (its shrinking to `bytes_deallocated`).
-        live: stats.bytes_allocated.saturating_sub(stats.bytes_deallocated),
+        live: stats
+            .bytes_allocated
+            .saturating_sub(stats.bytes_deallocated),
         calls: stats.allocations + stats.reallocations,
         bytes: stats.bytes_allocated,
     }

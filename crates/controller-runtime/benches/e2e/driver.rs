@@ -327,11 +327,26 @@ fn window(
     server.send(&format!("churn {target} {updates} {rate}"));
     let fin = server.expect("FINAL");
     let server_cpu = cpu_seconds(server_pid) - server_cpu;
-    let writing = fin.first().and_then(|s| s.parse::<f64>().ok()).unwrap_or(f64::NAN);
+    let writing = fin
+        .first()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
     let versions = fin[1..].join(" ");
     role.send(&format!("await {versions}"));
     let done = numbers(&role.expect("DONE"));
-    let [secs, reconciles, cpu, p50, p99, max, _count, matched, allocs, bytes] = done[..] else {
+    let [
+        secs,
+        reconciles,
+        cpu,
+        p50,
+        p99,
+        max,
+        _count,
+        matched,
+        allocs,
+        bytes,
+    ] = done[..]
+    else {
         panic!("bad DONE line from {}", role.what);
     };
     report.add(scenario, "change-to-reconcile p50 (ms)", c, p50 / 1e3);
@@ -346,7 +361,12 @@ fn window(
     report.add(cost, "bytes allocated per reconcile", c, per(bytes));
     // The writer (one task patching through the server's storage, in the server process):
     // if the contenders reconcile as fast as it writes, the window measures the writer.
-    report.add(scenario, "writer's updates per second", c, updates as f64 / writing);
+    report.add(
+        scenario,
+        "writer's updates per second",
+        c,
+        updates as f64 / writing,
+    );
     report.add(
         scenario,
         "server CPU while writing (cores)",

@@ -32,14 +32,22 @@ fn cpu_nanos(pid: u32) -> Option<u64> {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
     let mut now = Vec::new();
     for task in tasks.flatten() {
-        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<u32>().ok()) else {
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|t| t.parse::<u32>().ok())
+        else {
             continue;
         };
         // A thread may exit between the listing and the read: skip it (remembered below).
         let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) else {
             continue;
         };
-        let Some(ns) = stat.split_whitespace().next().and_then(|f| f.parse::<u64>().ok()) else {
+        let Some(ns) = stat
+            .split_whitespace()
+            .next()
+            .and_then(|f| f.parse::<u64>().ok())
+        else {
             continue;
         };
         now.push((tid, ns));
