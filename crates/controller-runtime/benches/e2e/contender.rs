@@ -6,10 +6,12 @@
 //!   until then, the heap it retains (live bytes after the sync minus before the runtime
 //!   started) and its peak RSS in bytes.
 //! - `MARKED`: answer to `mark` (start of a measured window: latencies cleared, counters read).
-//! - `DONE secs reconciles cpu p50 p99 max latencies matched`: answer to `await v0 v1 ...`, once
-//!   every object's recorded version reached the driver's (or after 60 s): seconds, reconciles
-//!   and CPU seconds since the mark, change-to-reconcile latency percentiles in microseconds,
-//!   how many latencies, and how many objects' last reconciled version equals the driver's.
+//! - `DONE secs reconciles cpu p50 p99 max latencies matched allocs bytes`: answer to `await v0
+//!   v1 ...`, once every object's recorded version reached the driver's (or after 60 s):
+//!   seconds, reconciles and CPU seconds since the mark, change-to-reconcile latency
+//!   percentiles in microseconds, how many latencies, how many objects' last reconciled version
+//!   equals the driver's, and the allocator calls (alloc + realloc) and bytes allocated since
+//!   the mark, by the whole process.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -98,9 +100,20 @@ pub fn stamp(cm: &ConfigMap) -> u64 {
         .unwrap_or(0)
 }
 
+/// The counting allocator's figures at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Allocations {
+    /// Live bytes (allocated minus freed).
+    pub live: usize,
+    /// Allocator calls that returned memory so far (alloc, alloc_zeroed, realloc).
+    pub calls: usize,
+    /// Bytes requested so far (a realloc counts its growth).
+    pub bytes: usize,
+}
+
 /// Talks with the driver until `stop`; `heap_before`: the allocator's live bytes before the
-/// runtime started; `allocated`: reads the allocator's live bytes now.
-pub async fn converse(tally: Arc<Tally>, heap_before: usize, allocated: fn() -> usize) {
+/// runtime started; `allocations`: reads the allocator's counters now.
+pub async fn converse(tally: Arc<Tally>, heap_before: usize, allocations: fn() -> Allocations) {
     let pid = std::process::id();
     if tokio::time::timeout(Duration::from_secs(300), tally.synced.notified())
         .await
@@ -116,7 +129,7 @@ pub async fn converse(tally: Arc<Tally>, heap_before: usize, allocated: fn() -> 
     let cpu = cpu_seconds(pid);
     // Let the list's buffers go before reading what the process keeps.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let heap = allocated().saturating_sub(heap_before);
+    let heap = allocations().live.saturating_sub(heap_before);
     println!("SYNCED {cpu} {heap} {}", peak_rss_bytes(pid));
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -128,7 +141,7 @@ pub async fn converse(tally: Arc<Tally>, heap_before: usize, allocated: fn() -> 
             }
         }
     });
-    let mut mark = (Instant::now(), 0u64, 0.0f64);
+    let mut mark = (Instant::now(), 0u64, 0.0f64, Allocations::default());
     while let Some(line) = rx.recv().await {
         let mut words = line.split_whitespace();
         match words.next() {
@@ -139,6 +152,7 @@ pub async fn converse(tally: Arc<Tally>, heap_before: usize, allocated: fn() -> 
                     Instant::now(),
                     tally.reconciles.load(Ordering::Relaxed),
                     cpu_seconds(pid),
+                    allocations(),
                 );
                 println!("MARKED");
             }
@@ -157,6 +171,9 @@ pub async fn converse(tally: Arc<Tally>, heap_before: usize, allocated: fn() -> 
                 let secs = mark.0.elapsed().as_secs_f64();
                 let reconciles = tally.reconciles.load(Ordering::Relaxed) - mark.1;
                 let cpu = cpu_seconds(pid) - mark.2;
+                let allocated = allocations();
+                let calls = allocated.calls - mark.3.calls;
+                let bytes = allocated.bytes - mark.3.bytes;
                 let matched = target
                     .iter()
                     .zip(&tally.seen)
@@ -172,7 +189,7 @@ pub async fn converse(tally: Arc<Tally>, heap_before: usize, allocated: fn() -> 
                         .map_or(0.0, |ns| *ns as f64 / 1e3)
                 };
                 println!(
-                    "DONE {secs} {reconciles} {cpu} {} {} {} {} {matched}",
+                    "DONE {secs} {reconciles} {cpu} {} {} {} {} {matched} {calls} {bytes}",
                     pick(0.5),
                     pick(0.99),
                     pick(1.0),

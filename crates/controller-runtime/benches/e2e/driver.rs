@@ -4,6 +4,7 @@ use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
+use super::procfs::cpu_seconds;
 use super::report::Report;
 
 /// One runtime with one set of options.
@@ -319,14 +320,33 @@ fn window(
         rate,
         objects,
     } = churn;
+    let server_pid = server.child.id();
     role.send("mark");
     role.expect("MARKED");
+    let server_cpu = cpu_seconds(server_pid);
     server.send(&format!("churn {target} {updates} {rate}"));
     let fin = server.expect("FINAL");
+    let server_cpu = cpu_seconds(server_pid) - server_cpu;
+    let writing = fin
+        .first()
+        .and_then(|s| s.parse::<f64>().ok())
+        .unwrap_or(f64::NAN);
     let versions = fin[1..].join(" ");
     role.send(&format!("await {versions}"));
     let done = numbers(&role.expect("DONE"));
-    let [secs, reconciles, cpu, p50, p99, max, _count, matched] = done[..] else {
+    let [
+        secs,
+        reconciles,
+        cpu,
+        p50,
+        p99,
+        max,
+        _count,
+        matched,
+        allocs,
+        bytes,
+    ] = done[..]
+    else {
         panic!("bad DONE line from {}", role.what);
     };
     report.add(scenario, "change-to-reconcile p50 (ms)", c, p50 / 1e3);
@@ -335,11 +355,23 @@ fn window(
     report.add(scenario, "time until all converged (s)", c, secs);
     report.add(scenario, "reconciles per second", c, reconciles / secs);
     let cost = if target == "owners" { COST } else { scenario };
+    let per = |v: f64| v / reconciles.max(1.0);
+    report.add(cost, "CPU per reconcile (us)", c, per(cpu) * 1e6);
+    report.add(cost, "allocations per reconcile", c, per(allocs));
+    report.add(cost, "bytes allocated per reconcile", c, per(bytes));
+    // The writer (one task patching through the server's storage, in the server process):
+    // if the contenders reconcile as fast as it writes, the window measures the writer.
     report.add(
-        cost,
-        "CPU per reconcile (us)",
+        scenario,
+        "writer's updates per second",
         c,
-        cpu / reconciles.max(1.0) * 1e6,
+        updates as f64 / writing,
+    );
+    report.add(
+        scenario,
+        "server CPU while writing (cores)",
+        c,
+        server_cpu / writing,
     );
     report.add(
         scenario,

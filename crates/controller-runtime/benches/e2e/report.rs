@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
+use super::procfs::cpu_in_nanos;
+
 /// Every figure of a run.
 pub struct Report {
     contenders: Vec<String>,
@@ -132,6 +134,12 @@ impl Report {
         for (when, load) in &self.loads {
             println!("load average at {when}: {load}");
         }
+        let cpu_clock = if cpu_in_nanos() {
+            "schedstat (ns)"
+        } else {
+            "/proc/PID/stat (clock ticks)"
+        };
+        println!("CPU read from {cpu_clock}");
         let raw: Vec<_> = self
             .rows
             .iter()
@@ -149,6 +157,7 @@ impl Report {
             "machine": {
                 "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
                 "load": self.loads.iter().map(|(w, l)| json!({"at": w, "loadavg": l})).collect::<Vec<_>>(),
+                "cpu_clock": cpu_clock,
             },
             "medians": summaries,
             "rounds": raw,
