@@ -180,8 +180,17 @@ async fn eviction_deletes_the_pod() {
     pods.create(&pod).await.unwrap();
     let key = ObjectKey::new("default", "victim");
 
-    // (A dry-run eviction is not tested: the embedded server deletes the pod whatever the
-    // request's `dryRun`; the client sends it both as the query and in `deleteOptions`.)
+    // A dry run (sent as the query and in `deleteOptions`) leaves the pod.
+    let dry_run = DeleteParams {
+        grace_period_seconds: Some(0),
+        dry_run: true,
+        ..Default::default()
+    };
+    pods.evict(&key, &dry_run).await.unwrap();
+    pods.get_uncached(&key)
+        .await
+        .expect("a dry-run eviction keeps the pod");
+
     let params = DeleteParams {
         grace_period_seconds: Some(0),
         ..Default::default()

@@ -47,11 +47,19 @@ pub(crate) fn evict(
     let phase = meta::get_path(&pod, ".status.phase")
         .and_then(Value::as_str)
         .unwrap_or("");
+    let mut delete_opts = delete_options(eviction.get("deleteOptions"));
+    // A dry run when the request says `dryRun=All` or the Eviction's `deleteOptions` does (the
+    // only value either may hold, so they cannot disagree), as upstream's `propagateDryRun`:
+    // the budget is checked but not charged, and the pod stays.
+    let dry_run_in_body = eviction
+        .pointer("/deleteOptions/dryRun")
+        .and_then(Value::as_array)
+        .is_some_and(|d| !d.is_empty());
+    delete_opts.dry_run = opts.dry_run || dry_run_in_body;
     let terminal = matches!(phase, "Succeeded" | "Failed");
     if !terminal && !meta::is_deleting(&pod) {
-        take_disruption(st, namespace, &pod, opts)?;
+        take_disruption(st, namespace, &pod, opts, delete_opts.dry_run)?;
     }
-    let mut delete_opts = delete_options(eviction.get("deleteOptions"));
     delete_opts.user = opts.user.clone();
     delete::delete(st, pods, Some(namespace), name, &delete_opts)?;
     Ok(created_status())
@@ -63,6 +71,7 @@ fn take_disruption(
     namespace: &str,
     pod: &Value,
     opts: &WriteOptions,
+    dry_run: bool,
 ) -> Result<(), ApiError> {
     let Some(pdbs_res) = st
         .registry
@@ -124,6 +133,9 @@ fn take_disruption(
         return Err(refused(format!(
             "The disruption budget {pdb_name} needs {desired} healthy pods and has {current} currently"
         )));
+    }
+    if dry_run {
+        return Ok(());
     }
     let mut new = (*pdb).clone();
     meta::set_path(&mut new, ".status.disruptionsAllowed", json!(allowed - 1));

@@ -537,3 +537,48 @@ fn an_eviction_the_disruption_budget_does_not_allow_is_a_429() {
         "the pod stays"
     );
 }
+
+#[test]
+fn a_dry_run_eviction_checks_the_budget_but_charges_nothing_and_keeps_the_pod() {
+    let s = store();
+    let pods = res(&s, "", "pods");
+    let pdbs = res(&s, "policy", "poddisruptionbudgets");
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "db-0", "labels": {"app": "db"}},
+        "spec": {"containers": [{"name": "c", "image": "postgres"}]}});
+    s.create(&pods, Some("default"), pod, &w()).unwrap();
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db"},
+        "spec": {"minAvailable": 0, "selector": {"matchLabels": {"app": "db"}}}});
+    s.create(&pdbs, Some("default"), pdb, &w()).unwrap();
+    let status = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+        "metadata": {"name": "db"},
+        "status": {"observedGeneration": 1, "disruptionsAllowed": 1, "currentHealthy": 1,
+                   "desiredHealthy": 0, "expectedPods": 1}});
+    s.update(&pdbs, Some("default"), "db", Some("status"), status, &w())
+        .unwrap();
+    let allowed = |s: &Storage| {
+        s.get(&pdbs, Some("default"), "db", None).unwrap()["status"]["disruptionsAllowed"].clone()
+    };
+    // Dry run in the Eviction's deleteOptions, then in the request.
+    let in_body = json!({"apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": "db-0"}, "deleteOptions": {"dryRun": ["All"]}});
+    let answer = s.evict("default", "db-0", &in_body, &w()).unwrap();
+    assert_eq!(answer["status"], "Success");
+    let plain =
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "db-0"}});
+    let dry = WriteOptions {
+        dry_run: true,
+        ..w()
+    };
+    s.evict("default", "db-0", &plain, &dry).unwrap();
+    assert!(
+        s.get(&pods, Some("default"), "db-0", None).is_ok(),
+        "the pod stays"
+    );
+    assert_eq!(allowed(&s), 1, "nothing charged to the budget");
+    // For real: the pod goes and the budget is charged.
+    s.evict("default", "db-0", &plain, &w()).unwrap();
+    assert!(s.get(&pods, Some("default"), "db-0", None).is_err());
+    assert_eq!(allowed(&s), 0);
+}
