@@ -946,6 +946,71 @@ async fn kubectl_create_service_job_cronjob() {
     assert_eq!(pod["containers"][0]["image"], "busybox");
 }
 
+#[tokio::test]
+async fn kubectl_create_quota_and_ingress() {
+    // Both typed generators send protobuf bodies: quantities in a map, an inlined rule value.
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok(&[
+        "create",
+        "quota",
+        "compute",
+        "--hard=cpu=1,memory=1Gi,pods=4",
+    ])
+    .await;
+    let compute = k.json(&["get", "resourcequota", "compute"]).await;
+    assert_eq!(
+        compute["spec"],
+        json!({"hard": {"cpu": "1", "memory": "1Gi", "pods": "4"}}),
+        "{compute}"
+    );
+    k.ok(&[
+        "create",
+        "quota",
+        "best-effort",
+        "--hard=pods=2",
+        "--scopes=BestEffort",
+    ])
+    .await;
+    let best = k.json(&["get", "quota", "best-effort"]).await;
+    assert_eq!(
+        best["spec"],
+        json!({"hard": {"pods": "2"}, "scopes": ["BestEffort"]})
+    );
+
+    k.ok(&[
+        "create",
+        "ingress",
+        "web",
+        "--class=nginx",
+        "--rule=foo.com/bar=svc1:8080,tls=foo-cert",
+        "--rule=/api*=svc2:http",
+        "--default-backend=fallback:80",
+    ])
+    .await;
+    let web = k.json(&["get", "ingress", "web"]).await;
+    assert_eq!(web["spec"]["ingressClassName"], "nginx", "{web}");
+    assert_eq!(
+        web["spec"]["defaultBackend"],
+        json!({"service": {"name": "fallback", "port": {"number": 80}}})
+    );
+    assert_eq!(
+        web["spec"]["tls"],
+        json!([{"hosts": ["foo.com"], "secretName": "foo-cert"}])
+    );
+    assert_eq!(
+        web["spec"]["rules"],
+        json!([
+            {"host": "foo.com", "http": {"paths": [{"path": "/bar", "pathType": "Exact",
+                "backend": {"service": {"name": "svc1", "port": {"number": 8080}}}}]}},
+            {"http": {"paths": [{"path": "/api", "pathType": "Prefix",
+                "backend": {"service": {"name": "svc2", "port": {"name": "http"}}}}]}},
+        ])
+    );
+}
+
 /// The directory of the Python client script and its pinned requirements.
 fn python_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python")

@@ -1,6 +1,7 @@
 //! Request bodies in the Kubernetes protobuf encoding, for the kinds kubectl's typed clients
 //! send that way (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|
-//! job|cronjob|role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget|priorityclass`,
+//! job|cronjob|role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget|priorityclass|
+//! quota|ingress`,
 //! the access and rules reviews of `kubectl auth can-i`, and the TokenRequest of `kubectl
 //! create token`: kubectl 1.32+ encodes built-in kinds as protobuf). The tables (`tables.rs`)
 //! cover the fields those commands send, numbered as in the kinds' upstream `generated.proto`.
@@ -94,19 +95,22 @@ fn text(bytes: &[u8]) -> Result<Value, ApiError> {
     Ok(json!(std::str::from_utf8(bytes).map_err(unsupported)?))
 }
 
-fn map_entry(bytes: &[u8], value_bytes: bool) -> Result<(String, Value), ApiError> {
-    let entry = message(
+/// One entry of a map field of `kind` (`MapStr`, `MapBytes` or `MapQuantity`).
+fn map_entry(bytes: &[u8], kind: Kind) -> Result<(String, Value), ApiError> {
+    const QUANTITY: &[Field] = &[Field(1, "string", Kind::Str, false)];
+    let value = match kind {
+        Kind::MapBytes => Kind::Bytes,
+        Kind::MapQuantity => Kind::Msg(QUANTITY),
+        _ => Kind::Str,
+    };
+    let mut entry = message(
         bytes,
-        &[
-            Field(1, "k", Kind::Str, false),
-            Field(
-                2,
-                "v",
-                if value_bytes { Kind::Bytes } else { Kind::Str },
-                false,
-            ),
-        ],
+        &[Field(1, "k", Kind::Str, false), Field(2, "v", value, false)],
     )?;
+    if matches!(kind, Kind::MapQuantity) {
+        let quantity = entry.pointer("/v/string").cloned().unwrap_or(json!(""));
+        entry["v"] = quantity;
+    }
     let key = entry
         .get("k")
         .and_then(Value::as_str)
@@ -184,8 +188,14 @@ fn message(buf: &[u8], schema: &[Field]) -> Result<Value, ApiError> {
                 r.bytes()?;
                 continue;
             }
-            (Kind::MapStr | Kind::MapBytes, 2) => {
-                let (k, v) = map_entry(r.bytes()?, matches!(kind, Kind::MapBytes))?;
+            (Kind::Inline(inner), 2) => {
+                if let Value::Object(fields) = message(r.bytes()?, inner)? {
+                    out.extend(fields);
+                }
+                continue;
+            }
+            (Kind::MapStr | Kind::MapBytes | Kind::MapQuantity, 2) => {
+                let (k, v) = map_entry(r.bytes()?, kind)?;
                 let map = out.entry(name).or_insert_with(|| json!({}));
                 map[k] = v;
                 continue;
