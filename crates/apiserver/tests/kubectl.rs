@@ -1009,6 +1009,29 @@ async fn kubectl_create_quota_and_ingress() {
                 "backend": {"service": {"name": "svc2", "port": {"name": "http"}}}}]}},
         ])
     );
+
+    // `kubectl get` prints the server's Table: upstream's columns for both kinds.
+    let table = k.ok(&["get", "ingress", "web"]).await;
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"],
+        "{table}"
+    );
+    // ADDRESS is empty (no load balancer), so the row has one field fewer.
+    assert_eq!(lines[1][..4], ["web", "nginx", "foo.com", "80,"], "{table}");
+    assert_eq!(lines[1][4], "443", "{table}");
+
+    let table = k.ok(&["get", "quota", "compute"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "AGE", "REQUEST", "LIMIT"], "{table}");
+    let row = table.lines().nth(1).unwrap();
+    assert!(row.starts_with("compute "), "{table}");
+    // No quota controller fills `status` here (as under a bare kube-apiserver): 0/0 each.
+    assert!(row.contains(" cpu: 0/0, memory: 0/0, pods: 0/0"), "{table}");
 }
 
 /// The directory of the Python client script and its pinned requirements.
