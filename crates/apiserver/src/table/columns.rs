@@ -171,6 +171,62 @@ pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> 
                 })
             }),
         ],
+        ("", "replicationcontrollers") => vec![
+            ("Desired", |o| json!(int(o, "/spec/replicas"))),
+            ("Current", |o| json!(int(o, "/status/replicas"))),
+            ("Ready", |o| json!(int(o, "/status/readyReplicas"))),
+        ],
+        ("apps", "controllerrevisions") => vec![
+            ("Controller", controller_of),
+            ("Revision", |o| json!(int(o, "/revision"))),
+        ],
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => vec![
+            ("Validations", |o| json!(count(o, "/spec/validations"))),
+            ("ParamKind", |o| match get(o, "/spec/paramKind") {
+                Some(p) if p.is_object() => json!(format!(
+                    "{}/{}",
+                    p["apiVersion"].as_str().unwrap_or(""),
+                    p["kind"].as_str().unwrap_or("")
+                )),
+                _ => json!("<unset>"),
+            }),
+        ],
+        ("apiregistration.k8s.io", "apiservices") => vec![
+            ("Service", |o| match get(o, "/spec/service") {
+                Some(s) if s.is_object() => json!(format!(
+                    "{}/{}",
+                    s["namespace"].as_str().unwrap_or(""),
+                    s["name"].as_str().unwrap_or("")
+                )),
+                _ => json!("Local"),
+            }),
+            ("Available", |o| {
+                let available = get(o, "/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"));
+                let Some(c) = available else {
+                    return json!("Unknown");
+                };
+                let status = c["status"].as_str().unwrap_or("");
+                match c["reason"].as_str().filter(|r| !r.is_empty()) {
+                    Some(reason) if status != "True" => json!(format!("{status} ({reason})")),
+                    _ => json!(status),
+                }
+            }),
+        ],
+        ("storage.k8s.io", "volumeattachments") => vec![
+            ("Attacher", |o| string(o, "/spec/attacher")),
+            ("PV", |o| string(o, "/spec/source/persistentVolumeName")),
+            ("Node", |o| string(o, "/spec/nodeName")),
+            ("Attached", |o| {
+                json!(
+                    get(o, "/status/attached")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+        ],
+        ("storage.k8s.io", "csinodes") => vec![("Drivers", |o| json!(count(o, "/spec/drivers")))],
         ("networking.k8s.io", "ingressclasses") => vec![
             ("Controller", |o| string(o, "/spec/controller")),
             ("Parameters", |o| match get(o, "/spec/parameters") {
@@ -693,6 +749,30 @@ fn quota_usage(o: &Value, limit: bool) -> Value {
         .map(|n| format!("{n}: {}/{}", quantity("used", n), quantity("hard", n)))
         .collect();
     json!(parts.join(", "))
+}
+
+/// The controller owning an object as `kind.group/name` (lower-cased kind and group, as
+/// upstream's `formatResourceName`), `<none>` without one.
+fn controller_of(o: &Value) -> Value {
+    let owner = get(o, "/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .and_then(|rs| rs.iter().find(|r| r["controller"] == json!(true)));
+    let Some(r) = owner else {
+        return json!("<none>");
+    };
+    let api_version = r["apiVersion"].as_str().unwrap_or("");
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let kind = r["kind"].as_str().unwrap_or("");
+    let group_kind = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    json!(format!(
+        "{}/{}",
+        group_kind.to_lowercase(),
+        r["name"].as_str().unwrap_or("")
+    ))
 }
 
 /// A CSR's condition as `kubectl get csr` shows it: Denied, Approved or Pending, then

@@ -295,7 +295,7 @@ fn ingress_and_ingressclass_columns() {
         "spec": {"ingressClassName": "nginx", "tls": [{"hosts": ["a.io"]}],
                  "rules": [{"host": "a.io"}, {}, {"host": "b.io"}, {"host": "c.io"}, {"host": "d.io"}]},
         "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.2"}, {"hostname": "lb.example"}, {"ip": "10.0.0.1"}]}}});
-    let (names, cells) = cells("networking.k8s.io", "ingresses", &ing);
+    let (names, cells) = self::cells("networking.k8s.io", "ingresses", &ing);
     assert_eq!(names, ["Name", "Class", "Hosts", "Address", "Ports", "Age"]);
     assert_eq!(
         cells[..5],
@@ -331,7 +331,7 @@ fn endpointslice_columns() {
     let es = json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4",
         "ports": [{"name": "http", "port": 80}, {"name": "metrics"}, {}],
         "endpoints": [{"addresses": ["10.0.0.1", "10.0.0.2"]}, {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]}]});
-    let (names, cells) = cells("discovery.k8s.io", "endpointslices", &es);
+    let (names, cells) = self::cells("discovery.k8s.io", "endpointslices", &es);
     assert_eq!(names, ["Name", "AddressType", "Ports", "Endpoints", "Age"]);
     assert_eq!(
         cells[1..4],
@@ -353,7 +353,7 @@ fn persistent_volume_and_claim_columns() {
                  "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "fast",
                  "claimRef": {"namespace": "ns", "name": "data"}, "volumeMode": "Filesystem"},
         "status": {"phase": "Bound"}});
-    let (names, cells) = cells("", "persistentvolumes", &pv);
+    let (names, cells) = self::cells("", "persistentvolumes", &pv);
     assert_eq!(
         names,
         [
@@ -438,7 +438,7 @@ fn resource_quota_and_csr_columns_follow_age() {
     let quota = json!({"metadata": {"name": "q"},
         "spec": {"hard": {"pods": "4", "limits.cpu": "2", "requests.memory": "1Gi", "cpu": "1"}},
         "status": {"hard": {"pods": "4", "limits.cpu": "2", "cpu": "1"}, "used": {"pods": "1", "cpu": "500m"}}});
-    let (names, cells) = cells("", "resourcequotas", &quota);
+    let (names, cells) = self::cells("", "resourcequotas", &quota);
     assert_eq!(names, ["Name", "Age", "Request", "Limit"]);
     assert_eq!(
         cells[2..],
@@ -544,4 +544,71 @@ fn event_wide_columns() {
     let single = json!({"metadata": {"name": "s"}, "involvedObject": {"kind": "Pod", "name": "p"}});
     let t = to_table(&cols, &single, IncludeObject::None);
     assert_eq!(t["rows"][0]["cells"][8], 1);
+}
+
+#[test]
+fn more_builtin_columns() {
+    let rc = json!({"metadata": {"name": "rc"}, "spec": {"replicas": 3}, "status": {"replicas": 2, "readyReplicas": 1}});
+    let (names, cells) = self::cells("", "replicationcontrollers", &rc);
+    assert_eq!(names, ["Name", "Desired", "Current", "Ready", "Age"]);
+    assert_eq!(cells[1..4], [json!(3), json!(2), json!(1)]);
+
+    let rev = json!({"metadata": {"name": "web-1", "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": true}]}, "revision": 2});
+    let (names, cells) = self::cells("apps", "controllerrevisions", &rev);
+    assert_eq!(names, ["Name", "Controller", "Revision", "Age"]);
+    assert_eq!(cells[1..3], [json!("statefulset.apps/web"), json!(2)]);
+
+    let hooks = json!({"metadata": {"name": "h"}, "webhooks": [{}, {}]});
+    let (names, cells) = self::cells(
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        &hooks,
+    );
+    assert_eq!(names, ["Name", "Webhooks", "Age"]);
+    assert_eq!(cells[1], 2);
+
+    let vap = json!({"metadata": {"name": "p"}, "spec": {"validations": [{}],
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}});
+    let (names, cells) = self::cells(
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+        &vap,
+    );
+    assert_eq!(names, ["Name", "Validations", "ParamKind", "Age"]);
+    assert_eq!(cells[1..3], [json!(1), json!("v1/ConfigMap")]);
+
+    let svc = json!({"metadata": {"name": "v1beta1.metrics.k8s.io"},
+        "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"}},
+        "status": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});
+    let (names, cells) = self::cells("apiregistration.k8s.io", "apiservices", &svc);
+    assert_eq!(names, ["Name", "Service", "Available", "Age"]);
+    assert_eq!(
+        cells[1..3],
+        [
+            json!("kube-system/metrics-server"),
+            json!("False (MissingEndpoints)")
+        ]
+    );
+    let local = json!({"metadata": {"name": "v1."}, "spec": {}});
+    let (_, cells) = self::cells("apiregistration.k8s.io", "apiservices", &local);
+    assert_eq!(cells[1..3], [json!("Local"), json!("Unknown")]);
+
+    let va = json!({"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com",
+        "source": {"persistentVolumeName": "pv1"}, "nodeName": "n1"}, "status": {"attached": true}});
+    let (names, cells) = self::cells("storage.k8s.io", "volumeattachments", &va);
+    assert_eq!(names, ["Name", "Attacher", "PV", "Node", "Attached", "Age"]);
+    assert_eq!(
+        cells[1..5],
+        [
+            json!("csi.example.com"),
+            json!("pv1"),
+            json!("n1"),
+            json!(true)
+        ]
+    );
+    let node = json!({"metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "d"}]}});
+    let (names, cells) = self::cells("storage.k8s.io", "csinodes", &node);
+    assert_eq!(names, ["Name", "Drivers", "Age"]);
+    assert_eq!(cells[1], 1);
 }
