@@ -253,6 +253,46 @@ mod tests {
     }
 
     #[test]
+    fn decodes_quantity_maps_and_inlined_structs() {
+        // ResourceQuota: spec.hard is a map<string, Quantity>; status (empty) is dropped.
+        let entry = |k: &str, v: &str| {
+            field(
+                1,
+                &[field(1, k.as_bytes()), field(2, &field(1, v.as_bytes()))].concat(),
+            )
+        };
+        let spec = [
+            entry("cpu", "1"),
+            entry("memory", "1Gi"),
+            field(2, b"BestEffort"),
+        ]
+        .concat();
+        let quota = [field(1, &field(1, b"q")), field(2, &spec), field(3, b"")].concat();
+        let obj = decode(&envelope("v1", "ResourceQuota", &quota)).unwrap();
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+                   "spec": {"hard": {"cpu": "1", "memory": "1Gi"}, "scopes": ["BestEffort"]}})
+        );
+
+        // Ingress: a rule's IngressRuleValue (field 2) is inlined, its `http` the rule's.
+        let port = field(2, &[16, 80]);
+        let backend = field(4, &[field(1, b"svc"), port].concat());
+        let path = [field(1, b"/"), field(2, &backend), field(3, b"Prefix")].concat();
+        let http = field(1, &field(1, &path));
+        let rule = [field(1, b"a.io"), field(2, &http)].concat();
+        let spec = [field(3, &rule), field(4, b"nginx")].concat();
+        let ingress = [field(1, &field(1, b"web")), field(2, &spec)].concat();
+        let obj = decode(&envelope("networking.k8s.io/v1", "Ingress", &ingress)).unwrap();
+        assert_eq!(
+            obj["spec"],
+            json!({"ingressClassName": "nginx", "rules": [{"host": "a.io", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "svc", "port": {"number": 80}}}}]}}]})
+        );
+    }
+
+    #[test]
     fn decodes_the_access_reviews_kubectl_auth_can_i_sends() {
         let attrs = [
             field(1, b"default"),
