@@ -144,6 +144,14 @@ pub struct StructuralSchema {
 impl StructuralSchema {
     /// Checks that `schema` (an `openAPIV3Schema` value) is structural, and compiles it.
     pub fn from_value(schema: &Value) -> Result<Self, SchemaError> {
+        Self::from_value_at(schema, "")
+    }
+
+    /// [`from_value`](Self::from_value) for the schema at `base` in its CRD
+    /// (`spec.versions[0].schema.openAPIV3Schema`): error paths stay relative to the schema,
+    /// but a message that names a path in the CRD (a transition rule where old values cannot
+    /// be correlated) names it in full, as upstream's does.
+    pub fn from_value_at(schema: &Value, base: &str) -> Result<Self, SchemaError> {
         let mut errors = Vec::new();
         let root = Node::parse(schema, "", &mut errors);
         if errors.is_empty() {
@@ -151,7 +159,7 @@ impl StructuralSchema {
             cel::check_field_paths(&root, "", &mut errors);
         }
         if errors.is_empty() {
-            crd_rules::check_schema(&root, &mut errors);
+            crd_rules::check_schema(&root, base, &mut errors);
         }
         if root.ty.as_deref() != Some("object") && errors.is_empty() {
             errors.push(FieldError::new(

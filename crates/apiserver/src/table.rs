@@ -91,7 +91,10 @@ pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<C
         // Events lead with LAST SEEN and keep their (generated) name for `-o wide`.
         let mut cols: Vec<Column> = columns::events()
             .into_iter()
-            .map(|(n, f)| Column::builtin(n, f))
+            .map(|(n, f, priority)| Column {
+                priority,
+                ..Column::builtin(n, f)
+            })
             .collect();
         cols.push(Column {
             priority: 1,
@@ -152,6 +155,11 @@ pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<C
             .map(|(n, f)| Column::builtin(n, f)),
     );
     cols.push(age);
+    cols.extend(
+        columns::after_age(&res.group, &res.plural)
+            .into_iter()
+            .map(|(n, f)| Column::builtin(n, f)),
+    );
     // The `-o wide` columns (priority 1) come after AGE, as on the real server.
     cols.extend(
         columns::wide(&res.group, &res.plural)

@@ -946,6 +946,94 @@ async fn kubectl_create_service_job_cronjob() {
     assert_eq!(pod["containers"][0]["image"], "busybox");
 }
 
+#[tokio::test]
+async fn kubectl_create_quota_and_ingress() {
+    // Both typed generators send protobuf bodies: quantities in a map, an inlined rule value.
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    k.ok(&[
+        "create",
+        "quota",
+        "compute",
+        "--hard=cpu=1,memory=1Gi,pods=4",
+    ])
+    .await;
+    let compute = k.json(&["get", "resourcequota", "compute"]).await;
+    assert_eq!(
+        compute["spec"],
+        json!({"hard": {"cpu": "1", "memory": "1Gi", "pods": "4"}}),
+        "{compute}"
+    );
+    k.ok(&[
+        "create",
+        "quota",
+        "best-effort",
+        "--hard=pods=2",
+        "--scopes=BestEffort",
+    ])
+    .await;
+    let best = k.json(&["get", "quota", "best-effort"]).await;
+    assert_eq!(
+        best["spec"],
+        json!({"hard": {"pods": "2"}, "scopes": ["BestEffort"]})
+    );
+
+    k.ok(&[
+        "create",
+        "ingress",
+        "web",
+        "--class=nginx",
+        "--rule=foo.com/bar=svc1:8080,tls=foo-cert",
+        "--rule=/api*=svc2:http",
+        "--default-backend=fallback:80",
+    ])
+    .await;
+    let web = k.json(&["get", "ingress", "web"]).await;
+    assert_eq!(web["spec"]["ingressClassName"], "nginx", "{web}");
+    assert_eq!(
+        web["spec"]["defaultBackend"],
+        json!({"service": {"name": "fallback", "port": {"number": 80}}})
+    );
+    assert_eq!(
+        web["spec"]["tls"],
+        json!([{"hosts": ["foo.com"], "secretName": "foo-cert"}])
+    );
+    assert_eq!(
+        web["spec"]["rules"],
+        json!([
+            {"host": "foo.com", "http": {"paths": [{"path": "/bar", "pathType": "Exact",
+                "backend": {"service": {"name": "svc1", "port": {"number": 8080}}}}]}},
+            {"http": {"paths": [{"path": "/api", "pathType": "Prefix",
+                "backend": {"service": {"name": "svc2", "port": {"name": "http"}}}}]}},
+        ])
+    );
+
+    // `kubectl get` prints the server's Table: upstream's columns for both kinds.
+    let table = k.ok(&["get", "ingress", "web"]).await;
+    let lines: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"],
+        "{table}"
+    );
+    // ADDRESS is empty (no load balancer), so the row has one field fewer.
+    assert_eq!(lines[1][..4], ["web", "nginx", "foo.com", "80,"], "{table}");
+    assert_eq!(lines[1][4], "443", "{table}");
+
+    let table = k.ok(&["get", "quota", "compute"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "AGE", "REQUEST", "LIMIT"], "{table}");
+    let row = table.lines().nth(1).unwrap();
+    assert!(row.starts_with("compute "), "{table}");
+    // No quota controller fills `status` here (as under a bare kube-apiserver): 0/0 each.
+    assert!(row.contains(" cpu: 0/0, memory: 0/0, pods: 0/0"), "{table}");
+}
+
 /// The directory of the Python client script and its pinned requirements.
 fn python_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python")

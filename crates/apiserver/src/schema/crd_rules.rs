@@ -8,7 +8,7 @@
 use cel::Program;
 
 use super::FieldError;
-use super::node::Node;
+use super::node::{ListType, Node};
 use super::rule::error_at;
 
 /// The running total of a schema's rule costs, and its most expensive rules (upstream's
@@ -39,9 +39,19 @@ impl Total {
 /// `string` is `Invalid`, a rule or messageExpression over the per-expression budget and a
 /// schema over the per-CRD budget are `Forbidden`, with upstream's messages. Paths are
 /// relative to `openAPIV3Schema`.
-pub(crate) fn check_schema(root: &Node, errors: &mut Vec<FieldError>) {
+///
+/// A transition rule (one naming `oldSelf`) under the items of a list that is not
+/// `x-kubernetes-list-type: map`, or under the properties of an `x-kubernetes-map-type: atomic`
+/// object, is refused too: there the old value cannot be correlated with the new one.
+/// `base` is the schema's own path in the CRD (`spec.versions[0].schema.openAPIV3Schema`),
+/// which that message names in full, as upstream's does.
+pub(crate) fn check_schema(root: &Node, base: &str, errors: &mut Vec<FieldError>) {
     let mut total = Total::default();
-    check_node(root, "", Some(1), true, &mut total, errors);
+    let at = Where {
+        base,
+        uncorrelatable: None,
+    };
+    check_node(root, "", Some(1), true, &at, &mut total, errors);
     if total.total > super::cost::PER_CRD_LIMIT {
         for (path, _) in &total.most_expensive {
             errors.push(FieldError::new(
@@ -65,11 +75,44 @@ pub(crate) fn check_schema(root: &Node, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// Where a node sits: the schema's path in the CRD, and the highest enclosing node (its
+/// path relative to the schema) under which old and new values cannot be correlated.
+struct Where<'a> {
+    base: &'a str,
+    uncorrelatable: Option<String>,
+}
+
+impl Where<'_> {
+    /// `path` (relative to the schema) as the CRD names it.
+    fn full(&self, path: &str) -> String {
+        match (self.base.is_empty(), path.is_empty()) {
+            (true, _) => path.to_string(),
+            (false, true) => self.base.to_string(),
+            (false, false) => format!("{}.{path}", self.base),
+        }
+    }
+
+    /// The same place for a child, uncorrelatable from `path` on if `forbid` (keeping the
+    /// highest such path, as upstream does).
+    fn under(&self, path: &str, forbid: bool) -> Where<'_> {
+        let uncorrelatable = match &self.uncorrelatable {
+            Some(p) => Some(p.clone()),
+            None if forbid => Some(path.to_string()),
+            None => None,
+        };
+        Where {
+            base: self.base,
+            uncorrelatable,
+        }
+    }
+}
+
 fn check_node(
     node: &Node,
     path: &str,
     cardinality: Option<u64>,
     resource_root: bool,
+    at_crd: &Where<'_>,
     total: &mut Total,
     errors: &mut Vec<FieldError>,
 ) {
@@ -131,6 +174,19 @@ fn check_node(
                 ));
             }
             total.observe(format!("{at}.rule"), cost);
+            if rule.transition
+                && let Some(within) = &at_crd.uncorrelatable
+            {
+                errors.push(FieldError::new(
+                    &format!("{at}.rule"),
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: {}: oldSelf cannot be used on the uncorrelatable portion of the schema within {}",
+                        super::quote(&rule.source),
+                        at_crd.full(within)
+                    ),
+                ));
+            }
             let (Some(program), Some(src)) = (&rule.message_expression, &rule.message_source)
             else {
                 continue;
@@ -179,20 +235,25 @@ fn check_node(
         _ => Some(1),
     };
     let cardinality = cardinality.and_then(|c| per_node.map(|m| c.saturating_mul(m)));
+    // An atomic map's properties, and the items of any list but a map list, have no old
+    // value to correlate with (upstream: `withForbidOldSelfValidations`).
+    let props_at = at_crd.under(path, node.map_atomic);
     for (k, p) in &node.properties {
         let here = format!("{}[{k}]", child("properties"));
-        check_node(p, &here, cardinality, p.embedded, total, errors);
+        check_node(p, &here, cardinality, p.embedded, &props_at, total, errors);
     }
     if let Some(Additional::Schema(s)) = &node.additional {
         let here = child("additionalProperties");
-        check_node(s, &here, cardinality, s.embedded, total, errors);
+        check_node(s, &here, cardinality, s.embedded, at_crd, total, errors);
     }
     if let Some(items) = &node.items {
+        let items_at = at_crd.under(path, node.list_type != Some(ListType::Map));
         check_node(
             items,
             &child("items"),
             cardinality,
             items.embedded,
+            &items_at,
             total,
             errors,
         );

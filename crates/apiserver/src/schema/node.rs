@@ -56,6 +56,8 @@ pub(crate) struct Node {
     pub embedded: bool,
     pub list_type: Option<ListType>,
     pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type: atomic`.
+    pub map_atomic: bool,
     pub default: Option<Value>,
     pub all_of: Vec<Node>,
     pub any_of: Vec<Node>,
@@ -231,6 +233,7 @@ impl Node {
             preserve_unknown: r.bool("x-kubernetes-preserve-unknown-fields", errors),
             embedded: r.bool("x-kubernetes-embedded-resource", errors),
             list_map_keys: r.strings("x-kubernetes-list-map-keys", errors),
+            map_atomic: m.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
             default: m.get("default").cloned(),
             all_of: r.schemas("allOf", errors),
             any_of: r.schemas("anyOf", errors),

@@ -652,7 +652,7 @@ fn from_schema_error(e: crate::schema::FieldError, prefix: &str) -> FieldError {
 
 /// The structural-schema errors of a CRD version's schema, with paths under `field`.
 fn schema_errors(schema: &Value, field: &str) -> Vec<FieldError> {
-    match StructuralSchema::from_value(schema) {
+    match StructuralSchema::from_value_at(schema, field) {
         Ok(_) => Vec::new(),
         Err(e) => e
             .errors

@@ -116,8 +116,158 @@ pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> 
             })
         })],
         ("", "persistentvolumeclaims") => vec![
-            ("Status", |o| string(o, "/status/phase")),
+            ("Status", phase_or_terminating),
             ("Volume", |o| string(o, "/spec/volumeName")),
+            ("Capacity", |o| {
+                // Only a bound claim shows what it got.
+                if str_at(o, "/spec/volumeName").is_empty() {
+                    json!("")
+                } else {
+                    string(o, "/status/capacity/storage")
+                }
+            }),
+            ("Access Modes", |o| {
+                if str_at(o, "/spec/volumeName").is_empty() {
+                    json!("")
+                } else {
+                    access_modes(o, "/status/accessModes")
+                }
+            }),
+            ("StorageClass", storage_class),
+            ("VolumeAttributesClass", |o| {
+                or_unset(o, "/spec/volumeAttributesClassName")
+            }),
+        ],
+        ("", "persistentvolumes") => vec![
+            ("Capacity", |o| string(o, "/spec/capacity/storage")),
+            ("Access Modes", |o| access_modes(o, "/spec/accessModes")),
+            ("Reclaim Policy", |o| {
+                string(o, "/spec/persistentVolumeReclaimPolicy")
+            }),
+            ("Status", phase_or_terminating),
+            ("Claim", |o| match get(o, "/spec/claimRef") {
+                Some(r) if r.is_object() => json!(format!(
+                    "{}/{}",
+                    r["namespace"].as_str().unwrap_or(""),
+                    r["name"].as_str().unwrap_or("")
+                )),
+                _ => json!(""),
+            }),
+            ("StorageClass", storage_class),
+            ("VolumeAttributesClass", |o| {
+                or_unset(o, "/spec/volumeAttributesClassName")
+            }),
+            ("Reason", |o| string(o, "/status/reason")),
+        ],
+        ("networking.k8s.io", "ingresses") => vec![
+            ("Class", |o| or_none(string(o, "/spec/ingressClassName"))),
+            ("Hosts", ingress_hosts),
+            ("Address", ingress_address),
+            ("Ports", |o| {
+                json!(if count(o, "/spec/tls") > 0 {
+                    "80, 443"
+                } else {
+                    "80"
+                })
+            }),
+        ],
+        ("", "replicationcontrollers") => vec![
+            ("Desired", |o| json!(int(o, "/spec/replicas"))),
+            ("Current", |o| json!(int(o, "/status/replicas"))),
+            ("Ready", |o| json!(int(o, "/status/readyReplicas"))),
+        ],
+        ("apps", "controllerrevisions") => vec![
+            ("Controller", controller_of),
+            ("Revision", |o| json!(int(o, "/revision"))),
+        ],
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => vec![
+            ("Validations", |o| json!(count(o, "/spec/validations"))),
+            ("ParamKind", |o| match get(o, "/spec/paramKind") {
+                Some(p) if p.is_object() => json!(format!(
+                    "{}/{}",
+                    p["apiVersion"].as_str().unwrap_or(""),
+                    p["kind"].as_str().unwrap_or("")
+                )),
+                _ => json!("<unset>"),
+            }),
+        ],
+        ("apiregistration.k8s.io", "apiservices") => vec![
+            ("Service", |o| match get(o, "/spec/service") {
+                Some(s) if s.is_object() => json!(format!(
+                    "{}/{}",
+                    s["namespace"].as_str().unwrap_or(""),
+                    s["name"].as_str().unwrap_or("")
+                )),
+                _ => json!("Local"),
+            }),
+            ("Available", |o| {
+                let available = get(o, "/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"));
+                let Some(c) = available else {
+                    return json!("Unknown");
+                };
+                let status = c["status"].as_str().unwrap_or("");
+                match c["reason"].as_str().filter(|r| !r.is_empty()) {
+                    Some(reason) if status != "True" => json!(format!("{status} ({reason})")),
+                    _ => json!(status),
+                }
+            }),
+        ],
+        ("storage.k8s.io", "volumeattachments") => vec![
+            ("Attacher", |o| string(o, "/spec/attacher")),
+            ("PV", |o| string(o, "/spec/source/persistentVolumeName")),
+            ("Node", |o| string(o, "/spec/nodeName")),
+            ("Attached", |o| {
+                json!(
+                    get(o, "/status/attached")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+        ],
+        ("storage.k8s.io", "csinodes") => vec![("Drivers", |o| json!(count(o, "/spec/drivers")))],
+        ("networking.k8s.io", "ingressclasses") => vec![
+            ("Controller", |o| string(o, "/spec/controller")),
+            ("Parameters", |o| match get(o, "/spec/parameters") {
+                Some(p) if p.is_object() => {
+                    let group = p["apiGroup"].as_str().unwrap_or("");
+                    let kind = p["kind"].as_str().unwrap_or("");
+                    let name = p["name"].as_str().unwrap_or("");
+                    json!(if group.is_empty() {
+                        format!("{kind}/{name}")
+                    } else {
+                        format!("{kind}.{group}/{name}")
+                    })
+                }
+                _ => json!("<none>"),
+            }),
+        ],
+        ("discovery.k8s.io", "endpointslices") => vec![
+            ("AddressType", |o| string(o, "/addressType")),
+            ("Ports", |o| {
+                let ports: Vec<String> = get(o, "/ports")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| match (&p["port"], p["name"].as_str()) {
+                        (Value::Number(n), _) => n.to_string(),
+                        (_, Some(name)) => name.to_string(),
+                        _ => "*".to_string(),
+                    })
+                    .collect();
+                list_with_more(&ports)
+            }),
+            ("Endpoints", |o| {
+                let addresses: Vec<String> = get(o, "/endpoints")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|e| e["addresses"].as_array().cloned().unwrap_or_default())
+                    .filter_map(|a| a.as_str().map(str::to_string))
+                    .collect();
+                list_with_more(&addresses)
+            }),
         ],
         ("apps", "deployments") => vec![
             ("Ready", |o| {
@@ -446,34 +596,313 @@ fn first_str<'a>(o: &'a Value, pointers: &[&str]) -> Option<&'a str> {
         .find_map(|p| get(o, p).and_then(Value::as_str).filter(|s| !s.is_empty()))
 }
 
-/// The columns of core/v1 and events.k8s.io/v1 Events (LAST SEEN, TYPE, REASON, OBJECT,
-/// MESSAGE), as kubectl shows them.
-pub(super) fn events() -> Vec<(&'static str, CellFn)> {
+/// The columns of core/v1 and events.k8s.io/v1 Events with their priorities: LAST SEEN,
+/// TYPE, REASON, OBJECT, MESSAGE, and for `-o wide` SUBOBJECT, SOURCE, FIRST SEEN and COUNT
+/// (upstream's `printEvent`; the NAME column is added by the caller). An events.k8s.io Event
+/// is read through its core names' counterparts (`regarding`, `note`, `deprecated*`).
+pub(super) fn events() -> Vec<(&'static str, CellFn, i64)> {
     vec![
-        ("Last Seen", |o| {
-            let seen = first_str(
-                o,
-                &[
-                    "/lastTimestamp",
-                    "/series/lastObservedTime",
-                    "/deprecatedLastTimestamp",
-                    "/eventTime",
-                    "/metadata/creationTimestamp",
-                ],
-            );
-            json!(age(seen.map(|s| json!(s)).as_ref(), Utc::now()))
-        }),
-        ("Type", |o| string(o, "/type")),
-        ("Reason", |o| string(o, "/reason")),
-        ("Object", |o| {
-            let kind = first_str(o, &["/involvedObject/kind", "/regarding/kind"]).unwrap_or("");
-            let name = first_str(o, &["/involvedObject/name", "/regarding/name"]).unwrap_or("");
-            json!(format!("{}/{name}", kind.to_lowercase()))
-        }),
-        ("Message", |o| {
-            json!(first_str(o, &["/message", "/note"]).unwrap_or(""))
-        }),
+        (
+            "Last Seen",
+            |o| {
+                let seen = first_str(
+                    o,
+                    &[
+                        "/series/lastObservedTime",
+                        "/lastTimestamp",
+                        "/deprecatedLastTimestamp",
+                        "/firstTimestamp",
+                        "/deprecatedFirstTimestamp",
+                        "/eventTime",
+                        "/metadata/creationTimestamp",
+                    ],
+                );
+                json!(age(seen.map(|s| json!(s)).as_ref(), Utc::now()))
+            },
+            0,
+        ),
+        ("Type", |o| string(o, "/type"), 0),
+        ("Reason", |o| string(o, "/reason"), 0),
+        (
+            "Object",
+            |o| {
+                let kind = first_str(o, &["/involvedObject/kind", "/regarding/kind"]).unwrap_or("");
+                match first_str(o, &["/involvedObject/name", "/regarding/name"]) {
+                    Some(name) => json!(format!("{}/{name}", kind.to_lowercase())),
+                    None => json!(kind.to_lowercase()),
+                }
+            },
+            0,
+        ),
+        (
+            "Subobject",
+            |o| {
+                json!(
+                    first_str(o, &["/involvedObject/fieldPath", "/regarding/fieldPath"])
+                        .unwrap_or("")
+                )
+            },
+            1,
+        ),
+        (
+            "Source",
+            |o| {
+                let component = first_str(
+                    o,
+                    &[
+                        "/source/component",
+                        "/deprecatedSource/component",
+                        "/reportingController",
+                    ],
+                );
+                let instance = first_str(
+                    o,
+                    &[
+                        "/source/host",
+                        "/deprecatedSource/host",
+                        "/reportingInstance",
+                    ],
+                );
+                json!(match (component, instance) {
+                    (None, None) => String::new(),
+                    (c, None) => c.unwrap_or("").to_string(),
+                    (c, Some(i)) => format!("{}, {i}", c.unwrap_or("")),
+                })
+            },
+            1,
+        ),
+        (
+            "Message",
+            |o| json!(first_str(o, &["/message", "/note"]).unwrap_or("").trim()),
+            0,
+        ),
+        (
+            "First Seen",
+            |o| {
+                let first = first_str(
+                    o,
+                    &["/firstTimestamp", "/deprecatedFirstTimestamp", "/eventTime"],
+                );
+                json!(age(first.map(|s| json!(s)).as_ref(), Utc::now()))
+            },
+            1,
+        ),
+        (
+            "Count",
+            |o| {
+                let count = if o.pointer("/series").is_some_and(Value::is_object) {
+                    int(o, "/series/count")
+                } else {
+                    match int(o, "/count").max(int(o, "/deprecatedCount")) {
+                        // Singleton events of the new API have no count.
+                        0 => 1,
+                        n => n,
+                    }
+                };
+                json!(count)
+            },
+            1,
+        ),
     ]
+}
+
+/// The priority-0 columns that come after AGE (upstream prints AGE second for these).
+pub(super) fn after_age(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
+    match (group, plural) {
+        ("", "resourcequotas") => vec![
+            ("Request", |o| quota_usage(o, false)),
+            ("Limit", |o| quota_usage(o, true)),
+        ],
+        ("certificates.k8s.io", "certificatesigningrequests") => vec![
+            ("SignerName", |o| or_none(string(o, "/spec/signerName"))),
+            ("Requestor", |o| string(o, "/spec/username")),
+            ("RequestedDuration", |o| {
+                match get(o, "/spec/expirationSeconds").and_then(Value::as_i64) {
+                    Some(secs) => json!(human_duration(secs)),
+                    None => json!("<none>"),
+                }
+            }),
+            ("Condition", csr_condition),
+        ],
+        _ => vec![],
+    }
+}
+
+/// `used/hard` of each resource of a quota's `spec.hard`, sorted, as `name: used/hard`: the
+/// `limits.*` ones (`limit`) or the others (upstream's `printResourceQuota`).
+fn quota_usage(o: &Value, limit: bool) -> Value {
+    let Some(hard) = get(o, "/spec/hard").and_then(Value::as_object) else {
+        return json!("");
+    };
+    let mut names: Vec<&String> = hard.keys().collect();
+    names.sort();
+    let quantity = |section: &str, name: &str| {
+        o.pointer(&format!("/status/{section}"))
+            .and_then(|m| m.get(name))
+            .and_then(Value::as_str)
+            .unwrap_or("0")
+            .to_string()
+    };
+    let parts: Vec<String> = names
+        .into_iter()
+        .filter(|n| n.starts_with("limits.") == limit)
+        .map(|n| format!("{n}: {}/{}", quantity("used", n), quantity("hard", n)))
+        .collect();
+    json!(parts.join(", "))
+}
+
+/// The controller owning an object as `kind.group/name` (lower-cased kind and group, as
+/// upstream's `formatResourceName`), `<none>` without one.
+fn controller_of(o: &Value) -> Value {
+    let owner = get(o, "/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .and_then(|rs| rs.iter().find(|r| r["controller"] == json!(true)));
+    let Some(r) = owner else {
+        return json!("<none>");
+    };
+    let api_version = r["apiVersion"].as_str().unwrap_or("");
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let kind = r["kind"].as_str().unwrap_or("");
+    let group_kind = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    json!(format!(
+        "{}/{}",
+        group_kind.to_lowercase(),
+        r["name"].as_str().unwrap_or("")
+    ))
+}
+
+/// A CSR's condition as `kubectl get csr` shows it: Denied, Approved or Pending, then
+/// `,Failed` and `,Issued` (upstream's `extractCSRStatus`).
+fn csr_condition(o: &Value) -> Value {
+    let types: Vec<&str> = get(o, "/status/conditions")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().filter_map(|c| c["type"].as_str()).collect())
+        .unwrap_or_default();
+    let mut status = if types.contains(&"Denied") {
+        "Denied"
+    } else if types.contains(&"Approved") {
+        "Approved"
+    } else {
+        "Pending"
+    }
+    .to_string();
+    if types.contains(&"Failed") {
+        status.push_str(",Failed");
+    }
+    if get(o, "/status/certificate")
+        .and_then(Value::as_str)
+        .is_some_and(|c| !c.is_empty())
+    {
+        status.push_str(",Issued");
+    }
+    json!(status)
+}
+
+/// Access modes abbreviated and ordered as upstream's `GetAccessModesAsString`.
+fn access_modes(o: &Value, pointer: &str) -> Value {
+    let modes: Vec<&str> = get(o, pointer)
+        .and_then(Value::as_array)
+        .map(|m| m.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let short: Vec<&str> = [
+        ("ReadWriteOnce", "RWO"),
+        ("ReadOnlyMany", "ROX"),
+        ("ReadWriteMany", "RWX"),
+        ("ReadWriteOncePod", "RWOP"),
+    ]
+    .iter()
+    .filter(|(long, _)| modes.contains(long))
+    .map(|(_, s)| *s)
+    .collect();
+    json!(short.join(","))
+}
+
+/// The storage class of a PV or PVC: the beta annotation first, then `spec.storageClassName`.
+fn storage_class(o: &Value) -> Value {
+    json!(
+        first_str(
+            o,
+            &[
+                "/metadata/annotations/volume.beta.kubernetes.io~1storage-class",
+                "/spec/storageClassName"
+            ]
+        )
+        .unwrap_or("")
+    )
+}
+
+/// A phase, or `Terminating` once the object is being deleted.
+fn phase_or_terminating(o: &Value) -> Value {
+    if o.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        json!("Terminating")
+    } else {
+        string(o, "/status/phase")
+    }
+}
+
+fn or_unset(o: &Value, pointer: &str) -> Value {
+    json!(get(o, pointer).and_then(Value::as_str).unwrap_or("<unset>"))
+}
+
+/// Up to three items and a count of the rest (upstream's `listWithMoreString`), `<unset>`
+/// when empty.
+fn list_with_more(items: &[String]) -> Value {
+    const MAX: usize = 3;
+    let shown = items[..items.len().min(MAX)].join(",");
+    if items.len() > MAX {
+        json!(format!("{shown} + {} more...", items.len() - MAX))
+    } else if shown.is_empty() {
+        json!("<unset>")
+    } else {
+        json!(shown)
+    }
+}
+
+/// An Ingress's hosts: up to three, `*` when no rule names one (upstream's `formatHosts`).
+fn ingress_hosts(o: &Value) -> Value {
+    const MAX: usize = 3;
+    let rules = get(o, "/spec/rules").and_then(Value::as_array);
+    let rules = rules.map(Vec::as_slice).unwrap_or_default();
+    let mut list: Vec<&str> = Vec::new();
+    let mut more = false;
+    for rule in rules {
+        if list.len() == MAX {
+            more = true;
+        }
+        if !more && let Some(h) = rule["host"].as_str().filter(|h| !h.is_empty()) {
+            list.push(h);
+        }
+    }
+    if list.is_empty() {
+        return json!("*");
+    }
+    let ret = list.join(",");
+    if more {
+        json!(format!("{ret} + {} more...", rules.len() - MAX))
+    } else {
+        json!(ret)
+    }
+}
+
+/// The load-balancer IPs (else hostnames) of an Ingress, sorted and deduplicated.
+fn ingress_address(o: &Value) -> Value {
+    let mut set = std::collections::BTreeSet::new();
+    for i in get(o, "/status/loadBalancer/ingress")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(a) = first_str(i, &["/ip", "/hostname"]) {
+            set.insert(a.to_string());
+        }
+    }
+    json!(set.into_iter().collect::<Vec<_>>().join(","))
 }
 
 /// The `-o wide` columns (priority 1) of a built-in resource, after AGE.
@@ -493,6 +922,9 @@ pub(super) fn wide(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
             }),
             ("Selector", selector),
         ],
+        ("", "persistentvolumes" | "persistentvolumeclaims") => {
+            vec![("VolumeMode", |o| or_unset(o, "/spec/volumeMode"))]
+        }
         _ => vec![],
     }
 }
@@ -505,7 +937,13 @@ pub fn age(timestamp: Option<&Value>, now: DateTime<Utc>) -> String {
     let Ok(t) = DateTime::parse_from_rfc3339(ts) else {
         return "<invalid>".into();
     };
-    let secs = (now - t.with_timezone(&Utc)).num_seconds().max(0);
+    human_duration((now - t.with_timezone(&Utc)).num_seconds())
+}
+
+/// A duration in seconds as kubectl renders it (`42s`, `5m3s`, `7h`, `3d`; upstream's
+/// `duration.HumanDuration`).
+pub fn human_duration(secs: i64) -> String {
+    let secs = secs.max(0);
     let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
     if secs < 120 {
         format!("{secs}s")

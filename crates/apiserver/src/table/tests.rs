@@ -137,7 +137,18 @@ fn event_columns() {
     let cols = columns_for(&info("", "events", false), None);
     assert_eq!(
         names(&cols),
-        ["Last Seen", "Type", "Reason", "Object", "Message", "Name"]
+        [
+            "Last Seen",
+            "Type",
+            "Reason",
+            "Object",
+            "Subobject",
+            "Source",
+            "Message",
+            "First Seen",
+            "Count",
+            "Name"
+        ]
     );
     let ev = json!({
         "metadata": {"name": "p.123"},
@@ -148,13 +159,13 @@ fn event_columns() {
     let t = to_table(&cols, &ev, IncludeObject::None);
     let cells = t["rows"][0]["cells"].as_array().unwrap();
     assert_eq!(
-        cells[1..],
+        [&cells[1], &cells[2], &cells[3], &cells[6], &cells[9]],
         [
-            json!("Normal"),
-            json!("Started"),
-            json!("pod/p"),
-            json!("started it"),
-            json!("p.123")
+            &json!("Normal"),
+            &json!("Started"),
+            &json!("pod/p"),
+            &json!("started it"),
+            &json!("p.123")
         ]
     );
     let new_style = json!({"metadata": {"name": "e"}, "regarding": {"kind": "Deployment", "name": "d"}, "note": "n"});
@@ -164,7 +175,7 @@ fn event_columns() {
         IncludeObject::None,
     );
     assert_eq!(t["rows"][0]["cells"][3], "deployment/d");
-    assert_eq!(t["rows"][0]["cells"][4], "n");
+    assert_eq!(t["rows"][0]["cells"][6], "n");
 }
 
 #[test]
@@ -267,4 +278,337 @@ fn pdb_and_endpoints_columns_as_kubectl_get_shows_them() {
         cell(json!({"metadata": {"name": "e"}, "subsets": [{"addresses": [{"ip": "10.0.0.9"}]}]})),
         "10.0.0.9"
     );
+}
+
+fn cells(group: &str, plural: &str, obj: &Value) -> (Vec<String>, Vec<Value>) {
+    let cols = columns_for(&info(group, plural, false), None);
+    let t = to_table(&cols, obj, IncludeObject::None);
+    (
+        names(&cols),
+        t["rows"][0]["cells"].as_array().unwrap().clone(),
+    )
+}
+
+#[test]
+fn ingress_and_ingressclass_columns() {
+    let ing = json!({"metadata": {"name": "web"},
+        "spec": {"ingressClassName": "nginx", "tls": [{"hosts": ["a.io"]}],
+                 "rules": [{"host": "a.io"}, {}, {"host": "b.io"}, {"host": "c.io"}, {"host": "d.io"}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.2"}, {"hostname": "lb.example"}, {"ip": "10.0.0.1"}]}}});
+    let (names, cells) = self::cells("networking.k8s.io", "ingresses", &ing);
+    assert_eq!(names, ["Name", "Class", "Hosts", "Address", "Ports", "Age"]);
+    assert_eq!(
+        cells[..5],
+        [
+            json!("web"),
+            json!("nginx"),
+            json!("a.io,b.io,c.io + 2 more..."),
+            json!("10.0.0.1,10.0.0.2,lb.example"),
+            json!("80, 443")
+        ]
+    );
+    let bare = json!({"metadata": {"name": "b"}, "spec": {"rules": [{}]}});
+    let (_, cells) = self::cells("networking.k8s.io", "ingresses", &bare);
+    assert_eq!(
+        cells[1..5],
+        [json!("<none>"), json!("*"), json!(""), json!("80")]
+    );
+    let class = json!({"metadata": {"name": "c"}, "spec": {"controller": "k8s.io/ingress-nginx",
+        "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "p"}}});
+    let (names, cells) = self::cells("networking.k8s.io", "ingressclasses", &class);
+    assert_eq!(names, ["Name", "Controller", "Parameters", "Age"]);
+    assert_eq!(
+        cells[1..3],
+        [
+            json!("k8s.io/ingress-nginx"),
+            json!("IngressParameters.k8s.example.com/p")
+        ]
+    );
+}
+
+#[test]
+fn endpointslice_columns() {
+    let es = json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 80}, {"name": "metrics"}, {}],
+        "endpoints": [{"addresses": ["10.0.0.1", "10.0.0.2"]}, {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]}]});
+    let (names, cells) = self::cells("discovery.k8s.io", "endpointslices", &es);
+    assert_eq!(names, ["Name", "AddressType", "Ports", "Endpoints", "Age"]);
+    assert_eq!(
+        cells[1..4],
+        [
+            json!("IPv4"),
+            json!("80,metrics,*"),
+            json!("10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...")
+        ]
+    );
+    let empty = json!({"metadata": {"name": "e"}, "addressType": "IPv6"});
+    let (_, cells) = self::cells("discovery.k8s.io", "endpointslices", &empty);
+    assert_eq!(cells[2..4], [json!("<unset>"), json!("<unset>")]);
+}
+
+#[test]
+fn persistent_volume_and_claim_columns() {
+    let pv = json!({"metadata": {"name": "pv1"},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteMany", "ReadWriteOnce"],
+                 "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "fast",
+                 "claimRef": {"namespace": "ns", "name": "data"}, "volumeMode": "Filesystem"},
+        "status": {"phase": "Bound"}});
+    let (names, cells) = self::cells("", "persistentvolumes", &pv);
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Capacity",
+            "Access Modes",
+            "Reclaim Policy",
+            "Status",
+            "Claim",
+            "StorageClass",
+            "VolumeAttributesClass",
+            "Reason",
+            "Age",
+            "VolumeMode"
+        ]
+    );
+    assert_eq!(
+        cells[1..9],
+        [
+            json!("10Gi"),
+            json!("RWO,RWX"),
+            json!("Retain"),
+            json!("Bound"),
+            json!("ns/data"),
+            json!("fast"),
+            json!("<unset>"),
+            json!("")
+        ]
+    );
+    assert_eq!(cells[10], "Filesystem");
+
+    let pending = json!({"metadata": {"name": "data", "deletionTimestamp": "2020-01-01T00:00:00Z",
+        "annotations": {"volume.beta.kubernetes.io/storage-class": "old"}},
+        "spec": {"storageClassName": "fast", "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Pending"}});
+    let (names, cells) = self::cells("", "persistentvolumeclaims", &pending);
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Status",
+            "Volume",
+            "Capacity",
+            "Access Modes",
+            "StorageClass",
+            "VolumeAttributesClass",
+            "Age",
+            "VolumeMode"
+        ]
+    );
+    assert_eq!(
+        cells[1..7],
+        [
+            json!("Terminating"),
+            json!(""),
+            json!(""),
+            json!(""),
+            json!("old"),
+            json!("<unset>")
+        ]
+    );
+    let bound = json!({"metadata": {"name": "data"},
+        "spec": {"volumeName": "pv1", "volumeAttributesClassName": "gold", "volumeMode": "Block"},
+        "status": {"phase": "Bound", "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOncePod"]}});
+    let (_, cells) = self::cells("", "persistentvolumeclaims", &bound);
+    assert_eq!(
+        cells[1..7],
+        [
+            json!("Bound"),
+            json!("pv1"),
+            json!("10Gi"),
+            json!("RWOP"),
+            json!(""),
+            json!("gold")
+        ]
+    );
+    assert_eq!(cells[8], "Block");
+}
+
+#[test]
+fn resource_quota_and_csr_columns_follow_age() {
+    let quota = json!({"metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "4", "limits.cpu": "2", "requests.memory": "1Gi", "cpu": "1"}},
+        "status": {"hard": {"pods": "4", "limits.cpu": "2", "cpu": "1"}, "used": {"pods": "1", "cpu": "500m"}}});
+    let (names, cells) = self::cells("", "resourcequotas", &quota);
+    assert_eq!(names, ["Name", "Age", "Request", "Limit"]);
+    assert_eq!(
+        cells[2..],
+        [
+            json!("cpu: 500m/1, pods: 1/4, requests.memory: 0/0"),
+            json!("limits.cpu: 0/2")
+        ]
+    );
+
+    let csr = json!({"metadata": {"name": "c"},
+        "spec": {"signerName": "kubernetes.io/kube-apiserver-client", "username": "alice", "expirationSeconds": 86400},
+        "status": {"conditions": [{"type": "Approved"}, {"type": "Failed"}], "certificate": "Q0VSVA=="}});
+    let (names, cells) = self::cells("certificates.k8s.io", "certificatesigningrequests", &csr);
+    assert_eq!(
+        names,
+        [
+            "Name",
+            "Age",
+            "SignerName",
+            "Requestor",
+            "RequestedDuration",
+            "Condition"
+        ]
+    );
+    assert_eq!(
+        cells[2..],
+        [
+            json!("kubernetes.io/kube-apiserver-client"),
+            json!("alice"),
+            json!("24h"),
+            json!("Approved,Failed,Issued")
+        ]
+    );
+    let pending = json!({"metadata": {"name": "p"}, "spec": {"username": "bob"}});
+    let (_, cells) = self::cells(
+        "certificates.k8s.io",
+        "certificatesigningrequests",
+        &pending,
+    );
+    assert_eq!(
+        cells[2..],
+        [
+            json!("<none>"),
+            json!("bob"),
+            json!("<none>"),
+            json!("Pending")
+        ]
+    );
+}
+
+#[test]
+fn event_wide_columns() {
+    let cols = columns_for(&info("", "events", false), None);
+    assert_eq!(
+        names(&cols),
+        [
+            "Last Seen",
+            "Type",
+            "Reason",
+            "Object",
+            "Subobject",
+            "Source",
+            "Message",
+            "First Seen",
+            "Count",
+            "Name"
+        ]
+    );
+    let priorities: Vec<Value> = column_definitions(&cols)
+        .iter()
+        .map(|c| c["priority"].clone())
+        .collect();
+    assert_eq!(priorities, [0, 0, 0, 0, 1, 1, 0, 1, 1, 1].map(|p| json!(p)));
+    let ev = json!({"metadata": {"name": "p.1"}, "type": "Warning", "reason": "BackOff",
+        "message": " restarting \n", "count": 5,
+        "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{app}"},
+        "source": {"component": "kubelet", "host": "node-1"}});
+    let t = to_table(&cols, &ev, IncludeObject::None);
+    let c = t["rows"][0]["cells"].as_array().unwrap();
+    assert_eq!(
+        [&c[3], &c[4], &c[5], &c[6], &c[8], &c[9]],
+        [
+            &json!("pod/p"),
+            &json!("spec.containers{app}"),
+            &json!("kubelet, node-1"),
+            &json!("restarting"),
+            &json!(5),
+            &json!("p.1")
+        ]
+    );
+    let new_style = json!({"metadata": {"name": "e"}, "regarding": {"kind": "Node"},
+        "reportingController": "ctrl", "series": {"count": 7, "lastObservedTime": "2020-01-01T00:00:00.000000Z"}});
+    let t = to_table(
+        &columns_for(&info("events.k8s.io", "events", false), None),
+        &new_style,
+        IncludeObject::None,
+    );
+    let c = t["rows"][0]["cells"].as_array().unwrap();
+    assert_eq!(
+        [&c[3], &c[5], &c[8]],
+        [&json!("node"), &json!("ctrl"), &json!(7)]
+    );
+    let single = json!({"metadata": {"name": "s"}, "involvedObject": {"kind": "Pod", "name": "p"}});
+    let t = to_table(&cols, &single, IncludeObject::None);
+    assert_eq!(t["rows"][0]["cells"][8], 1);
+}
+
+#[test]
+fn more_builtin_columns() {
+    let rc = json!({"metadata": {"name": "rc"}, "spec": {"replicas": 3}, "status": {"replicas": 2, "readyReplicas": 1}});
+    let (names, cells) = self::cells("", "replicationcontrollers", &rc);
+    assert_eq!(names, ["Name", "Desired", "Current", "Ready", "Age"]);
+    assert_eq!(cells[1..4], [json!(3), json!(2), json!(1)]);
+
+    let rev = json!({"metadata": {"name": "web-1", "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": true}]}, "revision": 2});
+    let (names, cells) = self::cells("apps", "controllerrevisions", &rev);
+    assert_eq!(names, ["Name", "Controller", "Revision", "Age"]);
+    assert_eq!(cells[1..3], [json!("statefulset.apps/web"), json!(2)]);
+
+    let hooks = json!({"metadata": {"name": "h"}, "webhooks": [{}, {}]});
+    let (names, cells) = self::cells(
+        "admissionregistration.k8s.io",
+        "validatingwebhookconfigurations",
+        &hooks,
+    );
+    assert_eq!(names, ["Name", "Webhooks", "Age"]);
+    assert_eq!(cells[1], 2);
+
+    let vap = json!({"metadata": {"name": "p"}, "spec": {"validations": [{}],
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"}}});
+    let (names, cells) = self::cells(
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+        &vap,
+    );
+    assert_eq!(names, ["Name", "Validations", "ParamKind", "Age"]);
+    assert_eq!(cells[1..3], [json!(1), json!("v1/ConfigMap")]);
+
+    let svc = json!({"metadata": {"name": "v1beta1.metrics.k8s.io"},
+        "spec": {"service": {"namespace": "kube-system", "name": "metrics-server"}},
+        "status": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});
+    let (names, cells) = self::cells("apiregistration.k8s.io", "apiservices", &svc);
+    assert_eq!(names, ["Name", "Service", "Available", "Age"]);
+    assert_eq!(
+        cells[1..3],
+        [
+            json!("kube-system/metrics-server"),
+            json!("False (MissingEndpoints)")
+        ]
+    );
+    let local = json!({"metadata": {"name": "v1."}, "spec": {}});
+    let (_, cells) = self::cells("apiregistration.k8s.io", "apiservices", &local);
+    assert_eq!(cells[1..3], [json!("Local"), json!("Unknown")]);
+
+    let va = json!({"metadata": {"name": "va"}, "spec": {"attacher": "csi.example.com",
+        "source": {"persistentVolumeName": "pv1"}, "nodeName": "n1"}, "status": {"attached": true}});
+    let (names, cells) = self::cells("storage.k8s.io", "volumeattachments", &va);
+    assert_eq!(names, ["Name", "Attacher", "PV", "Node", "Attached", "Age"]);
+    assert_eq!(
+        cells[1..5],
+        [
+            json!("csi.example.com"),
+            json!("pv1"),
+            json!("n1"),
+            json!(true)
+        ]
+    );
+    let node = json!({"metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "d"}]}});
+    let (names, cells) = self::cells("storage.k8s.io", "csinodes", &node);
+    assert_eq!(names, ["Name", "Drivers", "Age"]);
+    assert_eq!(cells[1], 1);
 }

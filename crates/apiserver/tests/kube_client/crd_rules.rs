@@ -118,3 +118,86 @@ async fn crd_rules_are_type_checked_and_cost_estimated_on_write() {
     .await;
     assert_eq!(code, 201, "{body}");
 }
+
+/// A CRD with `rule` on the items of `list` (a `spec.list` array schema without `items`).
+fn crd_with_item_rule(list: Value, items: Value) -> Value {
+    let mut list = list;
+    list["items"] = items;
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "routes.example.net"},
+        "spec": {
+            "group": "example.net", "scope": "Namespaced",
+            "names": {"plural": "routes", "kind": "Route"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "properties": {"list": list},
+                }}}}}],
+        },
+    })
+}
+
+#[tokio::test]
+async fn transition_rules_are_refused_where_old_values_cannot_be_correlated() {
+    let server = server().await;
+    let client = client(&server).await;
+    let post = |body: Value| {
+        let client = client.clone();
+        async move { raw(&client, "POST", CRDS, "application/json", body.to_string()).await }
+    };
+    let root = "spec.versions[0].schema.openAPIV3Schema";
+    let item = json!({"type": "object", "maxProperties": 4,
+        "properties": {"name": {"type": "string", "maxLength": 16},
+                       "port": {"type": "integer",
+                                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}},
+        "required": ["name"]});
+
+    // An atomic list (the default) and a set: refused, the message naming the list.
+    for list in [
+        json!({"type": "array", "maxItems": 8}),
+        json!({"type": "array", "maxItems": 8, "x-kubernetes-list-type": "atomic"}),
+    ] {
+        let (code, _, status) = post(crd_with_item_rule(list, item.clone())).await;
+        assert_eq!(
+            (code, &status["reason"]),
+            (422, &json!("Invalid")),
+            "{status}"
+        );
+        assert_eq!(
+            status["details"]["causes"],
+            json!([{"reason": "FieldValueInvalid",
+                "field": format!("{root}.properties[spec].properties[list].items.properties[port].x-kubernetes-validations[0].rule"),
+                "message": format!("Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {root}.properties[spec].properties[list]")}])
+        );
+    }
+    let set_item = json!({"type": "string", "maxLength": 8,
+        "x-kubernetes-validations": [{"rule": "self == oldSelf"}]});
+    let set = json!({"type": "array", "maxItems": 8, "x-kubernetes-list-type": "set"});
+    let (code, _, status) = post(crd_with_item_rule(set, set_item)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"][0]["field"],
+        json!(format!(
+            "{root}.properties[spec].properties[list].items.x-kubernetes-validations[0].rule"
+        ))
+    );
+
+    // The properties of an atomic map: refused too, naming the map.
+    let atomic_map = json!({"type": "array", "maxItems": 8, "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"]});
+    let mut atomic_item = item.clone();
+    atomic_item["x-kubernetes-map-type"] = json!("atomic");
+    let (code, _, status) = post(crd_with_item_rule(atomic_map.clone(), atomic_item)).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        json!(format!(
+            "Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within {root}.properties[spec].properties[list].items"
+        ))
+    );
+
+    // A map list correlates its items by key: the same rule installs.
+    let (code, _, body) = post(crd_with_item_rule(atomic_map, item)).await;
+    assert_eq!(code, 201, "{body}");
+}

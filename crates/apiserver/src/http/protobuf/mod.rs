@@ -1,6 +1,7 @@
 //! Request bodies in the Kubernetes protobuf encoding, for the kinds kubectl's typed clients
 //! send that way (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|
-//! job|cronjob|role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget|priorityclass`,
+//! job|cronjob|role|clusterrole|rolebinding|clusterrolebinding|poddisruptionbudget|priorityclass|
+//! quota|ingress`,
 //! the access and rules reviews of `kubectl auth can-i`, and the TokenRequest of `kubectl
 //! create token`: kubectl 1.32+ encodes built-in kinds as protobuf). The tables (`tables.rs`)
 //! cover the fields those commands send, numbered as in the kinds' upstream `generated.proto`.
@@ -94,19 +95,22 @@ fn text(bytes: &[u8]) -> Result<Value, ApiError> {
     Ok(json!(std::str::from_utf8(bytes).map_err(unsupported)?))
 }
 
-fn map_entry(bytes: &[u8], value_bytes: bool) -> Result<(String, Value), ApiError> {
-    let entry = message(
+/// One entry of a map field of `kind` (`MapStr`, `MapBytes` or `MapQuantity`).
+fn map_entry(bytes: &[u8], kind: Kind) -> Result<(String, Value), ApiError> {
+    const QUANTITY: &[Field] = &[Field(1, "string", Kind::Str, false)];
+    let value = match kind {
+        Kind::MapBytes => Kind::Bytes,
+        Kind::MapQuantity => Kind::Msg(QUANTITY),
+        _ => Kind::Str,
+    };
+    let mut entry = message(
         bytes,
-        &[
-            Field(1, "k", Kind::Str, false),
-            Field(
-                2,
-                "v",
-                if value_bytes { Kind::Bytes } else { Kind::Str },
-                false,
-            ),
-        ],
+        &[Field(1, "k", Kind::Str, false), Field(2, "v", value, false)],
     )?;
+    if matches!(kind, Kind::MapQuantity) {
+        let quantity = entry.pointer("/v/string").cloned().unwrap_or(json!(""));
+        entry["v"] = quantity;
+    }
     let key = entry
         .get("k")
         .and_then(Value::as_str)
@@ -184,8 +188,14 @@ fn message(buf: &[u8], schema: &[Field]) -> Result<Value, ApiError> {
                 r.bytes()?;
                 continue;
             }
-            (Kind::MapStr | Kind::MapBytes, 2) => {
-                let (k, v) = map_entry(r.bytes()?, matches!(kind, Kind::MapBytes))?;
+            (Kind::Inline(inner), 2) => {
+                if let Value::Object(fields) = message(r.bytes()?, inner)? {
+                    out.extend(fields);
+                }
+                continue;
+            }
+            (Kind::MapStr | Kind::MapBytes | Kind::MapQuantity, 2) => {
+                let (k, v) = map_entry(r.bytes()?, kind)?;
                 let map = out.entry(name).or_insert_with(|| json!({}));
                 map[k] = v;
                 continue;
@@ -240,6 +250,46 @@ mod tests {
         ]
         .concat();
         [b"k8s\0".to_vec(), unknown].concat()
+    }
+
+    #[test]
+    fn decodes_quantity_maps_and_inlined_structs() {
+        // ResourceQuota: spec.hard is a map<string, Quantity>; status (empty) is dropped.
+        let entry = |k: &str, v: &str| {
+            field(
+                1,
+                &[field(1, k.as_bytes()), field(2, &field(1, v.as_bytes()))].concat(),
+            )
+        };
+        let spec = [
+            entry("cpu", "1"),
+            entry("memory", "1Gi"),
+            field(2, b"BestEffort"),
+        ]
+        .concat();
+        let quota = [field(1, &field(1, b"q")), field(2, &spec), field(3, b"")].concat();
+        let obj = decode(&envelope("v1", "ResourceQuota", &quota)).unwrap();
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q"},
+                   "spec": {"hard": {"cpu": "1", "memory": "1Gi"}, "scopes": ["BestEffort"]}})
+        );
+
+        // Ingress: a rule's IngressRuleValue (field 2) is inlined, its `http` the rule's.
+        let port = field(2, &[16, 80]);
+        let backend = field(4, &[field(1, b"svc"), port].concat());
+        let path = [field(1, b"/"), field(2, &backend), field(3, b"Prefix")].concat();
+        let http = field(1, &field(1, &path));
+        let rule = [field(1, b"a.io"), field(2, &http)].concat();
+        let spec = [field(3, &rule), field(4, b"nginx")].concat();
+        let ingress = [field(1, &field(1, b"web")), field(2, &spec)].concat();
+        let obj = decode(&envelope("networking.k8s.io/v1", "Ingress", &ingress)).unwrap();
+        assert_eq!(
+            obj["spec"],
+            json!({"ingressClassName": "nginx", "rules": [{"host": "a.io", "http": {"paths": [
+                {"path": "/", "pathType": "Prefix",
+                 "backend": {"service": {"name": "svc", "port": {"number": 80}}}}]}}]})
+        );
     }
 
     #[test]

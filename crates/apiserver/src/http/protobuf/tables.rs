@@ -20,6 +20,10 @@ pub(super) enum Kind {
     Skip,
     /// An `intstr.IntOrString`: a number or a string in JSON; absent when zero or empty.
     IntOrStr,
+    /// A `map<string, resource.Quantity>` (a `ResourceList`): each quantity its string.
+    MapQuantity,
+    /// An embedded Go struct (`json:",inline"`): its fields land in the parent's object.
+    Inline(&'static [Field]),
 }
 
 /// A message field: number, JSON name, how its value decodes, and whether it repeats.
@@ -537,6 +541,120 @@ const TOKEN_REVIEW: &[Field] = &[
     Field(3, "status", Kind::Skip, false),
 ];
 
+/// `v1` ResourceQuota (`kubectl create quota`).
+const RESOURCE_QUOTA: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "hard", Kind::MapQuantity, false),
+            Field(2, "scopes", Kind::Str, true),
+            Field(
+                3,
+                "scopeSelector",
+                Kind::Msg(&[Field(
+                    1,
+                    "matchExpressions",
+                    Kind::Msg(&[
+                        Field(1, "scopeName", Kind::Str, false),
+                        Field(2, "operator", Kind::Str, false),
+                        Field(3, "values", Kind::Str, true),
+                    ]),
+                    true,
+                )]),
+                false,
+            ),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
+/// `networking.k8s.io/v1` IngressBackend: a Service (by port number or name) or a resource.
+const INGRESS_BACKEND: &[Field] = &[
+    Field(
+        3,
+        "resource",
+        Kind::Msg(&[
+            Field(1, "apiGroup", Kind::Str, false),
+            Field(2, "kind", Kind::Str, false),
+            Field(3, "name", Kind::Str, false),
+        ]),
+        false,
+    ),
+    Field(
+        4,
+        "service",
+        Kind::Msg(&[
+            Field(1, "name", Kind::Str, false),
+            Field(
+                2,
+                "port",
+                Kind::Msg(&[
+                    Field(1, "name", Kind::Str, false),
+                    Field(2, "number", Kind::Int0, false),
+                ]),
+                false,
+            ),
+        ]),
+        false,
+    ),
+];
+
+/// `networking.k8s.io/v1` Ingress (`kubectl create ingress`).
+const INGRESS: &[Field] = &[
+    Field(1, "metadata", Kind::Msg(OBJECT_META), false),
+    Field(
+        2,
+        "spec",
+        Kind::Msg(&[
+            Field(1, "defaultBackend", Kind::Msg(INGRESS_BACKEND), false),
+            Field(
+                2,
+                "tls",
+                Kind::Msg(&[
+                    Field(1, "hosts", Kind::Str, true),
+                    Field(2, "secretName", Kind::Str, false),
+                ]),
+                true,
+            ),
+            Field(
+                3,
+                "rules",
+                Kind::Msg(&[
+                    Field(1, "host", Kind::Str, false),
+                    // `IngressRuleValue`, inlined: its `http` is the rule's.
+                    Field(
+                        2,
+                        "ingressRuleValue",
+                        Kind::Inline(&[Field(
+                            1,
+                            "http",
+                            Kind::Msg(&[Field(
+                                1,
+                                "paths",
+                                Kind::Msg(&[
+                                    Field(1, "path", Kind::Str, false),
+                                    Field(2, "backend", Kind::Msg(INGRESS_BACKEND), false),
+                                    Field(3, "pathType", Kind::Str, false),
+                                ]),
+                                true,
+                            )]),
+                            false,
+                        )]),
+                        false,
+                    ),
+                ]),
+                true,
+            ),
+            Field(4, "ingressClassName", Kind::Str, false),
+        ]),
+        false,
+    ),
+    Field(3, "status", Kind::Skip, false),
+];
+
 /// The table of a kind's top-level message, if the kind is decoded at all.
 pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> {
     Some(match (api_version, kind) {
@@ -545,6 +663,8 @@ pub(super) fn schema(api_version: &str, kind: &str) -> Option<&'static [Field]> 
         ("v1", "Secret") => SECRET,
         ("v1", "ServiceAccount") => SERVICE_ACCOUNT,
         ("v1", "Service") => SERVICE,
+        ("v1", "ResourceQuota") => RESOURCE_QUOTA,
+        ("networking.k8s.io/v1", "Ingress") => INGRESS,
         ("apps/v1", "Deployment") => DEPLOYMENT,
         ("batch/v1", "Job") => JOB,
         ("batch/v1", "CronJob") => CRON_JOB,
