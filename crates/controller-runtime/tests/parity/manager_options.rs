@@ -2,7 +2,7 @@
 //! every Builder-made controller, per group-kind concurrency, skipping name validation, the
 //! base context, and the profiling endpoint.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

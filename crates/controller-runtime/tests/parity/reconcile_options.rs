@@ -6,7 +6,7 @@
 //! queue or sent through a channel source); the burst test updates a ConfigMap on the embedded
 //! API server through kube-client and counts the reconciles the informer's events cause.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

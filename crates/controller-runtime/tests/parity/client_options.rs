@@ -2,7 +2,7 @@
 //! run) on every kind of write, and server-side apply of a partial object
 //! (`Objects::apply_partial`), against the embedded API server.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

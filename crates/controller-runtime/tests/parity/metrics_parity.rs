@@ -3,7 +3,7 @@
 //! cache's `controller_runtime_cache_resources` gauge; the cache's typed and JSON transforms
 //! and per-type sync period.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
