@@ -43,6 +43,15 @@ pub struct SubResource<K: CacheObject> {
     name: String,
 }
 
+/// kube-core's `create_subresource` or `replace_subresource`: a subresource write's request.
+type BuildWrite = fn(
+    &kube_core::Request,
+    &str,
+    &str,
+    &PostParams,
+    Vec<u8>,
+) -> Result<http::Request<Vec<u8>>, kube_core::request::Error>;
+
 impl<K: CacheObject> Clone for SubResource<K> {
     fn clone(&self) -> Self {
         SubResource {
@@ -150,13 +159,8 @@ impl<K: CacheObject> SubResource<K> {
         key: &ObjectKey,
         body: &B,
     ) -> Result<T, Error> {
-        let body = serde_json::to_vec(body).map_err(Error::Serialize)?;
-        let defaults = self.objects.defaults();
-        let params = defaults.post_params(&PostParams::default());
-        let request = self.objects.request(key.namespace.as_deref());
-        let built = defaults
-            .validate_post(request.create_subresource(&self.name, &key.name, &params, body));
-        self.answer(built, params.dry_run).await
+        self.post_or_put(key, body, kube_core::Request::create_subresource)
+            .await
     }
 
     /// Replaces the subresource of the object of `key` (a `PUT`).
@@ -165,13 +169,8 @@ impl<K: CacheObject> SubResource<K> {
         key: &ObjectKey,
         body: &B,
     ) -> Result<T, Error> {
-        let body = serde_json::to_vec(body).map_err(Error::Serialize)?;
-        let defaults = self.objects.defaults();
-        let params = defaults.post_params(&PostParams::default());
-        let request = self.objects.request(key.namespace.as_deref());
-        let built = defaults
-            .validate_post(request.replace_subresource(&self.name, &key.name, &params, body));
-        self.answer(built, params.dry_run).await
+        self.post_or_put(key, body, kube_core::Request::replace_subresource)
+            .await
     }
 
     /// Patches the subresource of the object of `key`; what `params` leaves unset comes from
@@ -190,6 +189,22 @@ impl<K: CacheObject> SubResource<K> {
 
     /// Sends a write; an answer that is a `K` (not a dry run) is recorded as a write of the
     /// object.
+    /// A `POST` or `PUT` of the subresource (`build` is kube-core's `create_subresource` or
+    /// `replace_subresource`), with the client's write defaults.
+    async fn post_or_put<B: Serialize, T: DeserializeOwned>(
+        &self,
+        key: &ObjectKey,
+        body: &B,
+        build: BuildWrite,
+    ) -> Result<T, Error> {
+        let body = serde_json::to_vec(body).map_err(Error::Serialize)?;
+        let defaults = self.objects.defaults();
+        let params = defaults.post_params(&PostParams::default());
+        let request = self.objects.request(key.namespace.as_deref());
+        let built = defaults.validate_post(build(&request, &self.name, &key.name, &params, body));
+        self.answer(built, params.dry_run).await
+    }
+
     async fn answer<T: DeserializeOwned>(
         &self,
         built: Result<http::Request<Vec<u8>>, kube_core::request::Error>,
