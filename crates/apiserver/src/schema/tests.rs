@@ -436,6 +436,127 @@ fn metadata_is_not_validated_or_pruned_by_the_schema() {
     assert!(s.validate(&obj).is_empty());
 }
 
+/// controller-gen writes `metadata: {type: object}` at the root of every CRD it generates (and
+/// in every embedded pod template). The object keeps its whole `ObjectMeta`; only fields
+/// `ObjectMeta` does not have are pruned, and reported under `metadata.`.
+#[test]
+fn a_root_metadata_of_type_object_keeps_the_object_meta() {
+    let s = StructuralSchema::from_value(&json!({"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {"template": {
+            "type": "object", "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"metadata": {"type": "object"}}}}}}}))
+    .unwrap();
+    let meta = json!({"name": "n", "namespace": "default", "generateName": "n-",
+        "labels": {"app": "x"}, "annotations": {"a": "b"}, "creationTimestamp": null,
+        "finalizers": ["example.com/f"], "resourceVersion": "7", "uid": "u",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u2"}],
+        "managedFields": [{"manager": "kubectl", "operation": "Apply", "apiVersion": "x/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]});
+    let mut obj = json!({"apiVersion": "x/v1", "kind": "K", "metadata": meta.clone(),
+        "spec": {"template": {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"a": "b"}}}}});
+    let before = obj.clone();
+    assert_eq!(s.prune_reporting(&mut obj), Vec::<String>::new());
+    assert_eq!(obj, before, "nothing of ObjectMeta is pruned");
+    assert!(s.validate(&obj).is_empty(), "{:?}", s.validate(&obj));
+
+    obj["metadata"]["colour"] = json!("red");
+    obj["spec"]["template"]["metadata"]["shade"] = json!(1);
+    assert_eq!(
+        s.prune_reporting(&mut obj),
+        ["metadata.colour", "spec.template.metadata.shade"]
+    );
+    assert_eq!(obj, before, "only the fields ObjectMeta lacks are dropped");
+}
+
+/// At the root a schema may constrain `metadata.name` and `metadata.generateName`, and the
+/// constraints apply.
+#[test]
+fn a_root_metadata_schema_constrains_the_name() {
+    let s = StructuralSchema::from_value(&json!({"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 5, "pattern": "^[a-z]+$"}}}}}))
+    .unwrap();
+    let obj = |name: &str| json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": name, "labels": {"a": "b"}}});
+    assert!(s.validate(&obj("abc")).is_empty());
+    let errs: Vec<String> = s
+        .validate(&obj("abcdef9"))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errs,
+        [
+            r#"metadata.name: Too long: may not be more than 5 bytes"#,
+            r#"metadata.name: Invalid value: "abcdef9": metadata.name in body should match '^[a-z]+$'"#,
+        ]
+    );
+}
+
+/// The structural rules on resource fields (upstream's `validateStructuralInvariants` and
+/// `validateStructuralMetadataInvariants`), with upstream's paths and messages.
+#[test]
+fn resource_fields_are_restricted_in_the_schema() {
+    let refused = |schema: Value| -> Vec<String> {
+        StructuralSchema::from_value(&schema)
+            .unwrap_err()
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}})),
+        [
+            "properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+        ]
+    );
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})),
+        [
+            "properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+        ]
+    );
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {"metadata": {"type": "string"}}})),
+        [r#"properties[metadata].type: Invalid value: "string": must be object"#]
+    );
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {"kind": {"type": "integer"}}})),
+        [r#"properties[kind].type: Invalid value: "integer": must be string"#]
+    );
+    assert_eq!(
+        refused(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"metadata": {"type": "object"}},
+            "anyOf": [{"properties": {"metadata": {"required": ["name"]}}}]}}})
+        ),
+        [
+            "properties[spec].anyOf[0].properties[metadata]: Forbidden: must not be specified in a nested context"
+        ]
+    );
+    // Accepted: name and generateName constraints at the root; anything below a non-resource
+    // field called metadata; an embedded resource's metadata with properties.
+    for ok in [
+        json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 63}, "generateName": {"type": "string"}}}}}),
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"labels": {"type": "object",
+                "additionalProperties": {"type": "string"}}}}}}}}),
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-embedded-resource": true, "properties": {
+                "metadata": {"type": "object", "properties": {"labels": {"type": "object",
+                    "additionalProperties": {"type": "string"}}}}}}}}),
+    ] {
+        StructuralSchema::from_value(&ok).unwrap();
+    }
+}
+
 /// Found by fuzzing (crates/fuzz, target `crd_schema`): a rule of a thousand-term sum parsed
 /// (the parser limits parentheses, not chains) and then overflowed the type checker's stack,
 /// aborting the process. It is refused as cel-go refuses it, past 250 levels.

@@ -284,12 +284,27 @@ fn validate_object(
     check_count(errors, path, m.len(), count, "properties");
     for (k, child_v) in m {
         if root && k == "metadata" {
+            validate_root_metadata(node.properties.get("metadata"), child_v, errors);
             continue;
         }
         if let Some(p) = node.properties.get(k) {
             validate(p, child_v, &child(path, k), false, errors);
         } else if let Some(Additional::Schema(s)) = &node.additional {
             validate(s, child_v, &child(path, k), false, errors);
+        }
+    }
+}
+
+/// The root's `metadata` is the server's to check as `ObjectMeta`; its schema may only
+/// constrain `name` and `generateName` (the structural checks refuse anything else), and those
+/// constraints apply, as upstream's OpenAPI validation of the whole object applies them.
+fn validate_root_metadata(schema: Option<&Node>, meta: &Value, errors: &mut Vec<FieldError>) {
+    let (Some(schema), Value::Object(meta)) = (schema, meta) else {
+        return;
+    };
+    for key in ["name", "generateName"] {
+        if let (Some(p), Some(v)) = (schema.properties.get(key), meta.get(key)) {
+            validate(p, v, &format!("metadata.{key}"), false, errors);
         }
     }
 }
