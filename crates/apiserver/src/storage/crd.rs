@@ -443,6 +443,12 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
     let group = s(crd, ".spec.group").to_string();
     let names = |f: &str| s(crd, &format!(".spec.names.{f}")).to_string();
     let list = |f: &str| meta::string_list(meta::get_path(crd, &format!(".spec.names.{f}")));
+    // Every served version publishes the hash of the storage version.
+    let hash = versions(crd)
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .map(|v| crate::resource::storage_version_hash(&group, v, &names("kind")));
     let mut out: Vec<ResourceInfo> = versions(crd)
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
@@ -474,6 +480,7 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
                 scale,
                 generation: true,
                 custom: true,
+                storage_version_hash: hash.clone(),
             }
         })
         .collect();
