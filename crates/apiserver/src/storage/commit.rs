@@ -96,7 +96,7 @@ fn decode_builtin(
         return Ok(());
     }
     let Some(decoder) = Decoder::for_kind(&res.group, &res.version, &res.kind) else {
-        return Ok(());
+        return crd::check_unknown(res, &[], opts);
     };
     match decoder.decode(obj) {
         Ok(unknown) => crd::check_unknown(res, &unknown, opts),

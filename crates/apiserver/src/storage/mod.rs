@@ -198,6 +198,44 @@ pub struct WriteOptions {
     /// Who writes: the `userInfo` admission (policies' `request.userInfo`, webhooks'
     /// AdmissionReview) sees. `None` is the server's admin ([`crate::user::UserInfo::admin`]).
     pub user: Option<Arc<crate::user::UserInfo>>,
+    /// What the request's body itself breaks of strict decoding (repeated fields, unknown
+    /// fields of JSON patch operations), found while the HTTP layer parsed it; reported under
+    /// `fieldValidation` together with the object's unknown fields. Clones share it.
+    pub body_findings: BodyFindings,
+}
+
+/// The strict-decoding findings of a request body, reported once per write by the check of
+/// the object's unknown fields, in the order upstream's decoder reports them (see
+/// [`BodyFindings::set`]).
+#[derive(Clone, Debug, Default)]
+pub struct BodyFindings(Arc<Mutex<Option<Findings>>>);
+
+/// See [`BodyFindings`].
+#[derive(Clone, Debug, Default)]
+pub struct Findings {
+    /// Errors about a patch document (`duplicate field "spec.a"` of a merge patch,
+    /// `json patch unknown field "[0].foo"`): reported before anything about the patched
+    /// object.
+    pub patch: Vec<String>,
+    /// Fields an object body repeats: each field's path with the position of its repetition
+    /// among the body's fields in document order.
+    pub duplicates: Vec<(usize, String)>,
+    /// The position of each field path's first occurrence in the object body, to interleave
+    /// the duplicates with the unknown fields in document order (as a built-in kind's decoder
+    /// meets them).
+    pub positions: std::collections::HashMap<String, usize>,
+}
+
+impl BodyFindings {
+    /// Records a body's findings (replacing earlier ones).
+    pub fn set(&self, findings: Findings) {
+        *self.0.lock() = Some(findings);
+    }
+
+    /// Takes the findings, so that a write checked twice reports them once.
+    pub(crate) fn take(&self) -> Option<Findings> {
+        self.0.lock().take()
+    }
 }
 
 /// The `fieldValidation` directive of a write: what unknown fields (those a custom
