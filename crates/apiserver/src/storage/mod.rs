@@ -68,6 +68,7 @@
 //! store as its `Lookup`; `hooked.rs` is the async write path taken when admission webhooks
 //! are configured (dry run, webhooks outside the lock, exact commit with a resourceVersion
 //! precondition, retried on conflict). Rules and helpers: `rules.rs` per-kind defaults and status ·
+//! `status.rs` what a write to the status subresource may change, per kind ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
 //! versions · `webhook.rs` which requests a CRD's conversion webhook converts · `meta.rs` JSON
 //! metadata helpers. Validation (metadata, per-kind rules, the 422
@@ -96,6 +97,7 @@ mod rules;
 mod scale;
 mod select;
 mod shared;
+mod status;
 mod store;
 mod watch;
 mod webhook;
