@@ -30,7 +30,9 @@
 //!   so a snapshot of everything is an O(1) clone: a paginated list keeps the snapshot of its
 //!   first page and serves every later page from it (the continue token names the snapshot's
 //!   resourceVersion and the last key; the last `StorageConfig::list_snapshots` snapshots are
-//!   kept, older tokens and tokens from before a `compact` get 410 Expired).
+//!   kept, older tokens and tokens from before a compaction get 410 Expired, with a token
+//!   for the rest of the list at the latest resourceVersion). `Storage::compactor` compacts
+//!   the history on a timer, as kube-apiserver's etcd compactor does.
 //! - Every write validates the whole request first and only then commits through
 //!   `State::put` / `State::remove`, which bump the global resourceVersion once per stored
 //!   change, record the event in the window and `try_send` it into each interested watcher's
@@ -769,6 +771,39 @@ impl Storage {
     /// resourceVersion (and continuing an older list) gets 410 Gone.
     pub fn compact(&self) {
         self.state.lock().compact();
+    }
+
+    /// Compacts the history up to `rv` (at most the current resourceVersion), as etcd's
+    /// compaction does: a watch from an older resourceVersion, a list at one, and the continue
+    /// token of an older list get 410 Gone; `rv` and newer still work.
+    pub fn compact_to(&self, rv: u64) {
+        self.state.lock().compact_to(rv);
+    }
+
+    /// Compacts the history every `interval`, as kube-apiserver's etcd compactor does
+    /// (`--etcd-compaction-interval`, 5 minutes by default): each tick compacts up to the
+    /// resourceVersion the previous tick saw, so a continue token or a watch position stays
+    /// good for at least one interval and at most two. The future ends once the storage is
+    /// dropped; `Server::start` spawns it.
+    pub fn compactor(
+        &self,
+        interval: std::time::Duration,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let state = Arc::downgrade(&self.state);
+        async move {
+            let mut previous: Option<u64> = None;
+            loop {
+                tokio::time::sleep(interval).await;
+                let Some(state) = state.upgrade() else {
+                    return;
+                };
+                let mut st = state.lock();
+                if let Some(rv) = previous {
+                    st.compact_to(rv);
+                }
+                previous = Some(st.rv);
+            }
+        }
     }
 
     /// Fault injection: ends every running watch.

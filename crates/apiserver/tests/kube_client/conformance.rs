@@ -1,6 +1,8 @@
 //! What Kubernetes' `[sig-api-machinery]` conformance specs check of an API server, over HTTP:
-//! the health endpoints' named checks, and strict field validation of custom objects with
-//! repeated fields (upstream's field-validation integration and e2e tables).
+//! the health endpoints' named checks, `storageVersionHash` in discovery, strict field
+//! validation of custom objects with repeated fields (upstream's field-validation integration
+//! and e2e tables), status writes that also change metadata, and continue tokens of compacted
+//! lists.
 
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -39,6 +41,14 @@ async fn send(
     let body = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
     (status, warnings, body)
+}
+
+/// A continue token as a query value.
+fn escape(token: &str) -> String {
+    token
+        .replace('+', "%2B")
+        .replace('/', "%2F")
+        .replace('=', "%3D")
 }
 
 #[tokio::test]
@@ -378,4 +388,128 @@ async fn strict_validation_reports_repeated_fields_of_custom_objects() {
         ),
         "{answer}"
     );
+}
+
+#[tokio::test]
+async fn discovery_and_status_and_compacted_continue_tokens() {
+    let server = server().await;
+    let client = client(&server).await;
+    // A CRD's resource carries the hash of its storage version, a subresource none.
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (status, _, _) = send(
+        &client,
+        "POST",
+        crds,
+        "application/json",
+        &crd("hash.example.com", false),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, _, list) = send(&client, "GET", "/apis/hash.example.com/v1", "", "").await;
+    let noxus = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "noxus")
+        .unwrap();
+    // base64 of sha256("hash.example.com/v1/WishIHadChosenNoxu")[..8].
+    assert_eq!(
+        noxus["storageVersionHash"],
+        crt_apiserver::resource::storage_version_hash(
+            "hash.example.com",
+            "v1",
+            "WishIHadChosenNoxu"
+        )
+    );
+    let (_, _, core) = send(&client, "GET", "/api/v1", "", "").await;
+    let pods = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .unwrap();
+    assert_eq!(pods["storageVersionHash"], "xPOwRZ+Yhw8=");
+
+    // A namespace status patch that also sets an annotation keeps it.
+    let (status, _, _) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces",
+        "application/json",
+        r#"{"metadata": {"name": "st"}}"#,
+    )
+    .await;
+    assert_eq!(status, 201);
+    let patch = r#"{"metadata":{"annotations":{"e2e-patched-ns-status":"st"}},"status":{"conditions":[{"type":"StatusPatch","status":"True","reason":"E2E","message":"Patched by an e2e test"}]}}"#;
+    let (status, _, ns) = send(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/st/status",
+        "application/merge-patch+json",
+        patch,
+    )
+    .await;
+    assert_eq!(status, 200, "{ns}");
+    assert_eq!(ns["metadata"]["annotations"]["e2e-patched-ns-status"], "st");
+    assert_eq!(ns["status"]["conditions"][0]["type"], "StatusPatch");
+
+    // A continue token of a compacted list: 410 with a token for the rest, at the latest
+    // resourceVersion.
+    for name in ["a", "b", "c"] {
+        let body = format!(r#"{{"metadata": {{"name": "{name}"}}}}"#);
+        let (status, _, _) = send(
+            &client,
+            "POST",
+            "/api/v1/namespaces/st/configmaps",
+            "application/json",
+            &body,
+        )
+        .await;
+        assert_eq!(status, 201);
+    }
+    let (_, _, first) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/st/configmaps?limit=1",
+        "",
+        "",
+    )
+    .await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    let (status, _, _) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/st/configmaps",
+        "application/json",
+        r#"{"metadata": {"name": "d"}}"#,
+    )
+    .await;
+    assert_eq!(status, 201);
+    let storage = server.storage();
+    storage.compact_to(storage.resource_version());
+    let uri = format!(
+        "/api/v1/namespaces/st/configmaps?limit=1&continue={}",
+        escape(&token)
+    );
+    let (status, _, gone) = send(&client, "GET", &uri, "", "").await;
+    assert_eq!(
+        (status, gone["reason"].as_str()),
+        (410, Some("Expired")),
+        "{gone}"
+    );
+    assert!(gone["message"].as_str().unwrap().starts_with("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response"));
+    let offered = gone["metadata"]["continue"].as_str().unwrap();
+    let uri = format!(
+        "/api/v1/namespaces/st/configmaps?continue={}",
+        escape(offered)
+    );
+    let (status, _, rest) = send(&client, "GET", &uri, "", "").await;
+    assert_eq!(status, 200, "{rest}");
+    let names: Vec<&str> = rest["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["b", "c", "d"]);
 }
