@@ -510,6 +510,7 @@ mod tests {
             scale: None,
             generation: false,
             custom,
+            storage_version_hash: None,
         }
     }
 

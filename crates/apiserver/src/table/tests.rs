@@ -15,6 +15,7 @@ fn info(group: &str, plural: &str, custom: bool) -> ResourceInfo {
         scale: None,
         generation: true,
         custom,
+        storage_version_hash: None,
     }
 }
 
