@@ -387,16 +387,30 @@ fn branch(node: &Node, v: &Value, path: &str) -> (Vec<FieldError>, usize) {
 }
 
 /// How many of kube-openapi's validators apply to `v` under `node`, nested ones included:
-/// one for the schema, its junctors and enum, its type (when declared), string and format
-/// checks on a string, number checks on a number, and the items of an array and properties
-/// of an object, each with their own.
+/// one for the schema, its junctors and enum, its type or format (when declared, twice when
+/// the type holds), string and format checks on a string, number checks on a number, and
+/// the items of an array and properties of an object, each with their own.
 fn match_count(node: &Node, v: &Value) -> usize {
     if v.is_null() {
         return 0;
     }
     let mut n = 4;
     if node.ty.is_some() || node.format.is_some() || node.int_or_string {
-        n += 1;
+        // The type check counts once more when it holds.
+        let holds = match node.ty.as_deref() {
+            Some("object") => v.is_object(),
+            Some("array") => v.is_array(),
+            Some("string") => v.is_string(),
+            Some("integer") => matches!(v, Value::Number(x) if is_integer(x)),
+            Some("number") => v.is_number(),
+            Some("boolean") => v.is_boolean(),
+            Some(_) => true,
+            None if node.int_or_string => {
+                v.is_string() || matches!(v, Value::Number(x) if is_integer(x))
+            }
+            None => v.is_string() || v.is_array(),
+        };
+        n += 1 + usize::from(holds);
     }
     match v {
         Value::String(_) => n += 1 + usize::from(node.format.is_some()),
