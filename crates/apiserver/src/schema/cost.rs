@@ -566,6 +566,7 @@ impl Coster<'_, '_> {
             id: e.id,
             path,
             size,
+            k8s: kubernetes_type(e),
             literal_int: match &e.expr {
                 Expr::Literal(LiteralValue::Int(i)) => Some(*i.inner()),
                 _ => None,
@@ -711,6 +712,16 @@ impl Coster<'_, '_> {
             "validate" if target.is_some() && !args.is_empty() => {
                 let c = self.arg_size(&args[0]).cost(STRING_TRAVERSAL);
                 Some((factor(c, MAX_NAME_FORMAT_REGEX_SIZE * REGEX_LENGTH), None))
+            }
+            // Equality of two values of one Kubernetes type: constant, but for URLs (the
+            // right side's length; upstream compares it with itself).
+            "_==_" if args.len() == 2 && args[0].k8s.is_some() && args[0].k8s == args[1].k8s => {
+                if args[0].k8s == Some("URL") {
+                    let size = args[1].size.unwrap_or(Size::fixed(1));
+                    Some((factor(size.max, STRING_TRAVERSAL), None))
+                } else {
+                    nominal
+                }
             }
             "masked"
             | "prefixLength"
@@ -892,9 +903,31 @@ impl Coster<'_, '_> {
     }
 }
 
+/// The Kubernetes library type (`Quantity`, `URL`, `IP`, `CIDR`, `Semver`) a call returns,
+/// which upstream's checker knows and this one types `dyn`.
+fn kubernetes_type(e: &IdedExpr) -> Option<&'static str> {
+    let Expr::Call(c) = &e.expr else {
+        return None;
+    };
+    let target = c.target.as_deref().and_then(kubernetes_type);
+    match (c.func_name.as_str(), target, c.args.len()) {
+        ("quantity", None, 1) => Some("Quantity"),
+        ("url", None, 1) => Some("URL"),
+        ("ip", None, 1) => Some("IP"),
+        ("cidr", None, 1) => Some("CIDR"),
+        ("semver", None, 1 | 2) => Some("Semver"),
+        ("ip", Some("CIDR"), 0) => Some("IP"),
+        ("masked", Some("CIDR"), 0) => Some("CIDR"),
+        ("add" | "sub", Some("Quantity"), 1) => Some("Quantity"),
+        _ => None,
+    }
+}
+
 /// What an estimate sees of a call's argument or target.
 struct Arg {
     id: u64,
+    /// Its Kubernetes library type, when it has one.
+    k8s: Option<&'static str>,
     path: Vec<String>,
     size: Option<Size>,
     literal_int: Option<i64>,
@@ -1596,6 +1629,22 @@ mod tests {
                 cost_of(&host, rule),
                 102 * 32 + 4
             ));
+        }
+        // Two values of one Kubernetes type compare at a constant 1 (URLs by length), but
+        // only with `==`: `!=` is cel-go's, by their sizes, which it does not know.
+        let two = json!({"type": "object", "properties": {
+            "a": {"type": "string", "maxLength": 10}, "b": {"type": "string", "maxLength": 10}}});
+        for (rule, want) in [
+            ("quantity(self.a) == quantity(self.b)", 2 + 2 + 2 + 1),
+            ("cidr(self.a).ip() == ip(self.b)", 2 + 3 + 2 + 1),
+            ("url(self.a) == url(self.b)", (2 + 4) * 2 + 4),
+        ] {
+            if cost_of(&two, rule) != want {
+                wrong.push(format!("{rule}: {}, upstream {want}", cost_of(&two, rule)));
+            }
+        }
+        if cost_of(&two, "quantity(self.a) != quantity(self.b)") < PER_CRD_LIMIT {
+            wrong.push("quantity(self.a) != quantity(self.b) is bounded".into());
         }
         let map = "{'a': [1,2], 'b': [1,2], 'c': [1,2], 'd': [1,2], 'e': [1,2]}.b";
         if cost_of(&object, map) != 81 {
