@@ -126,6 +126,7 @@ impl Server {
             .map_err(|source| Error::Listen { addr: host, source })?;
         let storage = Storage::new(config.storage.clone());
         crate::auth::bootstrap::install(&storage);
+        storage.install_kubernetes_service(addr);
         let state = Arc::new(AppState {
             faults: Faults::new(storage.clone()),
             authz: Authorizer::new(storage.clone()),
