@@ -3,9 +3,14 @@
 //! writes, bodies in upstream's field order, and the pod and CSR subresources that write one
 //! part of their object (`ephemeralcontainers`, `resize`, `approval`).
 
-use k8s_openapi::api::core::v1::{Endpoints, Service};
+use http_body_util::BodyExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube_client::api::Api;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_client::api::{Api, Patch, PatchParams, PostParams};
+use kube_client::core::PartialObjectMetaExt;
+use kube_client::{Client, Error};
+use serde_json::{Value, json};
 
 use crate::common::{client, server};
 
@@ -68,4 +73,87 @@ async fn the_kubernetes_service_and_its_endpoints_exist_from_the_start() {
     let subset = &endpoints.subsets.unwrap()[0];
     assert_eq!(subset.addresses.as_ref().unwrap()[0].ip, "127.0.0.1");
     assert_eq!(subset.ports.as_ref().unwrap()[0].port, port);
+}
+
+#[tokio::test]
+async fn writes_answer_metadata_alone_when_asked() {
+    let server = server().await;
+    let client = client(&server).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "m"}, "data": {"k": "v"}}),
+    )
+    .unwrap();
+    cms.create(&PostParams::default(), &cm).await.unwrap();
+    let patch = ObjectMeta {
+        annotations: Some([("test".to_string(), "123".to_string())].into()),
+        ..Default::default()
+    }
+    .into_request_partial::<ConfigMap>();
+    let patched = cms
+        .patch_metadata("m", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let types = patched.types.unwrap();
+    assert_eq!(
+        (types.kind.as_str(), types.api_version.as_str()),
+        ("PartialObjectMetadata", "meta.k8s.io/v1")
+    );
+    assert_eq!(patched.metadata.annotations.unwrap()["test"], "123");
+
+    // PUT with the same Accept answers the metadata too; the object itself was written.
+    let mut current = cms.get("m").await.unwrap();
+    current.data = Some([("k".to_string(), "w".to_string())].into());
+    let req = http::Request::put("/api/v1/namespaces/default/configmaps/m")
+        .header("content-type", "application/json")
+        .header("accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
+        .body(kube_client::client::Body::from(serde_json::to_vec(&current).unwrap()))
+        .unwrap();
+    let (status, body) = send(&client, req).await;
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["kind"], "PartialObjectMetadata");
+    assert!(body.get("data").is_none(), "{body}");
+    assert_eq!(cms.get("m").await.unwrap().data.unwrap()["k"], "w");
+}
+
+/// Sends `req`: the status code and the body's bytes.
+async fn send(client: &Client, req: http::Request<kube_client::client::Body>) -> (u16, Vec<u8>) {
+    let resp = client.send(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, bytes.to_vec())
+}
+
+#[tokio::test]
+async fn built_in_objects_are_encoded_in_go_field_order() {
+    let server = server().await;
+    let client = client(&server).await;
+    let get = |uri: &str| http::Request::get(uri).body(kube_client::client::Body::empty()).unwrap();
+    let (_, body) = send(&client, get("/api/v1/namespaces/default/services/kubernetes")).await;
+    let body = String::from_utf8(body).unwrap();
+    assert!(
+        body.starts_with(r#"{"kind":"Service","apiVersion":"v1","metadata":{"#),
+        "{body}"
+    );
+    let (spec, status) = (body.find(r#""spec":"#).unwrap(), body.find(r#""status":"#).unwrap());
+    assert!(spec < status, "{body}");
+    let (_, body) = send(&client, get("/api/v1/namespaces/default/services")).await;
+    let body = String::from_utf8(body).unwrap();
+    assert!(body.starts_with(r#"{"kind":"ServiceList","apiVersion":"v1","metadata":{"#), "{body}");
+
+    // A client that expects another kind fails at the kind, the body's first value, as
+    // kube-rs's own test reads the error's column.
+    let req = http::Request::get("/api/v1/namespaces/default/services/kubernetes")
+        .body(Vec::new())
+        .unwrap();
+    let err = client
+        .request::<Pod>(req)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::SerdeError(_)));
+    assert_eq!(
+        err.to_string(),
+        "Error deserializing response: invalid value: string \"Service\", expected Pod at line 1 column 17"
+    );
 }
