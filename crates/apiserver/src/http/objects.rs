@@ -107,6 +107,14 @@ where
     if path.legacy_watch {
         return Err(method_not_allowed());
     }
+    if res.group.is_empty() && res.plural == "componentstatuses" {
+        let answer = super::component_statuses::answer(name)?;
+        let answer = match transform_for(state, &res, accept, &query) {
+            Some(transform) => transform(answer),
+            None => answer,
+        };
+        return Ok(builtin_json(200, &answer));
+    }
     let needs_body = matches!(
         *method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE

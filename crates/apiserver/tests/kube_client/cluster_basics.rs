@@ -4,7 +4,7 @@
 //! part of their object (`ephemeralcontainers`, `resize`, `approval`).
 
 use http_body_util::BodyExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Pod, Service};
+use k8s_openapi::api::core::v1::{ComponentStatus, ConfigMap, Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_client::api::{Api, Patch, PatchParams, PostParams};
@@ -12,7 +12,7 @@ use kube_client::core::PartialObjectMetaExt;
 use kube_client::{Client, Error};
 use serde_json::{Value, json};
 
-use crate::common::{client, server};
+use crate::common::{client, code, raw, server};
 
 #[tokio::test]
 async fn the_kubernetes_service_and_its_endpoints_exist_from_the_start() {
@@ -73,6 +73,33 @@ async fn the_kubernetes_service_and_its_endpoints_exist_from_the_start() {
     let subset = &endpoints.subsets.unwrap()[0];
     assert_eq!(subset.addresses.as_ref().unwrap()[0].ip, "127.0.0.1");
     assert_eq!(subset.ports.as_ref().unwrap()[0].port, port);
+}
+
+#[tokio::test]
+async fn component_statuses_are_healthy_and_read_only() {
+    let server = server().await;
+    let client = client(&server).await;
+    let api: Api<ComponentStatus> = Api::all(client.clone());
+    let list = api.list(&Default::default()).await.unwrap();
+    let names: Vec<_> = list.items.iter().map(|c| c.metadata.name.clone().unwrap()).collect();
+    assert_eq!(names, ["scheduler", "controller-manager", "etcd-0"]);
+    let scheduler = api.get("scheduler").await.unwrap();
+    let condition = &scheduler.conditions.unwrap()[0];
+    assert_eq!(
+        (condition.type_.as_str(), condition.status.as_str()),
+        ("Healthy", "True")
+    );
+    let (status, _, body) = raw(
+        &client,
+        "POST",
+        "/api/v1/componentstatuses",
+        "application/json",
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": "x"}})).unwrap(),
+    )
+    .await;
+    assert_eq!(status, 405, "{body}");
+    let err = api.get("kubelet").await.unwrap_err();
+    assert_eq!(code(&err), 500);
 }
 
 #[tokio::test]
