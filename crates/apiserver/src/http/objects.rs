@@ -427,7 +427,16 @@ fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> 
         Some("status") if res.status_subresource => Ok(()),
         Some("scale") if res.scale.is_some() => Ok(()),
         Some("finalize") if res.group.is_empty() && res.plural == "namespaces" => Ok(()),
-        Some("binding" | "eviction") if res.group.is_empty() && res.plural == "pods" => Ok(()),
+        Some("binding" | "eviction" | "ephemeralcontainers" | "resize")
+            if res.group.is_empty() && res.plural == "pods" =>
+        {
+            Ok(())
+        }
+        Some("approval")
+            if res.group == "certificates.k8s.io" && res.plural == "certificatesigningrequests" =>
+        {
+            Ok(())
+        }
         Some("token") if res.group.is_empty() && res.plural == "serviceaccounts" => Ok(()),
         Some(_) => Err(not_found()),
     }
