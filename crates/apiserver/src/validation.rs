@@ -112,7 +112,9 @@ pub(crate) fn validate_subresource(
         ("certificates.k8s.io", "certificatesigningrequests", "approval") => {
             certificates::approval(obj, old, &mut errs)
         }
-        ("", "pods", "ephemeralcontainers") => pod::ephemeral_containers_update(obj, old, &mut errs),
+        ("", "pods", "ephemeralcontainers") => {
+            pod::ephemeral_containers_update(obj, old, &mut errs)
+        }
         ("", "pods", "resize") => pod::resize(obj, old, &mut errs),
         _ => return None,
     }

@@ -12,9 +12,7 @@ use http::{Method, Request, Response, header};
 use serde_json::Value;
 
 use super::request::{Accept, Query, ResourcePath, accept, decode_object, parse_query, patch_type};
-use super::response::{
-    self, Body, builtin_json, json, method_not_allowed, not_found, read_body,
-};
+use super::response::{self, Body, builtin_json, json, method_not_allowed, not_found, read_body};
 use super::{AppState, converted, watch};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -190,7 +188,10 @@ where
             }
             // The stored object is encoded as it is, not copied.
             let created = storage.create_shared(&res, ns, obj, &write)?;
-            return Ok(with_warnings(answer_with(201, created.as_ref()), &write.warnings));
+            return Ok(with_warnings(
+                answer_with(201, created.as_ref()),
+                &write.warnings,
+            ));
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode_write_body(&res, content_type, &body, &write)?;

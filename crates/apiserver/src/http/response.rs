@@ -67,7 +67,10 @@ impl serde::Serialize for GoOrder<'_> {
                 None => {}
             }
         }
-        for (k, v) in map.iter().filter(|(k, _)| !GO_LEADING.contains(&k.as_str())) {
+        for (k, v) in map
+            .iter()
+            .filter(|(k, _)| !GO_LEADING.contains(&k.as_str()))
+        {
             out.serialize_entry(k, v)?;
         }
         out.end()

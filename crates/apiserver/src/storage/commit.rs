@@ -741,8 +741,7 @@ pub(crate) fn commit_update(
     }
     if res.custom {
         errs.extend(crd::validate_custom(st, res, &mut new, Some(&old), opts)?);
-    } else if let Some(sub_errs) = validation::validate_subresource(res, subresource, &new, &old)
-    {
+    } else if let Some(sub_errs) = validation::validate_subresource(res, subresource, &new, &old) {
         errs.extend(sub_errs);
     } else if subresource != Some("binding") {
         // A binding sets the node of a pod, which the pod's update rules forbid: upstream's

@@ -58,7 +58,10 @@ pub(crate) fn approval(obj: &Value, old: &Value, errs: &mut Vec<FieldError>) {
             ));
         }
         if seen.contains(&kind) {
-            errs.push(FieldError::duplicate(format!("{at}.type"), &Value::from(kind)));
+            errs.push(FieldError::duplicate(
+                format!("{at}.type"),
+                &Value::from(kind),
+            ));
         }
         seen.push(kind);
     }

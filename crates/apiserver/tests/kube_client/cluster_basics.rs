@@ -42,7 +42,11 @@ async fn the_kubernetes_service_and_its_endpoints_exist_from_the_start() {
     let ports = spec.ports.unwrap();
     assert_eq!(ports.len(), 1);
     assert_eq!(
-        (ports[0].name.as_deref(), ports[0].port, ports[0].protocol.as_deref()),
+        (
+            ports[0].name.as_deref(),
+            ports[0].port,
+            ports[0].protocol.as_deref()
+        ),
         (Some("https"), 443, Some("TCP"))
     );
     assert_eq!(
@@ -60,7 +64,10 @@ async fn the_kubernetes_service_and_its_endpoints_exist_from_the_start() {
     );
     assert_eq!(slice.address_type, "IPv4");
     assert_eq!(slice.endpoints[0].addresses, ["127.0.0.1"]);
-    assert_eq!(slice.endpoints[0].conditions.as_ref().unwrap().ready, Some(true));
+    assert_eq!(
+        slice.endpoints[0].conditions.as_ref().unwrap().ready,
+        Some(true)
+    );
     let slice_ports = slice.ports.unwrap();
     assert_eq!(
         (slice_ports[0].name.as_deref(), slice_ports[0].port),
@@ -82,7 +89,11 @@ async fn component_statuses_are_healthy_and_read_only() {
     let client = client(&server).await;
     let api: Api<ComponentStatus> = Api::all(client.clone());
     let list = api.list(&Default::default()).await.unwrap();
-    let names: Vec<_> = list.items.iter().map(|c| c.metadata.name.clone().unwrap()).collect();
+    let names: Vec<_> = list
+        .items
+        .iter()
+        .map(|c| c.metadata.name.clone().unwrap())
+        .collect();
     assert_eq!(names, ["scheduler", "controller-manager", "etcd-0"]);
     let scheduler = api.get("scheduler").await.unwrap();
     let condition = &scheduler.conditions.unwrap()[0];
@@ -95,7 +106,10 @@ async fn component_statuses_are_healthy_and_read_only() {
         "POST",
         "/api/v1/componentstatuses",
         "application/json",
-        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": "x"}})).unwrap(),
+        serde_json::to_vec(
+            &json!({"apiVersion": "v1", "kind": "ComponentStatus", "metadata": {"name": "x"}}),
+        )
+        .unwrap(),
     )
     .await;
     assert_eq!(status, 405, "{body}");
@@ -108,10 +122,8 @@ async fn writes_answer_metadata_alone_when_asked() {
     let server = server().await;
     let client = client(&server).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
-    let cm: ConfigMap = serde_json::from_value(
-        json!({"metadata": {"name": "m"}, "data": {"k": "v"}}),
-    )
-    .unwrap();
+    let cm: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "m"}, "data": {"k": "v"}})).unwrap();
     cms.create(&PostParams::default(), &cm).await.unwrap();
     let patch = ObjectMeta {
         annotations: Some([("test".to_string(), "123".to_string())].into()),
@@ -134,8 +146,13 @@ async fn writes_answer_metadata_alone_when_asked() {
     current.data = Some([("k".to_string(), "w".to_string())].into());
     let req = http::Request::put("/api/v1/namespaces/default/configmaps/m")
         .header("content-type", "application/json")
-        .header("accept", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1")
-        .body(kube_client::client::Body::from(serde_json::to_vec(&current).unwrap()))
+        .header(
+            "accept",
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+        )
+        .body(kube_client::client::Body::from(
+            serde_json::to_vec(&current).unwrap(),
+        ))
         .unwrap();
     let (status, body) = send(&client, req).await;
     let body: Value = serde_json::from_slice(&body).unwrap();
@@ -157,28 +174,39 @@ async fn send(client: &Client, req: http::Request<kube_client::client::Body>) ->
 async fn built_in_objects_are_encoded_in_go_field_order() {
     let server = server().await;
     let client = client(&server).await;
-    let get = |uri: &str| http::Request::get(uri).body(kube_client::client::Body::empty()).unwrap();
-    let (_, body) = send(&client, get("/api/v1/namespaces/default/services/kubernetes")).await;
+    let get = |uri: &str| {
+        http::Request::get(uri)
+            .body(kube_client::client::Body::empty())
+            .unwrap()
+    };
+    let (_, body) = send(
+        &client,
+        get("/api/v1/namespaces/default/services/kubernetes"),
+    )
+    .await;
     let body = String::from_utf8(body).unwrap();
     assert!(
         body.starts_with(r#"{"kind":"Service","apiVersion":"v1","metadata":{"#),
         "{body}"
     );
-    let (spec, status) = (body.find(r#""spec":"#).unwrap(), body.find(r#""status":"#).unwrap());
+    let (spec, status) = (
+        body.find(r#""spec":"#).unwrap(),
+        body.find(r#""status":"#).unwrap(),
+    );
     assert!(spec < status, "{body}");
     let (_, body) = send(&client, get("/api/v1/namespaces/default/services")).await;
     let body = String::from_utf8(body).unwrap();
-    assert!(body.starts_with(r#"{"kind":"ServiceList","apiVersion":"v1","metadata":{"#), "{body}");
+    assert!(
+        body.starts_with(r#"{"kind":"ServiceList","apiVersion":"v1","metadata":{"#),
+        "{body}"
+    );
 
     // A client that expects another kind fails at the kind, the body's first value, as
     // kube-rs's own test reads the error's column.
     let req = http::Request::get("/api/v1/namespaces/default/services/kubernetes")
         .body(Vec::new())
         .unwrap();
-    let err = client
-        .request::<Pod>(req)
-        .await
-        .unwrap_err();
+    let err = client.request::<Pod>(req).await.unwrap_err();
     assert!(matches!(err, Error::SerdeError(_)));
     assert_eq!(
         err.to_string(),
@@ -221,7 +249,14 @@ async fn the_approval_subresource_writes_only_conditions() {
     // The spec is the approval's to keep, not to write.
     assert_eq!(approved.spec.usages.unwrap(), ["client auth"]);
     assert_eq!(
-        csrs.get_approval("fake").await.unwrap().status.unwrap().conditions.unwrap()[0].type_,
+        csrs.get_approval("fake")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .conditions
+            .unwrap()[0]
+            .type_,
         "Approved"
     );
 
@@ -263,7 +298,9 @@ async fn the_approval_subresource_writes_only_conditions() {
     );
     assert_eq!(status, 422);
     assert!(
-        message.contains("status.conditions[0].status: Unsupported value: \"False\": supported values: \"True\""),
+        message.contains(
+            "status.conditions[0].status: Unsupported value: \"False\": supported values: \"True\""
+        ),
         "{message}"
     );
 }
@@ -284,14 +321,23 @@ async fn ephemeral_containers_are_added_but_never_changed_or_removed() {
     let server = server().await;
     let client = client(&server).await;
     let pods: Api<Pod> = Api::namespaced(client, "default");
-    pods.create(&PostParams::default(), &pod("e")).await.unwrap();
+    pods.create(&PostParams::default(), &pod("e"))
+        .await
+        .unwrap();
     assert_eq!(
-        pods.get_ephemeral_containers("e").await.unwrap().spec.unwrap().ephemeral_containers,
+        pods.get_ephemeral_containers("e")
+            .await
+            .unwrap()
+            .spec
+            .unwrap()
+            .ephemeral_containers,
         None
     );
     let with = |containers: Value| -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "e"}, "spec": {"ephemeralContainers": containers}}))
-            .unwrap()
+        serde_json::from_value(
+            json!({"metadata": {"name": "e"}, "spec": {"ephemeralContainers": containers}}),
+        )
+        .unwrap()
     };
     let debugger = json!({"name": "debugger", "image": "busybox:stable", "command": ["sh"]});
     let replaced = pods
@@ -302,7 +348,10 @@ async fn ephemeral_containers_are_added_but_never_changed_or_removed() {
     let added = &spec.ephemeral_containers.as_ref().unwrap()[0];
     assert_eq!(added.name, "debugger");
     // Defaulted as any container, and the rest of the pod untouched.
-    assert_eq!(added.termination_message_path.as_deref(), Some("/dev/termination-log"));
+    assert_eq!(
+        added.termination_message_path.as_deref(),
+        Some("/dev/termination-log")
+    );
     assert_eq!(spec.containers[0].name, "c");
 
     let second = json!({"name": "second", "image": "busybox:stable"});
@@ -353,7 +402,11 @@ async fn ephemeral_containers_are_added_but_never_changed_or_removed() {
     );
     // The main resource still refuses them.
     let err = pods
-        .patch("e", &PatchParams::default(), &Patch::Strategic(with(json!([{"name": "third", "image": "busybox"}]))))
+        .patch(
+            "e",
+            &PatchParams::default(),
+            &Patch::Strategic(with(json!([{"name": "third", "image": "busybox"}]))),
+        )
         .await
         .unwrap_err();
     assert_eq!(code(&err), 422);
@@ -364,9 +417,13 @@ async fn resize_changes_only_cpu_and_memory_within_the_qos_class() {
     let server = server().await;
     let client = client(&server).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    pods.create(&PostParams::default(), &pod("r")).await.unwrap();
+    pods.create(&PostParams::default(), &pod("r"))
+        .await
+        .unwrap();
     let resize = |resources: Value| {
-        Patch::Strategic(json!({"spec": {"containers": [{"name": "c", "image": "other", "resources": resources}]}}))
+        Patch::Strategic(
+            json!({"spec": {"containers": [{"name": "c", "image": "other", "resources": resources}]}}),
+        )
     };
     let pp = PatchParams::default();
     let uri = "/api/v1/namespaces/default/pods/r/resize";
@@ -394,7 +451,9 @@ async fn resize_changes_only_cpu_and_memory_within_the_qos_class() {
     let Error::Api(status) = err else { panic!() };
     assert_eq!(status.code, 422);
     assert!(
-        status.message.contains("Pod QOS Class may not change as a result of resizing"),
+        status
+            .message
+            .contains("Pod QOS Class may not change as a result of resizing"),
         "{}",
         status.message
     );
@@ -405,10 +464,16 @@ async fn resize_changes_only_cpu_and_memory_within_the_qos_class() {
         .unwrap_err();
     let Error::Api(status) = err else { panic!() };
     assert!(
-        status.message.contains("spec: Forbidden: only cpu and memory resources are mutable"),
+        status
+            .message
+            .contains("spec: Forbidden: only cpu and memory resources are mutable"),
         "{}",
         status.message
     );
     let (status, _, body) = raw(&client, "GET", uri, "application/json", Vec::new()).await;
-    assert_eq!((status, body["kind"].as_str()), (200, Some("Pod")), "{body}");
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (200, Some("Pod")),
+        "{body}"
+    );
 }
