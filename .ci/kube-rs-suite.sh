@@ -78,10 +78,18 @@ for _ in 1 2 3 4 5; do
     cargo update --manifest-path "$ws/Cargo.toml" --quiet -p "$yanked"
 done
 
-# The server, built once from the workspace, with a fresh store.
-cargo build -p crt --locked --quiet
+# The server, built once from the workspace, with a fresh store. The binary cargo reports is
+# copied: target/debug/crt is only a link, which another build sharing the target directory
+# may replace meanwhile.
+crt_bin="$(cargo build -p crt --locked --message-format=json-render-diagnostics |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "crt" and m.get("executable"):
+        print(m["executable"])')"
+cp "$crt_bin" "$work/crt"
 kubeconfig="$work/crt.kubeconfig"
-"$target/debug/crt" serve --addr 127.0.0.1:0 --kubeconfig-out "$kubeconfig" >"$work/serve.log" 2>&1 &
+"$work/crt" serve --addr 127.0.0.1:0 --kubeconfig-out "$kubeconfig" >"$work/serve.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 600); do
     grep -q '^kubeconfig written to' "$work/serve.log" 2>/dev/null && break
@@ -102,7 +110,8 @@ export KUBECONFIG="$kubeconfig"
 # workspace (the `kube` dev-dependency turns on kube-client's rustls TLS and `ws`). Besides:
 # kube-client's `openssl-tls` compiles `custom_client_openssl_tls_configuration`, which builds
 # its own TLS connector from the kubeconfig (so the kubeconfig's user authenticates with a
-# client certificate); kube's `derive` and `runtime` compile its CRD and wait tests.
+# client certificate); its `unstable-client` compiles the `Client::get/list/fetch` tests; kube's
+# `derive` and `runtime` compile its CRD and wait tests.
 # `kubelet-debug` stays off: its one test talks to a kubelet's debug endpoints.
 skips=(
     # Execs into a running busybox container: needs a kubelet and a container runtime.
@@ -115,7 +124,7 @@ skips=(
 status=0
 (cd "$ws" && cargo test --target-dir "$suite_target" --no-fail-fast \
     -p kube -p kube-client -p kube-runtime --lib \
-    --features kube-client/openssl-tls,kube/derive,kube/runtime \
+    --features kube-client/openssl-tls,kube-client/unstable-client,kube/derive,kube/runtime \
     -- --ignored "${skips[@]}") || status=$?
 
 echo "kube-rs-suite: took $((SECONDS - start)) s"
