@@ -80,6 +80,16 @@ where
     if method == Method::GET && watching && sub.is_none() {
         let w = storage.watch_shared(stored, ns, &query.watch_options(name))?;
         let transform = transform_for(state, &res, accept, &query);
+        if accept == Accept::Json
+            && conversion.is_none()
+            && super::protobuf::wants(header(header::ACCEPT))
+            && super::protobuf::has_kind(&res.api_version(), &res.kind)
+        {
+            return Ok(watch::protobuf_response(
+                w,
+                query.timeout_seconds.map(Duration::from_secs),
+            ));
+        }
         if let Some(conversion) = conversion {
             let webhook = conversion.webhook.clone();
             let api_version = res.api_version();
@@ -217,7 +227,7 @@ where
             }
         }
         (&Method::DELETE, Some(name)) if sub.is_none() => {
-            let mut opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(content_type, &body)?;
             opts.user = user.clone();
             let deleted = if storage.has_webhooks() {
                 storage.delete_hooked(stored, ns, name, &opts).await?
@@ -228,7 +238,7 @@ where
             return Ok(with_warnings(json(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
-            let mut opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(content_type, &body)?;
             opts.user = user.clone();
             let list = query.list_options();
             let deleted = if storage.has_webhooks() {
