@@ -492,13 +492,13 @@ where
 {
     let served = super::reviews::resources();
     let scoped = path.name.is_none() && !path.legacy_watch;
-    let Some(res) = served
+    let known = served
         .iter()
         .find(|r| r.group == path.group && r.version == path.version && r.plural == path.plural)
-        .filter(|r| scoped && r.namespaced == path.namespace.is_some())
-    else {
+        .is_some_and(|r| scoped && r.namespaced == path.namespace.is_some());
+    if !known {
         return Err(not_found());
-    };
+    }
     if req.method() != Method::POST {
         return Err(method_not_allowed());
     }
@@ -509,19 +509,8 @@ where
         .map(String::from);
     let user = super::user_of(&req);
     let body = read_body(req.into_body(), None, state.max_body_bytes).await?;
-    // Protobuf bodies (kubectl's typed clients) are decoded: the access reviews' always (their
-    // answer depends on their spec), the others' when the tables know them, else they are
-    // answered from their kind alone.
-    let review = match content_type.as_deref() {
-        Some(ct) if ct.starts_with("application/vnd.kubernetes.protobuf") => {
-            match super::protobuf::decode(&body) {
-                Ok(decoded) => decoded,
-                Err(err) if res.group == "authorization.k8s.io" => return Err(err),
-                Err(_) => serde_json::json!({ "apiVersion": res.api_version(), "kind": res.kind }),
-            }
-        }
-        ct => decode_object(ct, &body)?,
-    };
+    // JSON, or protobuf as kubectl's typed clients send it.
+    let review = decode_object(content_type.as_deref(), &body)?;
     let reviewer = super::reviews::Reviewer {
         user: &user,
         authn: &state.authn,

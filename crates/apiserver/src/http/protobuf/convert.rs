@@ -18,7 +18,7 @@
 //!
 //! `bytes` are base64 in JSON, `int64` numbers, maps objects. Go writes every field of a
 //! non-pointer type, set or not; decoding leaves out empty strings (the JSON form's
-//! `omitempty`), zero times, and the zero integers of the few non-pointer fields whose zero
+//! `omitempty`), zero times, and the zeros and `false`s of the non-pointer fields whose zero
 //! means unset ([`ZERO_UNSET`]); other zeros and `false`s are kept, since a pointer field's
 //! zero (`replicas: 0`, `gracePeriodSeconds: 0`) is a value.
 
@@ -50,8 +50,9 @@ const INLINE: &[(&str, &str)] = &[
     ("DeviceAllocationConfiguration", "deviceConfiguration"),
 ];
 
-/// Non-pointer fields (message, field) whose zero Go writes for "unset" and whose JSON form
-/// leaves it out, so that the server's defaults and allocations fill it in as for JSON.
+/// Non-pointer fields (message, field; `*` is any message) whose zero or `false` Go writes
+/// for "unset" and whose JSON form leaves out (`omitempty`), so that the server's defaults
+/// and allocations fill them in as for JSON.
 const ZERO_UNSET: &[(&str, &str)] = &[
     ("Probe", "timeoutSeconds"),
     ("Probe", "periodSeconds"),
@@ -60,8 +61,18 @@ const ZERO_UNSET: &[(&str, &str)] = &[
     ("ServicePort", "nodePort"),
     ("ServicePort", "targetPort"),
     ("ServiceSpec", "healthCheckNodePort"),
+    ("ServiceSpec", "publishNotReadyAddresses"),
+    ("ServiceBackendPort", "number"),
     ("ContainerPort", "hostPort"),
     ("ObjectMeta", "generation"),
+    ("*", "minReadySeconds"),
+    ("*", "stdin"),
+    ("*", "stdinOnce"),
+    ("*", "tty"),
+    ("PodSpec", "hostNetwork"),
+    ("PodSpec", "hostPID"),
+    ("PodSpec", "hostIPC"),
+    ("DeploymentSpec", "paused"),
 ];
 
 fn listed(table: &[(&str, &str)], field: &FieldDescriptor) -> bool {
@@ -298,10 +309,23 @@ fn float(f: f64) -> Value {
     serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
 }
 
+/// How deeply messages may nest in a body (as serde_json limits JSON's nesting): deeper is a
+/// 400, never a stack overflow.
+const MAX_DEPTH: usize = 100;
+
 /// Decodes a message's bytes into its JSON object.
 pub fn to_json(buf: &[u8], desc: &MessageDescriptor) -> Result<Value, ApiError> {
+    to_json_at(buf, desc, 0)
+}
+
+/// [`to_json`] of a message nested `depth` deep.
+pub(crate) fn to_json_at(
+    buf: &[u8],
+    desc: &MessageDescriptor,
+    depth: usize,
+) -> Result<Value, ApiError> {
     let mut out = Map::new();
-    decode_into(buf, desc, &mut out)?;
+    decode_into(buf, desc, &mut out, depth)?;
     Ok(Value::Object(out))
 }
 
@@ -309,7 +333,11 @@ fn decode_into(
     buf: &[u8],
     desc: &MessageDescriptor,
     out: &mut Map<String, Value>,
+    depth: usize,
 ) -> Result<(), ApiError> {
+    if depth > MAX_DEPTH {
+        return Err(bad_body("messages nested too deeply"));
+    }
     let mut r = Reader::new(buf);
     while !r.is_empty() {
         let (number, wire) = r.key()?;
@@ -326,7 +354,7 @@ fn decode_into(
             let Kind::Message(entry_desc) = &kind else {
                 return Err(wire_error(&field));
             };
-            let (k, v) = map_entry(entry, entry_desc)?;
+            let (k, v) = map_entry(entry, entry_desc, depth)?;
             let map = out
                 .entry(json_name(&field))
                 .or_insert_with(|| Value::Object(Map::new()));
@@ -354,7 +382,7 @@ fn decode_into(
                         list.push(scalar(&kind, &item)?.ok_or_else(|| wire_error(&field))?);
                     }
                 }
-                _ => list.push(value(&field, &kind, &raw)?.unwrap_or(Value::Null)),
+                _ => list.push(value(&field, &kind, &raw, depth)?.unwrap_or(Value::Null)),
             }
             continue;
         }
@@ -362,15 +390,18 @@ fn decode_into(
             let (Raw::Bytes(b), Kind::Message(inner)) = (&raw, &kind) else {
                 return Err(wire_error(&field));
             };
-            decode_into(b, inner, out)?;
+            decode_into(b, inner, out, depth + 1)?;
             continue;
         }
         let name = json_name(&field);
-        match value(&field, &kind, &raw)? {
+        match value(&field, &kind, &raw, depth)? {
             Some(Value::String(s)) if s.is_empty() => {
                 out.remove(&name);
             }
             Some(Value::Number(n)) if n.as_i64() == Some(0) && listed(ZERO_UNSET, &field) => {
+                out.remove(&name);
+            }
+            Some(Value::Bool(false)) if listed(ZERO_UNSET, &field) => {
                 out.remove(&name);
             }
             Some(v) => {
@@ -388,7 +419,11 @@ fn wire_error(field: &FieldDescriptor) -> ApiError {
     bad_body(format!("wrong wire type for field {}", field.full_name()))
 }
 
-fn map_entry(buf: &[u8], entry: &MessageDescriptor) -> Result<(String, Value), ApiError> {
+fn map_entry(
+    buf: &[u8],
+    entry: &MessageDescriptor,
+    depth: usize,
+) -> Result<(String, Value), ApiError> {
     let key_field = entry.map_entry_key_field();
     let value_field = entry.map_entry_value_field();
     let (mut key, mut val) = (String::new(), None);
@@ -403,7 +438,7 @@ fn map_entry(buf: &[u8], entry: &MessageDescriptor) -> Result<(String, Value), A
                 None => return Err(wire_error(&key_field)),
             };
         } else if number == value_field.number() {
-            val = value(&value_field, &value_field.kind(), &raw)?;
+            val = value(&value_field, &value_field.kind(), &raw, depth)?;
         }
     }
     let val = val.unwrap_or_else(|| match value_field.kind() {
@@ -419,7 +454,12 @@ fn map_entry(buf: &[u8], entry: &MessageDescriptor) -> Result<(String, Value), A
 }
 
 /// A field's value; `None` for an unset special value (a zero time, an empty raw extension).
-fn value(field: &FieldDescriptor, kind: &Kind, raw: &Raw<'_>) -> Result<Option<Value>, ApiError> {
+fn value(
+    field: &FieldDescriptor,
+    kind: &Kind,
+    raw: &Raw<'_>,
+    depth: usize,
+) -> Result<Option<Value>, ApiError> {
     let Kind::Message(desc) = kind else {
         return scalar(kind, raw)?
             .map(Some)
@@ -429,8 +469,8 @@ fn value(field: &FieldDescriptor, kind: &Kind, raw: &Raw<'_>) -> Result<Option<V
         return Err(wire_error(field));
     };
     match special(desc) {
-        None => to_json(b, desc).map(Some),
-        Some(s) => special_to_json(s, b, desc, field),
+        None => to_json_at(b, desc, depth + 1).map(Some),
+        Some(s) => special_to_json(s, b, desc, field, depth + 1),
     }
 }
 
@@ -449,7 +489,11 @@ fn special_to_json(
     buf: &[u8],
     desc: &MessageDescriptor,
     field: &FieldDescriptor,
+    depth: usize,
 ) -> Result<Option<Value>, ApiError> {
+    if depth > MAX_DEPTH {
+        return Err(bad_body("messages nested too deeply"));
+    }
     let parts = fields(buf)?;
     let int = |n: u32| {
         parts.iter().rev().find_map(|(num, raw)| match raw {
@@ -498,7 +542,7 @@ fn special_to_json(
         }
         Special::RawJson => match bytes(1) {
             None => None,
-            Some(raw) => Some(super::decode_embedded(raw)?),
+            Some(raw) => Some(super::decode_embedded(raw, depth)?),
         },
         Special::SchemaOrArray | Special::SchemaOrStringArray => {
             let schema_field = desc.get_field(1).expect("schema");
@@ -507,13 +551,14 @@ fn special_to_json(
                 let Kind::Message(m) = schema_field.kind() else {
                     return Err(wire_error(&schema_field));
                 };
-                Some(to_json(b, &m)?)
+                Some(to_json_at(b, &m, depth)?)
             } else {
                 let mut items = Vec::new();
                 for (num, raw) in &parts {
                     if *num == 2 {
                         items.push(
-                            value(&list_field, &list_field.kind(), raw)?.unwrap_or(Value::Null),
+                            value(&list_field, &list_field.kind(), raw, depth)?
+                                .unwrap_or(Value::Null),
                         );
                     }
                 }
@@ -527,7 +572,7 @@ fn special_to_json(
                     let Kind::Message(m) = schema_field.kind() else {
                         return Err(wire_error(&schema_field));
                     };
-                    Some(to_json(b, &m)?)
+                    Some(to_json_at(b, &m, depth)?)
                 }
                 None => Some(Value::from(int(1).unwrap_or(0) != 0)),
             }

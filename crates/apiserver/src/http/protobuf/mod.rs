@@ -49,20 +49,53 @@ fn pool() -> &'static DescriptorPool {
     })
 }
 
-/// The package of an API group's messages, as the `.proto` files name it.
-fn package(group: &str) -> String {
-    match group {
-        "" => "api.core".into(),
-        "meta.k8s.io" => "apimachinery.pkg.apis.meta".into(),
-        "apiextensions.k8s.io" => "apiextensions_apiserver.pkg.apis.apiextensions".into(),
-        "apiregistration.k8s.io" => "kube_aggregator.pkg.apis.apiregistration".into(),
-        "metrics.k8s.io" => "metrics.pkg.apis.metrics".into(),
-        "custom.metrics.k8s.io" => "metrics.pkg.apis.custom_metrics".into(),
-        "external.metrics.k8s.io" => "metrics.pkg.apis.external_metrics".into(),
-        "internal.apiserver.k8s.io" => "api.apiserverinternal".into(),
-        g => format!("api.{}", g.split('.').next().unwrap_or(g)),
-    }
+/// The package of a built-in API group's messages, as the `.proto` files name it; `None` for
+/// any other group (custom resources, whose kinds may share a built-in kind's name).
+fn package(group: &str) -> Option<&'static str> {
+    Some(match group {
+        "" => "api.core",
+        "meta.k8s.io" => "apimachinery.pkg.apis.meta",
+        "apiextensions.k8s.io" => "apiextensions_apiserver.pkg.apis.apiextensions",
+        "apiregistration.k8s.io" => "kube_aggregator.pkg.apis.apiregistration",
+        "metrics.k8s.io" => "metrics.pkg.apis.metrics",
+        "internal.apiserver.k8s.io" => "api.apiserverinternal",
+        "admission.k8s.io" => "api.admission",
+        "admissionregistration.k8s.io" => "api.admissionregistration",
+        "apps" => "api.apps",
+        "authentication.k8s.io" => "api.authentication",
+        "authorization.k8s.io" => "api.authorization",
+        "autoscaling" => "api.autoscaling",
+        "batch" => "api.batch",
+        "certificates.k8s.io" => "api.certificates",
+        "coordination.k8s.io" => "api.coordination",
+        "discovery.k8s.io" => "api.discovery",
+        "events.k8s.io" => "api.events",
+        "extensions" => "api.extensions",
+        "flowcontrol.apiserver.k8s.io" => "api.flowcontrol",
+        "networking.k8s.io" => "api.networking",
+        "node.k8s.io" => "api.node",
+        "policy" => "api.policy",
+        "rbac.authorization.k8s.io" => "api.rbac",
+        "resource.k8s.io" => "api.resource",
+        "scheduling.k8s.io" => "api.scheduling",
+        "storage.k8s.io" => "api.storage",
+        "storagemigration.k8s.io" => "api.storagemigration",
+        _ => return None,
+    })
 }
+
+/// The meta kinds every group version carries (`metav1.AddToGroupVersion`), found in
+/// apimachinery's `meta.v1` whatever the `apiVersion` says.
+const META_KINDS: &[&str] = &[
+    "Status",
+    "WatchEvent",
+    "DeleteOptions",
+    "CreateOptions",
+    "UpdateOptions",
+    "PatchOptions",
+    "GetOptions",
+    "ListOptions",
+];
 
 /// The message of `kind` in `api_version` (`apps/v1`, `v1`), if it is a built-in kind or one
 /// of the meta kinds.
@@ -72,8 +105,10 @@ pub fn message_for(api_version: &str, kind: &str) -> Option<MessageDescriptor> {
         return None;
     }
     let pool = pool();
-    pool.get_message_by_name(&format!("{}.{version}.{kind}", package(group)))
-        .or_else(|| pool.get_message_by_name(&format!("apimachinery.pkg.apis.meta.v1.{kind}")))
+    if META_KINDS.contains(&kind) {
+        return pool.get_message_by_name(&format!("apimachinery.pkg.apis.meta.v1.{kind}"));
+    }
+    pool.get_message_by_name(&format!("{}.{version}.{kind}", package(group)?))
 }
 
 /// Whether objects of `kind` in `api_version` have a protobuf form.
@@ -163,11 +198,15 @@ fn read_envelope(body: &[u8]) -> Result<Envelope<'_>, ApiError> {
 /// Decodes a protobuf body (`k8s\0` + `runtime.Unknown`) into the object's JSON, with its
 /// `apiVersion` and `kind`.
 pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
+    decode_at(body, 0)
+}
+
+fn decode_at(body: &[u8], depth: usize) -> Result<Value, ApiError> {
     let env = read_envelope(body)?;
     let desc = message_for(&env.api_version, &env.kind).ok_or_else(|| {
         unsupported(format!("kind {}/{}", env.api_version, env.kind).trim_start_matches('/'))
     })?;
-    let mut obj = to_json(env.raw, &desc)?;
+    let mut obj = convert::to_json_at(env.raw, &desc, depth)?;
     let map = obj.as_object_mut().expect("a message decodes to an object");
     map.insert("apiVersion".into(), json!(env.api_version));
     map.insert("kind".into(), json!(env.kind));
@@ -232,7 +271,7 @@ pub fn read_watch_frames(mut stream: &[u8]) -> Result<Vec<(String, Value)>, ApiE
                     let mut ext = convert::Reader::new(r.bytes()?);
                     while !ext.is_empty() {
                         match ext.key()? {
-                            (1, 2) => object = decode_embedded(ext.bytes()?)?,
+                            (1, 2) => object = decode_embedded(ext.bytes()?, 0)?,
                             (_, wire) => ext.skip(wire)?,
                         }
                     }
@@ -245,10 +284,11 @@ pub fn read_watch_frames(mut stream: &[u8]) -> Result<Vec<(String, Value)>, ApiE
     Ok(events)
 }
 
-/// An embedded object (a `RawExtension`'s bytes): protobuf with the prefix, or JSON.
-pub(crate) fn decode_embedded(raw: &[u8]) -> Result<Value, ApiError> {
+/// An embedded object (a `RawExtension`'s bytes, `depth` messages deep): protobuf with the
+/// prefix, or JSON.
+pub(crate) fn decode_embedded(raw: &[u8], depth: usize) -> Result<Value, ApiError> {
     if raw.starts_with(MAGIC) {
-        decode(raw)
+        decode_at(raw, depth)
     } else if raw.is_empty() {
         Ok(Value::Null)
     } else {

@@ -301,6 +301,10 @@ fn refuses_what_is_not_a_built_in_kind_or_not_protobuf() {
         json!({"name": "c"})
     );
     assert!(encode(&json!({"apiVersion": "x.io/v1", "kind": "Widget"})).is_none());
+    // A custom resource named as a built-in kind, or as a meta message, has no protobuf form.
+    assert!(encode(&json!({"apiVersion": "apps.example.com/v1", "kind": "Deployment"})).is_none());
+    assert!(encode(&json!({"apiVersion": "x.io/v1", "kind": "Condition"})).is_none());
+    assert!(encode(&json!({"apiVersion": "x.io/v1", "kind": "Status"})).is_some());
 }
 
 #[test]
@@ -334,4 +338,35 @@ fn accept_and_content_type() {
     assert!(!wants(None));
     assert!(is_protobuf(Some("application/vnd.kubernetes.protobuf")));
     assert!(!is_protobuf(Some("application/json")));
+}
+
+#[test]
+fn deeply_nested_bodies_are_400_not_a_stack_overflow() {
+    // JSONSchemaProps nest through `not` (field 28) without end.
+    let mut schema = Vec::new();
+    for _ in 0..10_000 {
+        schema = field(28, &schema);
+    }
+    let validation = field(1, &schema);
+    let version = [field(1, b"v1"), field(4, &validation)].concat();
+    let raw = field(2, &field(7, &version));
+    let err = decode(&envelope(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        &raw,
+    ))
+    .unwrap_err();
+    assert_eq!(err.code, 400);
+    assert!(err.message.contains("nested too deeply"), "{}", err.message);
+    // An object embedded in an object (a RawExtension of protobuf) counts as nesting too.
+    let mut obj = envelope("v1", "ConfigMap", b"");
+    for _ in 0..200 {
+        let ext = field(1, &obj);
+        obj = envelope(
+            "v1",
+            "WatchEvent",
+            &[field(1, b"ADDED"), field(2, &ext)].concat(),
+        );
+    }
+    assert_eq!(decode(&obj).unwrap_err().code, 400);
 }
