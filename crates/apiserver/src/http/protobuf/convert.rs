@@ -535,7 +535,7 @@ fn special_to_json(
                 1 => Value::from(text(3)?.unwrap_or_default()),
                 t => return Err(bad_body(format!("IntOrString of type {t}"))),
             };
-            if v == Value::from(0) && listed(ZERO_UNSET, field) {
+            if v == 0 && listed(ZERO_UNSET, field) {
                 return Ok(None);
             }
             Some(v)
