@@ -8,7 +8,7 @@
 //! to include and decode once at run time.
 //!
 //! The package's directory is found with `cargo metadata`, the way cargo itself names a
-//! dependency's source.
+//! dependency's source (or, failing that, among the registry sources cargo extracted).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +16,16 @@ use std::process::Command;
 /// The Kubernetes version whose definitions are compiled: the one the server serves.
 const VERSION_DIR: &str = "src/v1_33";
 
+/// The `k8s-rs-pb` package's directory: as `cargo metadata` names it, or, where that cannot
+/// resolve this package on its own (`cargo package` verifies it against a temporary registry
+/// of the workspace's crates), the newest `k8s-rs-pb-0.5.*` cargo extracted to build it.
 fn package_dir() -> PathBuf {
+    metadata_dir().unwrap_or_else(|why| {
+        registry_dir().unwrap_or_else(|| panic!("k8s-rs-pb's sources not found: {why}"))
+    })
+}
+
+fn metadata_dir() -> Result<PathBuf, String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let manifest = Path::new(&std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"))
         .join("Cargo.toml");
@@ -28,23 +37,43 @@ fn package_dir() -> PathBuf {
         .args(["--filter-platform", &target, "--manifest-path"])
         .arg(&manifest)
         .output()
-        .expect("run cargo metadata");
-    assert!(
-        out.status.success(),
-        "cargo metadata failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
-    let pkg = meta["packages"]
+        .map_err(|e| format!("cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo metadata: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata: {e}"))?;
+    let path = meta["packages"]
         .as_array()
-        .expect("packages")
-        .iter()
+        .into_iter()
+        .flatten()
         .find(|p| p["name"] == "k8s-rs-pb")
-        .expect("k8s-rs-pb is a build dependency");
-    Path::new(pkg["manifest_path"].as_str().expect("manifest_path"))
-        .parent()
-        .expect("package directory")
-        .to_path_buf()
+        .and_then(|p| p["manifest_path"].as_str())
+        .ok_or("cargo metadata lists no k8s-rs-pb")?;
+    Ok(Path::new(path).parent().expect("a directory").to_path_buf())
+}
+
+fn registry_dir() -> Option<PathBuf> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
+    let mut found: Vec<(u64, PathBuf)> = Vec::new();
+    for index in std::fs::read_dir(home.join("registry/src")).ok()?.flatten() {
+        for pkg in std::fs::read_dir(index.path()).into_iter().flatten().flatten() {
+            let name = pkg.file_name().to_string_lossy().into_owned();
+            let Some(version) = name.strip_prefix("k8s-rs-pb-0.5.") else {
+                continue;
+            };
+            if let Ok(patch) = version.parse::<u64>() {
+                found.push((patch, pkg.path()));
+            }
+        }
+    }
+    found.sort();
+    found.pop().map(|(_, path)| path)
 }
 
 fn protos(dir: &Path, root: &Path, out: &mut Vec<String>) {
