@@ -7,7 +7,7 @@
 //! (both empty). The kinds' messages are described by upstream's `generated.proto` files,
 //! compiled at build time into a descriptor set (`build.rs`); one walk over those descriptors
 //! converts the JSON the rest of the server works with to and from the wire format
-//! ([`convert`]), as upstream's field names are the JSON field names.
+//! ([`to_json`], [`from_json`]), as upstream's field names are the JSON field names.
 //!
 //! A watch in protobuf is a stream of frames, each a 4-byte big-endian length and a
 //! `meta.v1.WatchEvent` (`type`, and `object`: a `RawExtension` whose bytes are the event's
