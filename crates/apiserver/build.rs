@@ -62,7 +62,11 @@ fn registry_dir() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
     let mut found: Vec<(u64, PathBuf)> = Vec::new();
     for index in std::fs::read_dir(home.join("registry/src")).ok()?.flatten() {
-        for pkg in std::fs::read_dir(index.path()).into_iter().flatten().flatten() {
+        for pkg in std::fs::read_dir(index.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let name = pkg.file_name().to_string_lossy().into_owned();
             let Some(version) = name.strip_prefix("k8s-rs-pb-0.5.") else {
                 continue;

@@ -370,3 +370,55 @@ fn deeply_nested_bodies_are_400_not_a_stack_overflow() {
     }
     assert_eq!(decode(&obj).unwrap_err().code, 400);
 }
+
+#[test]
+fn go_zeros_of_unset_non_pointer_fields_are_left_out_and_pointer_zeros_kept() {
+    // A probe as Go writes it when only its handler is set: timeouts and thresholds 0.
+    let http_get = field(
+        2,
+        &[
+            field(1, b"/"),
+            field(2, &[int(1, 1), field(3, b"http")].concat()),
+        ]
+        .concat(),
+    );
+    let probe = [
+        field(1, &http_get),
+        int(2, 0),
+        int(3, 0),
+        int(4, 0),
+        int(5, 0),
+        int(6, 0),
+    ]
+    .concat();
+    let container = [
+        field(1, b"c"),
+        field(2, b"img"),
+        field(11, &probe),
+        int(16, 0),
+    ]
+    .concat();
+    let pod_spec = [field(2, &container), field(3, b"Always"), int(11, 0)].concat();
+    let template = [field(1, &field(1, b"")), field(2, &pod_spec)].concat();
+    // replicas (a pointer) 0; minReadySeconds (not one) 0; paused false.
+    let spec = [int(1, 0), field(3, &template), int(5, 0), int(7, 0)].concat();
+    let raw = [field(1, &field(1, b"d")), field(2, &spec)].concat();
+    let obj = decode(&envelope("apps/v1", "Deployment", &raw)).unwrap();
+    assert_eq!(
+        obj["spec"],
+        json!({"replicas": 0, "template": {"metadata": {}, "spec": {
+            "containers": [{"name": "c", "image": "img",
+                "readinessProbe": {"httpGet": {"path": "/", "port": "http"},
+                    "initialDelaySeconds": 0}}],
+            "restartPolicy": "Always"}}})
+    );
+    // An ingress backend's named port: its number 0 is unset.
+    let port = field(2, &[field(1, b"http"), int(2, 0)].concat());
+    let backend = field(4, &[field(1, b"svc"), port].concat());
+    let raw = field(2, &field(1, &backend));
+    let obj = decode(&envelope("networking.k8s.io/v1", "Ingress", &raw)).unwrap();
+    assert_eq!(
+        obj["spec"]["defaultBackend"],
+        json!({"service": {"name": "svc", "port": {"name": "http"}}})
+    );
+}
