@@ -36,6 +36,7 @@ use serde_json::Value;
 use super::FieldError;
 use super::node::{Additional, ListType, Node};
 use super::rule::{ENV, Rule};
+use super::runtime_cost::{Charge, Meter};
 
 /// Checks that every rule's `fieldPath` names a field the schema declares (`.a.b`,
 /// `['a.b']`), as upstream does when the CRD is written; `path` is the node's in the schema.
@@ -236,7 +237,10 @@ fn child(path: &str, key: &str) -> String {
 }
 
 /// Evaluates the rules of `node` and of every node under it against `v`, with `old` the
-/// value at the same place before an update (`None` on create, or where there is none).
+/// value at the same place before an update (`None` on create, or where there is none),
+/// within upstream's runtime cost limits ([`runtime_cost`](super::runtime_cost)): a first
+/// pass charges each rule its static estimate; if that bound could reach a limit, the
+/// object is validated again charging actual costs.
 pub(crate) fn validate(
     node: &Node,
     v: &Value,
@@ -244,6 +248,27 @@ pub(crate) fn validate(
     path: &str,
     errors: &mut Vec<FieldError>,
 ) {
+    let mut first = Vec::new();
+    let mut meter = Meter::bound();
+    walk(node, v, old, path, &mut meter, &mut first);
+    if !meter.recount() {
+        errors.extend(first);
+        return;
+    }
+    walk(node, v, old, path, &mut Meter::exact(), errors);
+}
+
+fn walk(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    meter: &mut Meter,
+    errors: &mut Vec<FieldError>,
+) {
+    if meter.stopped() {
+        return;
+    }
     // Ratcheting: an unchanged value is not refused by its rules, save transition rules.
     let unchanged = old == Some(v);
     if !v.is_null() {
@@ -251,7 +276,37 @@ pub(crate) fn validate(
             if unchanged && !rule.transition {
                 continue;
             }
-            check_rule(rule, node, v, old, path, errors);
+            if rule.transition && old.is_none() && !rule.optional_old_self {
+                continue;
+            }
+            let resource_root = path.is_empty() || node.embedded;
+            match meter.charge(rule, node, resource_root, v, old) {
+                Charge::Run => check_rule(rule, node, v, old, path, errors),
+                Charge::Recount => return,
+                Charge::OutOfBudget => {
+                    errors.push(FieldError::new(
+                        path,
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: validation failed due to running out of cost budget, no further validation rules will be run",
+                            super::quote(&type_of(node, v))
+                        ),
+                    ));
+                    return;
+                }
+                Charge::OverCallLimit => {
+                    errors.push(FieldError::new(
+                        path,
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                            super::quote(&type_of(node, v)),
+                            rule.error_string()
+                        ),
+                    ));
+                    return;
+                }
+            }
         }
     }
     match v {
@@ -266,7 +321,10 @@ pub(crate) fn validate(
                     },
                 };
                 let old_child = old_m.and_then(|o| o.get(k));
-                validate(sub, child_v, old_child, &child(path, k), errors);
+                walk(sub, child_v, old_child, &child(path, k), meter, errors);
+                if meter.stopped() {
+                    return;
+                }
             }
         }
         Value::Array(a) => {
@@ -279,7 +337,17 @@ pub(crate) fn validate(
                         .find(|o| node.list_map_keys.iter().all(|k| o.get(k) == item.get(k))),
                     _ => None,
                 };
-                validate(items, item, old_item, &format!("{path}[{i}]"), errors);
+                walk(
+                    items,
+                    item,
+                    old_item,
+                    &format!("{path}[{i}]"),
+                    meter,
+                    errors,
+                );
+                if meter.stopped() {
+                    return;
+                }
             }
         }
         _ => {}
