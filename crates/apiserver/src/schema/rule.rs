@@ -83,6 +83,8 @@ pub(crate) struct Rule {
     pub(super) message_source: Option<String>,
     /// The rule's static cost estimate at its node, once computed.
     pub(super) static_cost: super::runtime_cost::StaticCost,
+    /// The same for its `messageExpression`.
+    pub(super) message_static_cost: super::runtime_cost::StaticCost,
 }
 
 impl fmt::Debug for Rule {
@@ -485,6 +487,7 @@ pub(crate) fn parse_rules(
             go: go_rule(e),
             message_source: str_of("messageExpression"),
             static_cost: Default::default(),
+            message_static_cost: Default::default(),
         }));
     }
     rules

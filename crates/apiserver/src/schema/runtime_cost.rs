@@ -7,6 +7,10 @@
 //! exceeds limit for rule: <rule>`; an object whose budget runs out gets `validation failed due
 //! to running out of cost budget, no further validation rules will be run`. Both are
 //! `Invalid` at the rule's node with the node's type as the value, and both stop validation.
+//! The `messageExpression` of a failed rule is charged too, with upstream's
+//! `messageExpression evaluation failed due to running out of cost budget, ...` and `no
+//! further validation rules will be run due to call cost exceeds limit for messageExpression:
+//! "<source>"` at the rule's field.
 //!
 //! The cel crate counts no cost while it evaluates, so the cost of an evaluation is computed
 //! before it runs, by the static estimator ([`cost`](super::cost), cel-go's `checker/cost.go`
@@ -46,6 +50,15 @@ pub(crate) enum Meter {
     Bound { spent: u64, stop: bool },
     /// Each rule charged its cost at the object's actual sizes; `stop` once a limit is hit.
     Exact { remaining: u64, stop: bool },
+}
+
+/// Which expression of a rule is evaluated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Which {
+    /// The rule itself.
+    Rule,
+    /// Its `messageExpression`, evaluated when the rule fails.
+    Message,
 }
 
 /// What a meter says of one rule evaluation.
@@ -89,11 +102,13 @@ impl Meter {
         matches!(self, Meter::Bound { stop: true, .. })
     }
 
-    /// Charges the evaluation of `rule` on `node` (a resource root if `resource_root`) with
-    /// `self` = `v` and `oldSelf` = `old`.
+    /// Charges the evaluation of `rule`'s expression `which` on `node` (a resource root if
+    /// `resource_root`) with `self` = `v` and `oldSelf` = `old`.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn charge(
         &mut self,
         rule: &Rule,
+        which: Which,
         node: &Node,
         resource_root: bool,
         v: &Value,
@@ -101,7 +116,7 @@ impl Meter {
     ) -> Charge {
         match self {
             Meter::Bound { spent, stop } => {
-                let cost = static_cost(rule, node, resource_root);
+                let cost = static_cost(rule, which, node, resource_root);
                 *spent = spent.saturating_add(cost);
                 if cost > PER_CALL_LIMIT || *spent > RUNTIME_BUDGET {
                     *stop = true;
@@ -115,7 +130,7 @@ impl Meter {
                     *stop = true;
                     return Charge::OutOfBudget;
                 }
-                let cost = actual_cost(rule, node, resource_root, v, old);
+                let cost = actual_cost(rule, which, node, resource_root, v, old);
                 // cel-go cancels an evaluation as soon as it passes the per-call limit, so
                 // that is the most one evaluation can have spent.
                 let charged = cost.min(PER_CALL_LIMIT + 1);
@@ -134,17 +149,23 @@ impl Meter {
     }
 }
 
-/// The rule's static estimate at its node (as when the CRD was written), computed once.
-fn static_cost(rule: &Rule, node: &Node, resource_root: bool) -> u64 {
-    *rule.static_cost.get_or_init(|| {
+/// The static estimate of a rule's expression at its node (as when the CRD was written),
+/// computed once.
+fn static_cost(rule: &Rule, which: Which, node: &Node, resource_root: bool) -> u64 {
+    let slot = match which {
+        Which::Rule => &rule.static_cost,
+        Which::Message => &rule.message_static_cost,
+    };
+    *slot.get_or_init(|| {
         let decl = Decl::of(node, resource_root);
-        cost_at(rule, &decl)
+        cost_at(rule, which, &decl)
     })
 }
 
 /// The rule's cost with `self` (and `oldSelf`) as long as they actually are.
 fn actual_cost(
     rule: &Rule,
+    which: Which,
     node: &Node,
     resource_root: bool,
     v: &Value,
@@ -156,11 +177,18 @@ fn actual_cost(
         values.extend(old);
     }
     let decl = sized(&declared, &values);
-    cost_at(rule, &decl)
+    cost_at(rule, which, &decl)
 }
 
-fn cost_at(rule: &Rule, decl: &Decl) -> u64 {
-    let expr = rule.program.expression();
+fn cost_at(rule: &Rule, which: Which, decl: &Decl) -> u64 {
+    let program = match which {
+        Which::Rule => &rule.program,
+        Which::Message => match &rule.message_expression {
+            Some(p) => p,
+            None => return 0,
+        },
+    };
+    let expr = program.expression();
     // A rule that does not check was refused with its CRD; charge it nothing here.
     match check(expr, decl, rule.optional_old_self) {
         Ok(checked) => estimate(expr, &checked, decl),
@@ -337,15 +365,35 @@ mod tests {
 
     #[test]
     fn costs_at_actual_sizes() {
-        use super::{actual_cost, static_cost};
+        use super::{Which, actual_cost, static_cost};
         let s = lists();
         let node = s.root.properties["spec"].properties["lists"]
             .items
             .as_deref()
             .unwrap();
         let rule = &node.rules[0];
-        let cost = |n: usize| actual_cost(rule, node, false, &json!(vec![1; n]), None);
+        let cost = |n: usize| actual_cost(rule, Which::Rule, node, false, &json!(vec![1; n]), None);
         assert_eq!((cost(1), cost(10), cost(100)), (12, 552, 50_502));
-        assert_eq!(static_cost(rule, node, false), 50_502);
+        assert_eq!(static_cost(rule, Which::Rule, node, false), 50_502);
+    }
+
+    #[test]
+    fn a_failed_rules_message_expression_is_charged_too() {
+        // Three `==` rules (100,002 each on a million characters), one that fails (3), and
+        // its messageExpression, a concatenation costing a tenth per character of its
+        // result (200,002): 500,011 a string. After 19 strings 499,791 is left; the 20th
+        // string's rules leave 199,782, less than its messageExpression costs.
+        let s = schema(json!({"type": "object", "properties": {"strings": {
+            "type": "array", "maxItems": 24, "items": {
+                "type": "string", "maxLength": 1_000_000, "x-kubernetes-validations": [
+                    {"rule": "self == self"}, {"rule": "self == self"}, {"rule": "self == self"},
+                    {"rule": "self == 'x'", "messageExpression": "self + self"}]}}}}));
+        let long = "a".repeat(1_000_000);
+        let got = errors(&s, json!({"strings": vec![long; 24]}));
+        assert_eq!(got.len(), 20, "{:?}", &got[got.len().saturating_sub(2)..]);
+        assert_eq!(
+            got[19],
+            r#"spec.strings[19]: Invalid value: "string": messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run"#
+        );
     }
 }
