@@ -104,7 +104,6 @@ impl Meter {
 
     /// Charges the evaluation of `rule`'s expression `which` on `node` (a resource root if
     /// `resource_root`) with `self` = `v` and `oldSelf` = `old`.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn charge(
         &mut self,
         rule: &Rule,
