@@ -72,6 +72,7 @@ mod node;
 mod path;
 mod prune;
 pub(crate) mod rule;
+mod runtime_cost;
 #[cfg(test)]
 mod tests;
 mod validate;

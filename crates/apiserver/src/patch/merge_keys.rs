@@ -51,6 +51,9 @@ pub(crate) enum Ty {
     NodeStatus,
     /// `ServiceAccount`.
     ServiceAccount,
+    /// The `MergeItem` struct of upstream's strategic merge patch tests, for table tests.
+    #[cfg(test)]
+    MergeItem,
 }
 
 /// How a field is patched.
@@ -135,6 +138,15 @@ impl Ty {
             (NodeStatus, "addresses") => keyed(Any, "type"),
 
             (ServiceAccount, "secrets") => keyed(Any, "name"),
+
+            #[cfg(test)]
+            (MergeItem, "mergingList" | "retainKeysMergingList" | "mergeItemPtr") => {
+                keyed(MergeItem, "name")
+            }
+            #[cfg(test)]
+            (MergeItem, "mergingIntList") => SET,
+            #[cfg(test)]
+            (MergeItem, "nonMergingList" | "retainKeysMap") => plain(MergeItem),
             _ => plain(Any),
         }
     }
@@ -177,6 +189,14 @@ impl MergeKeys {
             _ => Ty::Object,
         };
         MergeKeys { root }
+    }
+
+    /// The table of upstream's test type `MergeItem`.
+    #[cfg(test)]
+    pub(crate) fn merge_item() -> MergeKeys {
+        MergeKeys {
+            root: Ty::MergeItem,
+        }
     }
 
     pub(crate) fn root(&self) -> Ty {

@@ -288,6 +288,31 @@ fn smp_set_element_order_as_kubectl_apply_sends_it() {
         json!({"spec": {"$setElementOrder/containers": [{"name": "c"}, {"name": "a"}]}}),
     );
     assert_eq!(names(&got["spec"]["containers"], "name"), ["b", "c", "a"]);
+    // `kubectl debug` adds an ephemeral container with a two-way patch that lists the
+    // existing ones first: the new one goes last.
+    let pod =
+        json!({"spec": {"ephemeralContainers": [{"name": "debugger-1", "image": "busybox"}]}});
+    let got = pod_smp(
+        pod.clone(),
+        json!({"spec": {
+            "$setElementOrder/ephemeralContainers": [{"name": "debugger-1"}, {"name": "debugger-2"}],
+            "ephemeralContainers": [{"name": "debugger-2", "image": "busybox"}]
+        }}),
+    );
+    assert_eq!(
+        names(&got["spec"]["ephemeralContainers"], "name"),
+        ["debugger-1", "debugger-2"]
+    );
+    // Without the directive (`kubectl patch -p`), upstream's mergeSortedSlice puts a new
+    // element before the server-only ones it meets.
+    let got = pod_smp(
+        pod,
+        json!({"spec": {"ephemeralContainers": [{"name": "debugger-2", "image": "busybox"}]}}),
+    );
+    assert_eq!(
+        names(&got["spec"]["ephemeralContainers"], "name"),
+        ["debugger-2", "debugger-1"]
+    );
 }
 
 #[test]
@@ -543,4 +568,192 @@ fn smp_keeps_key_order() {
         .keys()
         .collect();
     assert_eq!(keys, ["a", "c", "d", "e"]);
+}
+
+/// Upstream's strategic merge patch test table (`strategicpatch/patch_test.go`, on its
+/// `MergeItem` type: `mergingList` merges by `name`, `mergingIntList` is a merged list of
+/// primitives, `simpleMap` a map): each row is an original, a patch and the result, or a
+/// fragment of the error.
+#[test]
+fn smp_upstream_table() {
+    let cases: Vec<(&str, Value, Value, Result<Value, &str>)> = vec![
+        (
+            "unique scalars when merging lists",
+            json!({"mergingIntList": [1, 2]}),
+            json!({"mergingIntList": [2, 3]}),
+            Ok(json!({"mergingIntList": [1, 2, 3]})),
+        ),
+        (
+            "delete map from nested map",
+            json!({"simpleMap": {"key1": 1, "key2": 1}}),
+            json!({"simpleMap": {"$patch": "delete"}}),
+            Ok(json!({"simpleMap": {}})),
+        ),
+        (
+            "delete all items from merging list",
+            json!({"mergingList": [{"name": 1}, {"name": 2}]}),
+            json!({"mergingList": [{"$patch": "replace"}]}),
+            Ok(json!({"mergingList": []})),
+        ),
+        (
+            "merge empty merging lists",
+            json!({"mergingList": []}),
+            json!({"mergingList": []}),
+            Ok(json!({"mergingList": []})),
+        ),
+        (
+            "delete all keys from map",
+            json!({"name": 1, "value": 1}),
+            json!({"$patch": "replace"}),
+            Ok(json!({})),
+        ),
+        (
+            "add key and delete all keys from map",
+            json!({"name": 1, "value": 1}),
+            json!({"other": "a", "$patch": "replace"}),
+            Ok(json!({"other": "a"})),
+        ),
+        (
+            "delete all duplicate entries in a merging list",
+            json!({"mergingList": [{"name": 1}, {"name": 1}, {"name": 2, "value": "a"}, {"name": 3}, {"name": 3}]}),
+            json!({"mergingList": [
+                {"name": 1, "$patch": "delete"}, {"name": 1, "$patch": "delete"},
+                {"name": 3, "$patch": "delete"}, {"name": 3, "$patch": "delete"}]}),
+            Ok(json!({"mergingList": [{"name": 2, "value": "a"}]})),
+        ),
+        (
+            "retainKeys list can add a field when no retainKeys directive present",
+            json!({"retainKeysMergingList": [{"name": "bar"}, {"name": "foo"}]}),
+            json!({"retainKeysMergingList": [{"name": "foo", "value": "a"}]}),
+            Ok(json!({"retainKeysMergingList": [{"name": "bar"}, {"name": "foo", "value": "a"}]})),
+        ),
+        (
+            "preserve the order from the patch in a merging list",
+            json!({"mergingList": [{"name": 1}, {"name": 2, "value": "b"}, {"name": 3}]}),
+            json!({"mergingList": [{"name": 3, "value": "c"}, {"name": 1, "value": "a"}, {"name": 2, "other": "x"}]}),
+            Ok(json!({"mergingList": [
+                {"name": 3, "value": "c"}, {"name": 1, "value": "a"},
+                {"name": 2, "value": "b", "other": "x"}]})),
+        ),
+        (
+            "preserve the order from the patch in a merging list 2",
+            json!({"mergingList": [{"name": 1}, {"name": 2, "value": "b"}, {"name": 3}]}),
+            json!({"mergingList": [{"name": 3, "value": "c"}, {"name": 1, "value": "a"}]}),
+            Ok(json!({"mergingList": [
+                {"name": 2, "value": "b"}, {"name": 3, "value": "c"}, {"name": 1, "value": "a"}]})),
+        ),
+        (
+            "preserve the order from the patch in a merging int list",
+            json!({"mergingIntList": [1, 2, 3]}),
+            json!({"mergingIntList": [3, 1, 2]}),
+            Ok(json!({"mergingIntList": [3, 1, 2]})),
+        ),
+        (
+            "preserve the order from the patch in a merging int list 2",
+            json!({"mergingIntList": [1, 2, 3]}),
+            json!({"mergingIntList": [3, 1]}),
+            Ok(json!({"mergingIntList": [2, 3, 1]})),
+        ),
+        (
+            "$setElementOrder contains item that is not present in the list to be merged",
+            json!({"mergingList": [{"name": 1}, {"name": 3}]}),
+            json!({"$setElementOrder/mergingList": [{"name": 3}, {"name": 2}, {"name": 1}],
+                   "mergingList": [{"name": 3, "value": 3}, {"name": 1, "value": 1}]}),
+            Ok(json!({"mergingList": [{"name": 3, "value": 3}, {"name": 1, "value": 1}]})),
+        ),
+        (
+            "$setElementOrder contains item that is not present in the int list to be merged",
+            json!({"mergingIntList": [1, 3]}),
+            json!({"$setElementOrder/mergingIntList": [3, 2, 1]}),
+            Ok(json!({"mergingIntList": [3, 1]})),
+        ),
+        (
+            "should check if order in $setElementOrder and patch list match",
+            json!({"mergingList": [{"name": 1}, {"name": 3}, {"name": 2}]}),
+            json!({"$setElementOrder/mergingList": [{"name": 1}, {"name": 2}, {"name": 3}],
+                   "mergingList": [{"name": 3, "value": 3}, {"name": 1, "value": 1}]}),
+            Err("doesn't match"),
+        ),
+        (
+            "should check if order in $setElementOrder and patch int list match",
+            json!({"mergingIntList": [1, 3, 2]}),
+            json!({"$setElementOrder/mergingIntList": [1, 2, 3], "mergingIntList": [3, 1]}),
+            Err("doesn't match"),
+        ),
+        (
+            "missing merge key should error out",
+            json!({"mergingList": [{"name": 1, "value": "a"}]}),
+            json!({"mergingList": [{"value": "b"}]}),
+            Err("does not contain declared merge key"),
+        ),
+        (
+            "delete items in lists of scalars",
+            json!({"mergingIntList": [1, 2, 3, 4]}),
+            json!({"$setElementOrder/mergingIntList": [1, 2], "$deleteFromPrimitiveList/mergingIntList": [3]}),
+            Ok(json!({"mergingIntList": [1, 2, 4]})),
+        ),
+        (
+            "delete all duplicate items in lists of scalars",
+            json!({"mergingIntList": [1, 2, 3, 3, 4]}),
+            json!({"$setElementOrder/mergingIntList": [1, 2], "$deleteFromPrimitiveList/mergingIntList": [3]}),
+            Ok(json!({"mergingIntList": [1, 2, 4]})),
+        ),
+        (
+            "add and delete items in lists of scalars (two-way)",
+            json!({"mergingIntList": [1, 2, 3]}),
+            json!({"$setElementOrder/mergingIntList": [1, 2, 4],
+                   "$deleteFromPrimitiveList/mergingIntList": [3], "mergingIntList": [4]}),
+            Ok(json!({"mergingIntList": [1, 2, 4]})),
+        ),
+        (
+            "merge lists of maps (two-way): new items where $setElementOrder puts them",
+            json!({"mergingList": [{"name": 1}, {"name": 2, "value": 2}]}),
+            json!({"$setElementOrder/mergingList": [{"name": 4}, {"name": 1}, {"name": 2}, {"name": 3}],
+                   "mergingList": [{"name": 4, "value": 4}, {"name": 3, "value": 3}]}),
+            Ok(json!({"mergingList": [
+                {"name": 4, "value": 4}, {"name": 1}, {"name": 2, "value": 2}, {"name": 3, "value": 3}]})),
+        ),
+        (
+            "merge lists of maps (three-way)",
+            json!({"mergingList": [{"name": 1, "other": "a"}, {"name": 2, "value": 2, "other": "b"}]}),
+            json!({"$setElementOrder/mergingList": [{"name": 4}, {"name": 1}, {"name": 2}, {"name": 3}],
+                   "mergingList": [{"name": 4, "value": 4}, {"name": 3, "value": 3}]}),
+            Ok(json!({"mergingList": [
+                {"name": 4, "value": 4}, {"name": 1, "other": "a"},
+                {"name": 2, "value": 2, "other": "b"}, {"name": 3, "value": 3}]})),
+        ),
+        (
+            "merge lists of maps with conflict (three-way): a new item last",
+            json!({"mergingList": [{"name": 1, "other": "a"}, {"name": 2, "value": 3, "other": "b"}]}),
+            json!({"$setElementOrder/mergingList": [{"name": 1}, {"name": 2}, {"name": 3}],
+                   "mergingList": [{"name": 2, "value": 2}, {"name": 3, "value": 3}]}),
+            Ok(json!({"mergingList": [
+                {"name": 1, "other": "a"}, {"name": 2, "value": 2, "other": "b"},
+                {"name": 3, "value": 3}]})),
+        ),
+        (
+            "add field to map in merging list (three-way)",
+            json!({"mergingList": [{"name": 1, "other": "a"}, {"name": 2, "value": 2, "other": "b"}]}),
+            json!({"$setElementOrder/mergingList": [{"name": 1}, {"name": 2}],
+                   "mergingList": [{"name": 1, "value": 1}]}),
+            Ok(json!({"mergingList": [
+                {"name": 1, "value": 1, "other": "a"}, {"name": 2, "value": 2, "other": "b"}]})),
+        ),
+    ];
+    let keys = MergeKeys::merge_item();
+    for (name, original, patch, want) in cases {
+        let got = apply_patch(
+            PatchKind::StrategicMerge,
+            &original,
+            patch.to_string().as_bytes(),
+            Some(&keys),
+        );
+        match (got, want) {
+            (Ok(got), Ok(want)) => assert_eq!(got, want, "{name}"),
+            (Err(e), Err(fragment)) => {
+                assert!(e.to_string().contains(fragment), "{name}: {e}");
+            }
+            (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+        }
+    }
 }

@@ -5,7 +5,8 @@
 //! type-check against the schema, refuses the CRD with `compilation failed: ...` at
 //! `...x-kubernetes-validations[i].rule`; one over the cost budget with `estimated rule cost
 //! exceeds budget ...`, see `crd_rules::check_schema`), and evaluated on
-//! every write of a custom object with `self` bound to the node's value. A rule that names
+//! every write of a custom object with `self` bound to the node's value, within upstream's
+//! runtime cost limits (see `runtime_cost`). A rule that names
 //! `oldSelf` is a transition rule: it is evaluated only on update, when the node has an old
 //! value (or always, with `oldSelf` an optional, under `optionalOldSelf`). On update, a node
 //! whose value did not change is not refused by its other rules (ratcheting, on by default
@@ -36,6 +37,7 @@ use serde_json::Value;
 use super::FieldError;
 use super::node::{Additional, ListType, Node};
 use super::rule::{ENV, Rule};
+use super::runtime_cost::{Charge, Meter, Which};
 
 /// Checks that every rule's `fieldPath` names a field the schema declares (`.a.b`,
 /// `['a.b']`), as upstream does when the CRD is written; `path` is the node's in the schema.
@@ -236,7 +238,10 @@ fn child(path: &str, key: &str) -> String {
 }
 
 /// Evaluates the rules of `node` and of every node under it against `v`, with `old` the
-/// value at the same place before an update (`None` on create, or where there is none).
+/// value at the same place before an update (`None` on create, or where there is none),
+/// within upstream's runtime cost limits ([`runtime_cost`](super::runtime_cost)): a first
+/// pass charges each rule its static estimate; if that bound could reach a limit, the
+/// object is validated again charging actual costs.
 pub(crate) fn validate(
     node: &Node,
     v: &Value,
@@ -244,6 +249,27 @@ pub(crate) fn validate(
     path: &str,
     errors: &mut Vec<FieldError>,
 ) {
+    let mut first = Vec::new();
+    let mut meter = Meter::bound();
+    walk(node, v, old, path, &mut meter, &mut first);
+    if !meter.recount() {
+        errors.extend(first);
+        return;
+    }
+    walk(node, v, old, path, &mut Meter::exact(), errors);
+}
+
+fn walk(
+    node: &Node,
+    v: &Value,
+    old: Option<&Value>,
+    path: &str,
+    meter: &mut Meter,
+    errors: &mut Vec<FieldError>,
+) {
+    if meter.stopped() {
+        return;
+    }
     // Ratcheting: an unchanged value is not refused by its rules, save transition rules.
     let unchanged = old == Some(v);
     if !v.is_null() {
@@ -251,7 +277,58 @@ pub(crate) fn validate(
             if unchanged && !rule.transition {
                 continue;
             }
-            check_rule(rule, node, v, old, path, errors);
+            if rule.transition && old.is_none() && !rule.optional_old_self {
+                continue;
+            }
+            let resource_root = path.is_empty() || node.embedded;
+            match meter.charge(rule, Which::Rule, node, resource_root, v, old) {
+                Charge::Run => {
+                    let mut message_meter = |field: &str| {
+                        let ty = type_of(node, v);
+                        let detail = match meter.charge(rule, Which::Message, node, resource_root, v, old) {
+                            Charge::Run => return Ok(()),
+                            Charge::Recount => return Err(None),
+                            Charge::OutOfBudget => "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string(),
+                            Charge::OverCallLimit => format!(
+                                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                                super::quote(rule.message_source.as_deref().unwrap_or_default())
+                            ),
+                        };
+                        Err(Some(FieldError::new(
+                            field,
+                            "FieldValueInvalid",
+                            format!("Invalid value: {}: {detail}", super::quote(&ty)),
+                        )))
+                    };
+                    if check_rule(rule, node, v, old, path, &mut message_meter, errors) {
+                        return;
+                    }
+                }
+                Charge::Recount => return,
+                Charge::OutOfBudget => {
+                    errors.push(FieldError::new(
+                        path,
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: validation failed due to running out of cost budget, no further validation rules will be run",
+                            super::quote(&type_of(node, v))
+                        ),
+                    ));
+                    return;
+                }
+                Charge::OverCallLimit => {
+                    errors.push(FieldError::new(
+                        path,
+                        "FieldValueInvalid",
+                        format!(
+                            "Invalid value: {}: 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
+                            super::quote(&type_of(node, v)),
+                            rule.error_string()
+                        ),
+                    ));
+                    return;
+                }
+            }
         }
     }
     match v {
@@ -266,7 +343,10 @@ pub(crate) fn validate(
                     },
                 };
                 let old_child = old_m.and_then(|o| o.get(k));
-                validate(sub, child_v, old_child, &child(path, k), errors);
+                walk(sub, child_v, old_child, &child(path, k), meter, errors);
+                if meter.stopped() {
+                    return;
+                }
             }
         }
         Value::Array(a) => {
@@ -279,23 +359,36 @@ pub(crate) fn validate(
                         .find(|o| node.list_map_keys.iter().all(|k| o.get(k) == item.get(k))),
                     _ => None,
                 };
-                validate(items, item, old_item, &format!("{path}[{i}]"), errors);
+                walk(
+                    items,
+                    item,
+                    old_item,
+                    &format!("{path}[{i}]"),
+                    meter,
+                    errors,
+                );
+                if meter.stopped() {
+                    return;
+                }
             }
         }
         _ => {}
     }
 }
 
+/// Evaluates one rule; `charge_message` charges its messageExpression (an error, or `None`
+/// when the pass gives up, stops validation). Answers whether validation stops.
 fn check_rule(
     rule: &Rule,
     node: &Node,
     v: &Value,
     old: Option<&Value>,
     path: &str,
+    charge_message: &mut dyn FnMut(&str) -> Result<(), Option<FieldError>>,
     errors: &mut Vec<FieldError>,
-) {
+) -> bool {
     if rule.transition && old.is_none() && !rule.optional_old_self {
-        return;
+        return false;
     }
     let mut ctx = Context::with_env(ENV.clone());
     add_k8s_lists(&mut ctx);
@@ -329,6 +422,15 @@ fn check_rule(
     match rule.program.execute(&ctx) {
         Ok(Cel::Bool(true)) => {}
         Ok(Cel::Bool(false)) => {
+            if rule.message_expression.is_some() {
+                match charge_message(&field) {
+                    Ok(()) => {}
+                    Err(stop) => {
+                        errors.extend(stop);
+                        return true;
+                    }
+                }
+            }
             let detail = message(rule, &ctx);
             errors.push(field_error(&field, rule.reason, &ty, &detail));
         }
@@ -366,6 +468,7 @@ fn check_rule(
             ))
         }
     }
+    false
 }
 
 /// The object as a root rule sees it: its `metadata` holds only `name` and `generateName`,

@@ -81,6 +81,10 @@ pub(crate) struct Rule {
     pub(super) go: String,
     /// The source of `messageExpression`, to point at in its type errors.
     pub(super) message_source: Option<String>,
+    /// The rule's static cost estimate at its node, once computed.
+    pub(super) static_cost: super::runtime_cost::StaticCost,
+    /// The same for its `messageExpression`.
+    pub(super) message_static_cost: super::runtime_cost::StaticCost,
 }
 
 impl fmt::Debug for Rule {
@@ -482,6 +486,8 @@ pub(crate) fn parse_rules(
             transition,
             go: go_rule(e),
             message_source: str_of("messageExpression"),
+            static_cost: Default::default(),
+            message_static_cost: Default::default(),
         }));
     }
     rules

@@ -201,3 +201,62 @@ async fn transition_rules_are_refused_where_old_values_cannot_be_correlated() {
     let (code, _, body) = post(crd_with_item_rule(atomic_map, item)).await;
     assert_eq!(code, 201, "{body}");
 }
+
+/// Upstream's conformance test of the runtime cost limit: a CRD whose rule passes the static
+/// estimate installs, and an object on which that rule would cost more than the per-call
+/// limit is refused with upstream's message; a small one is accepted.
+#[tokio::test]
+async fn rules_over_the_runtime_cost_limit_refuse_the_object() {
+    let server = server().await;
+    let client = client(&server).await;
+    let rule = "self.largeArray.all(x, self.largeArray.all(y, y == x))";
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "arrays.example.net"},
+        "spec": {
+            "group": "example.net", "scope": "Namespaced",
+            "names": {"plural": "arrays", "kind": "Array"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                    "type": "object",
+                    "x-kubernetes-validations": [{"rule": "self.x + self.y > 0"}, {"rule": rule}],
+                    "properties": {
+                        "x": {"type": "integer"}, "y": {"type": "integer"},
+                        "largeArray": {"type": "array", "maxItems": 725, "items": {"type": "integer"}},
+                    },
+                }}}}}],
+        },
+    });
+    let (code, _, body) = raw(&client, "POST", CRDS, "application/json", crd.to_string()).await;
+    assert_eq!(code, 201, "{body}");
+    let arrays = "/apis/example.net/v1/namespaces/default/arrays";
+    let array = |name: &str, n: usize| {
+        json!({"apiVersion": "example.net/v1", "kind": "Array", "metadata": {"name": name},
+               "spec": {"x": 1, "y": 1, "largeArray": vec![20; n]}})
+        .to_string()
+    };
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        arrays,
+        "application/json",
+        array("large", 725),
+    )
+    .await;
+    assert_eq!((code, &body["reason"]), (422, &json!("Invalid")), "{body}");
+    assert_eq!(
+        body["details"]["causes"],
+        json!([{"reason": "FieldValueInvalid", "field": "spec", "message": format!(
+            "Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {rule}"
+        )}])
+    );
+    let (code, _, body) = raw(
+        &client,
+        "POST",
+        arrays,
+        "application/json",
+        array("small", 100),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+}
