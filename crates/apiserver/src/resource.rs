@@ -37,6 +37,12 @@ pub struct ResourceInfo {
     /// Whether this resource is defined by a CustomResourceDefinition (no strategic merge patch,
     /// schema validation and pruning).
     pub custom: bool,
+    /// The warning every request to this version answers with, when its CRD marks it
+    /// `deprecated` (the CRD's `deprecationWarning`, else upstream's default text).
+    pub deprecation_warning: Option<String>,
+    /// The field labels a CRD version declares in `selectableFields` (`spec.color` for
+    /// `jsonPath: .spec.color`), selectable beside `metadata.name` and `metadata.namespace`.
+    pub selectable_fields: Vec<String>,
 }
 
 impl ResourceInfo {
@@ -163,6 +169,8 @@ fn from_row(b: &kinds::Row) -> ResourceInfo {
         scale: (b.flags & kinds::SCALE != 0).then(ScaleInfo::builtin),
         generation: b.flags & kinds::GENERATION != 0,
         custom: false,
+        deprecation_warning: None,
+        selectable_fields: Vec::new(),
     }
 }
 
