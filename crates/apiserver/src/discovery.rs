@@ -206,6 +206,9 @@ pub fn resource_list(resources: &[ResourceInfo], group: &str, version: &str) -> 
         if !r.categories.is_empty() {
             main["categories"] = json!(r.categories);
         }
+        if let Some(hash) = &r.storage_version_hash {
+            main["storageVersionHash"] = json!(hash);
+        }
         list.push(main);
         for sub in subresources(r) {
             let mut doc = json!({

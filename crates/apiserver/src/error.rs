@@ -17,6 +17,9 @@ pub struct ApiError {
     pub message: String,
     /// `Status.details`, when the real server sends them (name, group, kind, causes).
     pub details: Option<Value>,
+    /// `Status.metadata.continue`: the token a 410 for a compacted list's continue token
+    /// offers, to list the rest at the latest resourceVersion (inconsistently).
+    pub continue_token: Option<String>,
 }
 
 impl ApiError {
@@ -27,7 +30,14 @@ impl ApiError {
             reason: reason.into(),
             message: message.into(),
             details: None,
+            continue_token: None,
         }
+    }
+
+    /// Adds `Status.metadata.continue`.
+    pub fn with_continue(mut self, token: String) -> Self {
+        self.continue_token = Some(token);
+        self
     }
 
     /// Adds `Status.details`.
@@ -147,6 +157,9 @@ impl ApiError {
         });
         if let Some(details) = &self.details {
             status["details"] = details.clone();
+        }
+        if let Some(token) = &self.continue_token {
+            status["metadata"]["continue"] = Value::from(token.as_str());
         }
         status
     }

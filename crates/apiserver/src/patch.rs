@@ -193,8 +193,17 @@ pub fn apply_patch(
 ) -> Result<Value, PatchError> {
     let out = match kind {
         PatchKind::Json => {
-            let ops: json_patch::Patch =
-                serde_json::from_slice(patch).map_err(|source| PatchError::InvalidJson {
+            // An operation that repeats a field keeps the last, as upstream's decoder does
+            // (`fieldValidation` reports the repetition): such a patch is decoded again
+            // through a `Value`, which keeps the last of each field.
+            let ops: json_patch::Patch = serde_json::from_slice(patch)
+                .or_else(|first| {
+                    serde_json::from_slice::<Value>(patch)
+                        .ok()
+                        .and_then(|v| serde_json::from_value(v).ok())
+                        .ok_or(first)
+                })
+                .map_err(|source| PatchError::InvalidJson {
                     context: "error decoding JSON patch",
                     source,
                 })?;

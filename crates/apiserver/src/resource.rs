@@ -43,6 +43,10 @@ pub struct ResourceInfo {
     /// The field labels a CRD version declares in `selectableFields` (`spec.color` for
     /// `jsonPath: .spec.color`), selectable beside `metadata.name` and `metadata.namespace`.
     pub selectable_fields: Vec<String>,
+    /// The `storageVersionHash` discovery publishes ([`storage_version_hash`] of the group,
+    /// version and kind the objects are stored as); `None` for what is never stored (reviews,
+    /// `bindings`, `componentstatuses`).
+    pub storage_version_hash: Option<String>,
 }
 
 impl ResourceInfo {
@@ -171,7 +175,26 @@ fn from_row(b: &kinds::Row) -> ResourceInfo {
         custom: false,
         deprecation_warning: None,
         selectable_fields: Vec::new(),
+        storage_version_hash: b
+            .storage_gvk()
+            .map(|(g, v, k)| storage_version_hash(g, v, k)),
     }
+}
+
+/// The hash kube-apiserver publishes as a resource's `storageVersionHash`: the first 8 bytes
+/// of the SHA-256 of `<group>/<version>/<kind>` (the group empty for the core group), in
+/// standard base64. It changes exactly when the version objects are stored at changes.
+///
+/// ```
+/// assert_eq!(crt_apiserver::resource::storage_version_hash("", "v1", "Pod"), "xPOwRZ+Yhw8=");
+/// ```
+pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    use base64::Engine as _;
+    let digest = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{group}/{version}/{kind}").as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(&digest.as_ref()[..8])
 }
 
 #[cfg(test)]

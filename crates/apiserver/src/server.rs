@@ -49,6 +49,12 @@ pub struct Config {
     /// The largest request body accepted; larger ones get 413 (default 3 MiB, as the real
     /// server).
     pub max_body_bytes: usize,
+    /// How often the history is compacted, as kube-apiserver's `--etcd-compaction-interval`
+    /// (default 5 minutes; `Duration::ZERO` never compacts): each compaction forgets what
+    /// came before the previous one, after which a watch from an older resourceVersion, or
+    /// the continue token of an older list, gets 410 Gone (see
+    /// [`Storage::compactor`](crate::storage::Storage::compactor)).
+    pub compaction_interval: std::time::Duration,
 }
 
 impl Default for Config {
@@ -61,6 +67,7 @@ impl Default for Config {
             storage: StorageConfig::default(),
             kubeconfig_path: None,
             max_body_bytes: 3 * 1024 * 1024,
+            compaction_interval: std::time::Duration::from_secs(5 * 60),
         }
     }
 }
@@ -80,6 +87,8 @@ pub struct Server {
     client_ca: Arc<ClientCa>,
     token_signer: Arc<TokenSigner>,
     listening: Mutex<Option<Listening>>,
+    /// The history compactor, stopped with the server.
+    compactor: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -145,6 +154,8 @@ impl Server {
             client_ca,
             token_signer,
             listening: Mutex::new(None),
+            compactor: (!config.compaction_interval.is_zero())
+                .then(|| tokio::spawn(storage.compactor(config.compaction_interval))),
         };
         server.serve(listener);
         if let Some(path) = &config.kubeconfig_path {
@@ -368,6 +379,9 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if let Some(compactor) = &self.compactor {
+            compactor.abort();
+        }
         if let Some(listening) = self.listening.lock().take() {
             // Aborting the accept loop drops the listener and its set of connections, which
             // aborts every connection task.

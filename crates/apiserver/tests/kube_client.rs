@@ -10,6 +10,8 @@ mod auth;
 mod authn;
 #[path = "kube_client/builtins.rs"]
 mod builtins;
+#[path = "kube_client/conformance.rs"]
+mod conformance;
 #[path = "kube_client/conversion_webhook.rs"]
 mod conversion_webhook;
 #[path = "kube_client/crd_rules.rs"]

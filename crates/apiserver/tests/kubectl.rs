@@ -515,6 +515,115 @@ async fn custom_resources() {
     );
 }
 
+/// A CRD as controller-gen writes it: `metadata: {type: object}` at the root and in an
+/// embedded pod template. kubectl creates and applies (client- and server-side) with strict
+/// validation, and the objects keep their metadata.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_gen_crd_keeps_object_metadata() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let crd = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: jobsets.batch.example.com
+spec:
+  group: batch.example.com
+  names: {kind: JobSet, listKind: JobSetList, plural: jobsets, singular: jobset}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        description: JobSet is the Schema for the jobsets API.
+        type: object
+        properties:
+          apiVersion: {type: string}
+          kind: {type: string}
+          metadata: {type: object}
+          spec:
+            type: object
+            properties:
+              template:
+                type: object
+                properties:
+                  metadata: {type: object}
+                  spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status:
+            type: object
+            properties:
+              ready: {type: integer, format: int32}
+"#;
+    k.ok_with(&["apply", "-f", "-"], Some(crd)).await;
+    k.ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/jobsets.batch.example.com",
+        "--timeout=10s",
+    ])
+    .await;
+    let object = |name: &str| {
+        format!(
+            "apiVersion: batch.example.com/v1\nkind: JobSet\nmetadata:\n  name: {name}\n  \
+             labels: {{app: demo}}\n  annotations: {{team: a}}\n  finalizers: [batch.example.com/cleanup]\n\
+             spec:\n  template:\n    metadata: {{}}\n    spec: {{containers: []}}\n"
+        )
+    };
+    k.ok_with(
+        &["create", "--validate=strict", "-f", "-"],
+        Some(&object("created")),
+    )
+    .await;
+    k.ok_with(
+        &["apply", "--validate=strict", "-f", "-"],
+        Some(&object("applied")),
+    )
+    .await;
+    k.ok_with(
+        &["apply", "--server-side", "--validate=strict", "-f", "-"],
+        Some(&object("server-side")),
+    )
+    .await;
+    for name in ["created", "applied", "server-side"] {
+        let got = k.json(&["get", "jobset", name]).await;
+        let meta = &got["metadata"];
+        assert_eq!(meta["name"], name);
+        assert_eq!(meta["labels"], json!({"app": "demo"}), "{got}");
+        assert_eq!(meta["annotations"]["team"], "a", "{got}");
+        assert_eq!(meta["finalizers"], json!(["batch.example.com/cleanup"]));
+        assert!(meta["uid"].is_string() && meta["creationTimestamp"].is_string());
+        assert_eq!(got["spec"]["template"]["metadata"], json!({}));
+    }
+    // A template that is not an embedded resource has a plain `metadata: {type: object}`:
+    // upstream prunes what is under it (kubebuilder's `generateEmbeddedObjectMeta` exists for
+    // this), and says so.
+    let labelled = object("labelled").replace("metadata: {}", "metadata: {labels: {role: worker}}");
+    let out = k
+        .run(&["create", "--validate=warn", "-f", "-"], Some(&labelled))
+        .await;
+    assert!(out.ok, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(r#"unknown field "spec.template.metadata.labels""#),
+        "{}",
+        out.stderr
+    );
+    let got = k.json(&["get", "jobset", "labelled"]).await;
+    assert_eq!(got["spec"]["template"]["metadata"], json!({}));
+    assert_eq!(got["metadata"]["labels"], json!({"app": "demo"}));
+    // A field ObjectMeta does not have is refused under strict validation, named in full.
+    let odd = object("odd").replace("  labels: {app: demo}", "  colour: red");
+    let err = k
+        .fails(&["create", "--validate=strict", "-f", "-"], Some(&odd))
+        .await;
+    assert!(err.contains(r#"unknown field "metadata.colour""#), "{err}");
+}
+
 /// A CRD converted by a webhook (`v1`'s `spec.size` is the stored `v2`'s `spec.replicas`):
 /// kubectl reads, lists, edits and watches at either version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -18,6 +18,7 @@ fn info(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) 
         custom: false,
         deprecation_warning: None,
         selectable_fields: Vec::new(),
+        storage_version_hash: Some(crate::resource::storage_version_hash(group, version, kind)),
     }
 }
 

@@ -26,6 +26,7 @@ use crate::storage::Storage;
 
 mod converted;
 mod duplicates;
+mod health;
 pub mod objects;
 pub mod openapi;
 pub mod protobuf;
@@ -197,7 +198,15 @@ where
         served
     };
     let doc = match route {
-        Route::Health => return Ok(response::text(200, "ok")),
+        Route::Health => {
+            let (code, body) = health::answer(req.uri().path(), req.uri().query())?;
+            let mut resp = response::bytes_response(code, "text/plain; charset=utf-8", body.into());
+            resp.headers_mut().insert(
+                header::X_CONTENT_TYPE_OPTIONS,
+                http::HeaderValue::from_static("nosniff"),
+            );
+            return Ok(resp);
+        }
         Route::Version => discovery::version(),
         Route::CoreApi | Route::Apis => {
             if let Some(v) = discovery::wants_aggregated(accept) {

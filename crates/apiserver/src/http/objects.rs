@@ -160,7 +160,7 @@ where
             (200, converted::answer(conversion, &res, list).await?)
         }
         (&Method::POST, None) if ns.is_some() || !res.namespaced => {
-            let obj = decode_write_body(&res, content_type, &body, &write)?;
+            let obj = decode_write_body(content_type, &body, &write)?;
             check_body_namespace(&res, ns, &obj)?;
             let obj = converted::body(body_conversion, &res, obj).await?;
             if storage.has_webhooks() {
@@ -180,7 +180,7 @@ where
             return Ok(with_warnings(json(201, &created), &write.warnings));
         }
         (&Method::PUT, Some(name)) => {
-            let obj = decode_write_body(&res, content_type, &body, &write)?;
+            let obj = decode_write_body(content_type, &body, &write)?;
             check_body_name(name, &obj)?;
             check_body_namespace(&res, ns, &obj)?;
             let obj = converted::body(body_conversion, &res, obj).await?;
@@ -197,6 +197,7 @@ where
             if res.custom && patch == crate::storage::PatchType::Strategic {
                 return Err(ApiError::unsupported_media_type(content_type.unwrap_or("")));
             }
+            check_patch_body(patch, &body, &write)?;
             match conversion {
                 // The Scale subresource reads the stored object at the storage version's paths.
                 Some(conversion) if sub != Some("scale") => {
@@ -283,11 +284,11 @@ fn pod_action(
 }
 
 /// Decodes a create or update body. A field the JSON repeats is reported as the real
-/// server's strict decoder reports it, per `fieldValidation`: `Strict` refuses the write
-/// (400), `Warn` adds a warning, `Ignore` keeps the last value silently (as every directive
-/// does with the value).
+/// server's strict decoder reports it, per `fieldValidation` (`Strict` refuses the write
+/// with a 400, `Warn` adds a warning, `Ignore` keeps the last value silently, as every
+/// directive does with the value), together with the object's unknown fields: the storage
+/// words both (`WriteOptions::body_findings`).
 fn decode_write_body(
-    res: &ResourceInfo,
     content_type: Option<&str>,
     body: &[u8],
     write: &crate::storage::WriteOptions,
@@ -297,20 +298,60 @@ fn decode_write_body(
         return decode_object(content_type, body);
     }
     let (obj, dups) = super::request::decode_object_reporting_duplicates(content_type, body)?;
-    if dups.is_empty() {
-        return Ok(obj);
+    if !dups.is_empty() {
+        write.body_findings.set(super::duplicates::findings(body));
     }
-    let each = dups.iter().map(|p| format!("duplicate field {p:?}"));
-    if write.field_validation == FieldValidation::Strict {
-        return Err(ApiError::bad_request(format!(
-            "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-            each.collect::<Vec<_>>().join(", "),
-            kind = res.kind,
-            version = res.version,
-        )));
-    }
-    each.for_each(|w| write.warnings.push(w));
     Ok(obj)
+}
+
+/// What `fieldValidation` makes of a patch document itself, as upstream's patcher checks it
+/// before patching: a merge or strategic merge patch's repeated fields (`duplicate field
+/// "spec.a"`) and a JSON patch's operations with unknown or repeated fields (`json patch
+/// unknown field "[0].foo"`) are reported with the patched object's unknown fields; an apply
+/// configuration's repeated keys are refused under `Strict` as its YAML decoder words them
+/// (`error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:`, then
+/// `line 9: key "foo" already set in map`, a line each), a warning each under `Warn`.
+fn check_patch_body(
+    patch: crate::storage::PatchType,
+    body: &[u8],
+    write: &crate::storage::WriteOptions,
+) -> Result<(), ApiError> {
+    use crate::storage::{FieldValidation, Findings, PatchType};
+    if write.field_validation == FieldValidation::Ignore {
+        return Ok(());
+    }
+    let errors = match patch {
+        PatchType::Apply => {
+            let lines = super::duplicates::yaml_repeated_keys(body);
+            if lines.is_empty() {
+                return Ok(());
+            }
+            if write.field_validation == FieldValidation::Strict {
+                return Err(ApiError::bad_request(format!(
+                    "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  {}",
+                    lines.join("\n  ")
+                )));
+            }
+            lines.into_iter().for_each(|w| write.warnings.push(w));
+            return Ok(());
+        }
+        PatchType::Json => super::duplicates::json_patch_errors(body),
+        PatchType::Merge | PatchType::Strategic => match super::duplicates::parse(body) {
+            Ok((_, dups)) => dups
+                .iter()
+                .map(|p| format!("duplicate field {p:?}"))
+                .collect(),
+            // The patch itself answers a body that is not JSON.
+            Err(_) => Vec::new(),
+        },
+    };
+    if !errors.is_empty() {
+        write.body_findings.set(Findings {
+            patch: errors,
+            ..Findings::default()
+        });
+    }
+    Ok(())
 }
 
 /// Adds the warnings a write (or a delete) collected as `Warning` headers.

@@ -512,6 +512,7 @@ mod tests {
             custom,
             deprecation_warning: None,
             selectable_fields: Vec::new(),
+            storage_version_hash: None,
         }
     }
 

@@ -283,6 +283,7 @@ impl Query {
             field_validation: FieldValidation::default(),
             warnings: Default::default(),
             user: None,
+            body_findings: Default::default(),
         }
     }
 

@@ -157,6 +157,19 @@ impl Row {
             ..self
         }
     }
+    /// The group, version and kind its objects are stored as (what `storageVersionHash`
+    /// hashes), or `None` when the resource stores nothing: the reviews, `bindings` and
+    /// `componentstatuses`. Events of `events.k8s.io` are stored as core `v1` Events, and
+    /// HorizontalPodAutoscalers at `autoscaling/v2`, as kube-apiserver 1.33 stores them.
+    pub(crate) fn storage_gvk(&self) -> Option<(&'static str, &'static str, &'static str)> {
+        match (self.group, self.plural) {
+            _ if self.verbs == CREATE || self.is_review() => None,
+            ("", "componentstatuses") => None,
+            ("events.k8s.io", "events") => Some(("", "v1", "Event")),
+            ("autoscaling", "horizontalpodautoscalers") => Some(("autoscaling", "v2", self.kind)),
+            _ => Some((self.group, self.version, self.kind)),
+        }
+    }
     /// Whether the kind is a review (answered on create, never stored).
     pub(crate) fn is_review(&self) -> bool {
         matches!(self.group, "authentication.k8s.io" | "authorization.k8s.io")

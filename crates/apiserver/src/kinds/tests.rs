@@ -176,3 +176,60 @@ fn plain_discovery_names_subresources_of_other_groups() {
         serde_json::json!(["update"])
     );
 }
+
+#[test]
+fn stored_kinds_publish_their_storage_version_hash() {
+    let served = builtin_resources();
+    let hash = |group: &str, version: &str, name: &str| {
+        let list = discovery::resource_list(&served, group, version).unwrap();
+        let found = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name}"));
+        found.get("storageVersionHash").cloned()
+    };
+    // The values a kube-apiserver 1.33 publishes.
+    assert_eq!(hash("", "v1", "pods"), Some("xPOwRZ+Yhw8=".into()));
+    assert_eq!(hash("", "v1", "events"), Some("r2yiGXH7wu8=".into()));
+    // events.k8s.io Events are stored as core Events, HPAs at autoscaling/v2.
+    assert_eq!(
+        hash("events.k8s.io", "v1", "events"),
+        Some("r2yiGXH7wu8=".into())
+    );
+    assert_eq!(
+        hash("autoscaling", "v1", "horizontalpodautoscalers"),
+        hash("autoscaling", "v2", "horizontalpodautoscalers")
+    );
+    assert_eq!(
+        hash("apps", "v1", "deployments"),
+        Some("8aSe+NMegvE=".into())
+    );
+    for (group, name) in [
+        ("", "bindings"),
+        ("", "componentstatuses"),
+        ("", "pods/status"),
+        ("authentication.k8s.io", "tokenreviews"),
+    ] {
+        let served = if group.is_empty() {
+            builtin_resources()
+        } else {
+            review_resources()
+        };
+        let list = discovery::resource_list(&served, group, "v1").unwrap();
+        let found = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned();
+        assert!(found.unwrap().get("storageVersionHash").is_none(), "{name}");
+    }
+    // Every other stored kind has one.
+    for r in &served {
+        let none = r.plural == "bindings" || r.plural == "componentstatuses";
+        assert_eq!(r.storage_version_hash.is_none(), none, "{}", r.plural);
+    }
+}

@@ -93,6 +93,14 @@ fn json_patch_operations() {
 }
 
 #[test]
+fn a_json_patch_operation_repeating_a_field_keeps_the_last() {
+    let orig = json!({"spec": {}});
+    let ops = br#"[{"op": "add", "path": "/spec/a", "path": "/spec/b", "value": 1, "extra": 0}]"#;
+    let got = apply_patch(PatchKind::Json, &orig, ops, None).unwrap();
+    assert_eq!(got, json!({"spec": {"b": 1}}));
+}
+
+#[test]
 fn json_patch_errors() {
     let orig = json!({"metadata": {"name": "x"}});
     let cases: [(&[u8], u16); 7] = [

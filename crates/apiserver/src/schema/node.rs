@@ -360,6 +360,54 @@ impl Node {
         n
     }
 
+    /// What a resource (the root, or an embedded resource) may say of its `apiVersion`,
+    /// `kind` and `metadata`: the first two are strings, `metadata` an object, and at the
+    /// root `metadata` may restrict only `name` and `generateName`, since the server
+    /// validates it as `ObjectMeta` (upstream's `validateStructuralMetadataInvariants`).
+    fn check_resource_fields(
+        &self,
+        m: &Map<String, Value>,
+        path: &str,
+        errors: &mut Vec<FieldError>,
+    ) {
+        let root = path.is_empty();
+        let props = child(path, "properties");
+        if root || self.embedded {
+            for key in ["kind", "apiVersion"] {
+                if let Some(p) = self.properties.get(key)
+                    && p.ty.as_deref() != Some("string")
+                {
+                    invalid(
+                        errors,
+                        &format!("{props}[{key}].type"),
+                        &json_str(p.ty.as_deref()),
+                        "must be string",
+                    );
+                }
+            }
+        }
+        let Some(meta) = self.properties.get("metadata") else {
+            return;
+        };
+        let at = format!("{props}[metadata]");
+        if (root || self.embedded) && meta.ty.as_deref() != Some("object") {
+            invalid(
+                errors,
+                &child(&at, "type"),
+                &json_str(meta.ty.as_deref()),
+                "must be object",
+            );
+        }
+        let raw = m.get("properties").and_then(|p| p.get("metadata"));
+        if root && !raw.is_some_and(restricts_only_names) {
+            forbidden(
+                errors,
+                &at,
+                "must not specify anything other than name and generateName, but metadata is implicitly specified",
+            );
+        }
+    }
+
     fn check_structural(
         &self,
         m: &Map<String, Value>,
@@ -376,8 +424,16 @@ impl Node {
             );
         }
         if in_junctor {
+            if self.properties.contains_key("metadata") {
+                forbidden(
+                    errors,
+                    &format!("{}[metadata]", child(path, "properties")),
+                    "must not be specified in a nested context",
+                );
+            }
             return;
         }
+        self.check_resource_fields(m, path, errors);
         if self.int_or_string {
             if self.ty.is_some() {
                 invalid(
@@ -497,6 +553,29 @@ impl Node {
             }
         }
     }
+}
+
+/// Whether the schema of a root's `metadata` says nothing but its type, a default (checked
+/// elsewhere) and properties for `name` and `generateName`; zero values (`false`, `""`, `[]`,
+/// `{}`) say nothing.
+fn restricts_only_names(meta: &Value) -> bool {
+    let Value::Object(m) = meta else {
+        return false;
+    };
+    m.iter().all(|(k, v)| match k.as_str() {
+        "type" | "default" => true,
+        "properties" => v
+            .as_object()
+            .is_some_and(|p| p.keys().all(|k| k == "name" || k == "generateName")),
+        _ => match v {
+            Value::Null => true,
+            Value::Bool(b) => !b,
+            Value::String(s) => s.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            Value::Number(_) => false,
+        },
+    })
 }
 
 fn json_str(s: Option<&str>) -> Value {

@@ -9,10 +9,19 @@ use super::path::Path;
 /// Fields of an object that pruning never drops at the root or in an embedded resource.
 const RESOURCE_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
 
+/// The definition whose fields a resource's `metadata` may hold.
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
 /// Drops what `node` does not know from `v`. `keep_resource_fields`: `v` is the root object
 /// or an embedded resource. `path` is where `v` is (`spec.items[0]`, as upstream's field paths
 /// read); the path of every dropped field is added to `dropped`. Paths are rendered only for
 /// dropped fields: pruning a valid object allocates nothing.
+///
+/// In a resource (the root, or an `x-kubernetes-embedded-resource` object) `apiVersion`,
+/// `kind` and `metadata` are kept whatever the schema says, and a `metadata` object is not pruned by
+/// the schema at all: it is decoded as `ObjectMeta`, which drops (and reports) only the fields
+/// `ObjectMeta` does not have. A schema may say `metadata: {type: object}` (controller-gen
+/// writes that at every resource root) and the object keeps its name, labels and the rest.
 pub(crate) fn prune(
     node: &Node,
     v: &mut Value,
@@ -22,13 +31,13 @@ pub(crate) fn prune(
 ) {
     match v {
         Value::Object(map) => {
-            let keep_meta = keep_resource_fields || node.embedded;
+            let resource = keep_resource_fields || node.embedded;
             map.retain(|k, child| {
-                if keep_meta && RESOURCE_FIELDS.contains(&k.as_str()) {
-                    // metadata is checked by the server's ObjectMeta rules; apiVersion and
-                    // kind are strings. A schema for them, if any, still prunes below.
-                    if let Some(p) = node.properties.get(k.as_str()) {
-                        prune(p, child, false, &Path::Field(path, k), dropped);
+                if resource && RESOURCE_FIELDS.contains(&k.as_str()) {
+                    // The server checks these itself (a value of the wrong type is its to
+                    // refuse); the schema never prunes them.
+                    if k == "metadata" && child.is_object() {
+                        coerce_object_meta(child, &Path::Field(path, k), dropped);
                     }
                     return true;
                 }
@@ -58,6 +67,16 @@ pub(crate) fn prune(
             }
         }
         _ => {}
+    }
+}
+
+/// Drops the fields of a resource's `metadata` that `ObjectMeta` does not declare, adding
+/// their paths (`metadata.colour`) to `dropped`, as upstream's `objectmeta.Coerce` does. A
+/// value of the wrong type is left for the server's metadata checks to refuse.
+fn coerce_object_meta(meta: &mut Value, path: &Path<'_>, dropped: &mut Vec<String>) {
+    if let Ok(unknown) = super::decode::decode(OBJECT_META, meta) {
+        let prefix = path.render();
+        dropped.extend(unknown.into_iter().map(|f| format!("{prefix}.{f}")));
     }
 }
 

@@ -250,15 +250,146 @@ fn additional_properties_and_junctors() {
         json!({"m": {"a": "x"}}),
         r#"spec.m.a: Invalid value: "string": spec.m.a in body must be of type integer: "string""#,
     );
-    assert_one(
-        props.clone(),
-        json!({"any": "c"}),
-        r#"spec.any: Invalid value: "c": spec.any in body must validate at least one schema (anyOf)"#,
+    // A junctor's own error names no field (upstream's `field.Invalid` at the root, of value
+    // ""), the value's path quoted in its message; the failing branch's errors follow.
+    assert_eq!(
+        errors(props.clone(), json!({"any": "c"})),
+        [
+            r#"Invalid value: "": "spec.any" must validate at least one schema (anyOf)"#,
+            r#"spec.any: Invalid value: "c": spec.any in body should match '^a'"#,
+        ]
     );
     assert_one(
         props,
         json!({"not": "x"}),
-        r#"spec.not: Invalid value: "x": spec.not in body must not validate the schema (not)"#,
+        r#"Invalid value: "": "spec.not" must not validate the schema (not)"#,
+    );
+}
+
+/// The errors of `spec` as `(field, reason, message)`.
+fn causes(spec_props: Value, spec: Value) -> Vec<(String, String, String)> {
+    schema(spec_props)
+        .validate(&json!({"apiVersion": "v", "kind": "K", "metadata": {"name": "n"}, "spec": spec}))
+        .into_iter()
+        .map(|e| (e.path, e.reason.to_string(), e.message))
+        .collect()
+}
+
+fn cause(field: &str, message: &str) -> (String, String, String) {
+    (field.into(), "FieldValueInvalid".into(), message.into())
+}
+
+#[test]
+fn one_of_reports_why_no_branch_held() {
+    // An address is an IPv4 or an IPv6 address: a value that is neither fails both branches,
+    // and the first (of equal weight) is the one reported, beside the oneOf error.
+    let props = json!({"addresses": {"type": "array", "items": {"type": "object",
+        "properties": {"type": {"type": "string"}, "value": {"type": "string"}},
+        "oneOf": [{"properties": {"value": {"format": "ipv4"}}},
+                  {"properties": {"value": {"format": "ipv6"}}}]}}});
+    assert_valid(
+        props.clone(),
+        json!({"addresses": [{"value": "10.0.0.1"}, {"value": "fd00::1"}]}),
+    );
+    assert_eq!(
+        causes(
+            props.clone(),
+            json!({"addresses": [{"value": "10.0.0.1"}, {"value": "gw"}]})
+        ),
+        [
+            cause(
+                "",
+                r#"Invalid value: "": "spec.addresses[1]" must validate one and only one schema (oneOf). Found none valid"#
+            ),
+            cause(
+                "spec.addresses[1].value",
+                r#"Invalid value: "gw": spec.addresses[1].value in body must be of type ipv4: "gw""#
+            ),
+        ]
+    );
+    // Two branches holding: only the oneOf error, with their count.
+    let props = json!({"port": {"type": "integer",
+        "oneOf": [{"minimum": 1}, {"maximum": 1000}, {"multipleOf": 2}]}});
+    assert_eq!(
+        causes(props.clone(), json!({"port": 80})),
+        [cause(
+            "",
+            r#"Invalid value: "": "spec.port" must validate one and only one schema (oneOf). Found 3 valid alternatives"#
+        )]
+    );
+    assert_eq!(
+        causes(props.clone(), json!({"port": 2000})),
+        [cause(
+            "",
+            r#"Invalid value: "": "spec.port" must validate one and only one schema (oneOf). Found 2 valid alternatives"#
+        )]
+    );
+    assert_valid(props, json!({"port": 1001}));
+}
+
+#[test]
+fn one_of_reports_the_branch_with_the_most_checks() {
+    // Exactly one of `uri` or `secret`: the second branch checks more of the value (a
+    // property's own schema), so its errors are the ones reported.
+    let props = json!({"source": {"type": "object",
+        "properties": {"uri": {"type": "string"}, "secret": {"type": "string"}},
+        "oneOf": [{"required": ["uri"]},
+                  {"required": ["secret"], "properties": {"secret": {"minLength": 3}}}]}});
+    assert_valid(props.clone(), json!({"source": {"uri": "https://x"}}));
+    assert_eq!(
+        causes(props.clone(), json!({"source": {"secret": "ab"}})),
+        [
+            cause(
+                "",
+                r#"Invalid value: "": "spec.source" must validate one and only one schema (oneOf). Found none valid"#
+            ),
+            cause(
+                "spec.source.secret",
+                r#"Invalid value: "ab": spec.source.secret in body should be at least 3 chars long"#
+            ),
+        ]
+    );
+    // Neither set: both branches weigh the same, the first one's `Required value` is shown.
+    let errs = causes(props, json!({"source": {}}));
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert_eq!(errs[1].0, "spec.source.uri");
+    assert_eq!(errs[1].1, "FieldValueRequired");
+}
+
+#[test]
+fn any_of_and_all_of_report_their_branches() {
+    let props = json!({"name": {"type": "string",
+        "anyOf": [{"maxLength": 3}, {"pattern": "^x-"}],
+        "allOf": [{"minLength": 2}, {"pattern": "^[a-z-]+$"}]}});
+    assert_valid(props.clone(), json!({"name": "abc"}));
+    assert_valid(props.clone(), json!({"name": "x-long-name"}));
+    assert_eq!(
+        causes(props.clone(), json!({"name": "LONGER"})),
+        [
+            cause(
+                "",
+                r#"Invalid value: "": "spec.name" must validate at least one schema (anyOf)"#
+            ),
+            (
+                "spec.name".into(),
+                "FieldValueTooLong".into(),
+                "Too long: may not be more than 3 bytes".into()
+            ),
+            cause(
+                "spec.name",
+                r#"Invalid value: "LONGER": spec.name in body should match '^[a-z-]+$'"#
+            ),
+            cause(
+                "",
+                r#"Invalid value: "": "spec.name" must validate all the schemas (allOf)"#
+            ),
+        ]
+    );
+    let errs = causes(props, json!({"name": "A"}));
+    assert_eq!(
+        errs.last().unwrap().2,
+        r#"Invalid value: "": "spec.name" must validate all the schemas (allOf). None validated"#,
+        "{errs:?}"
     );
 }
 
@@ -434,6 +565,127 @@ fn metadata_is_not_validated_or_pruned_by_the_schema() {
     let s = schema(json!({}));
     let obj = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": 5}});
     assert!(s.validate(&obj).is_empty());
+}
+
+/// controller-gen writes `metadata: {type: object}` at the root of every CRD it generates (and
+/// in every embedded pod template). The object keeps its whole `ObjectMeta`; only fields
+/// `ObjectMeta` does not have are pruned, and reported under `metadata.`.
+#[test]
+fn a_root_metadata_of_type_object_keeps_the_object_meta() {
+    let s = StructuralSchema::from_value(&json!({"type": "object", "properties": {
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+        "metadata": {"type": "object"},
+        "spec": {"type": "object", "properties": {"template": {
+            "type": "object", "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"metadata": {"type": "object"}}}}}}}))
+    .unwrap();
+    let meta = json!({"name": "n", "namespace": "default", "generateName": "n-",
+        "labels": {"app": "x"}, "annotations": {"a": "b"}, "creationTimestamp": null,
+        "finalizers": ["example.com/f"], "resourceVersion": "7", "uid": "u",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u2"}],
+        "managedFields": [{"manager": "kubectl", "operation": "Apply", "apiVersion": "x/v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]});
+    let mut obj = json!({"apiVersion": "x/v1", "kind": "K", "metadata": meta.clone(),
+        "spec": {"template": {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"a": "b"}}}}});
+    let before = obj.clone();
+    assert_eq!(s.prune_reporting(&mut obj), Vec::<String>::new());
+    assert_eq!(obj, before, "nothing of ObjectMeta is pruned");
+    assert!(s.validate(&obj).is_empty(), "{:?}", s.validate(&obj));
+
+    obj["metadata"]["colour"] = json!("red");
+    obj["spec"]["template"]["metadata"]["shade"] = json!(1);
+    assert_eq!(
+        s.prune_reporting(&mut obj),
+        ["metadata.colour", "spec.template.metadata.shade"]
+    );
+    assert_eq!(obj, before, "only the fields ObjectMeta lacks are dropped");
+}
+
+/// At the root a schema may constrain `metadata.name` and `metadata.generateName`, and the
+/// constraints apply.
+#[test]
+fn a_root_metadata_schema_constrains_the_name() {
+    let s = StructuralSchema::from_value(&json!({"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 5, "pattern": "^[a-z]+$"}}}}}))
+    .unwrap();
+    let obj = |name: &str| json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": name, "labels": {"a": "b"}}});
+    assert!(s.validate(&obj("abc")).is_empty());
+    let errs: Vec<String> = s
+        .validate(&obj("abcdef9"))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errs,
+        [
+            r#"metadata.name: Too long: may not be more than 5 bytes"#,
+            r#"metadata.name: Invalid value: "abcdef9": metadata.name in body should match '^[a-z]+$'"#,
+        ]
+    );
+}
+
+/// The structural rules on resource fields (upstream's `validateStructuralInvariants` and
+/// `validateStructuralMetadataInvariants`), with upstream's paths and messages.
+#[test]
+fn resource_fields_are_restricted_in_the_schema() {
+    let refused = |schema: Value| -> Vec<String> {
+        StructuralSchema::from_value(&schema)
+            .unwrap_err()
+            .errors
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"labels": {"type": "object"}}}}})),
+        [
+            "properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+        ]
+    );
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})),
+        [
+            "properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"
+        ]
+    );
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {"metadata": {"type": "string"}}})),
+        [r#"properties[metadata].type: Invalid value: "string": must be object"#]
+    );
+    assert_eq!(
+        refused(json!({"type": "object", "properties": {"kind": {"type": "integer"}}})),
+        [r#"properties[kind].type: Invalid value: "integer": must be string"#]
+    );
+    assert_eq!(
+        refused(
+            json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"metadata": {"type": "object"}},
+            "anyOf": [{"properties": {"metadata": {"required": ["name"]}}}]}}})
+        ),
+        [
+            "properties[spec].anyOf[0].properties[metadata]: Forbidden: must not be specified in a nested context"
+        ]
+    );
+    // Accepted: name and generateName constraints at the root; anything below a non-resource
+    // field called metadata; an embedded resource's metadata with properties.
+    for ok in [
+        json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {
+            "name": {"type": "string", "maxLength": 63}, "generateName": {"type": "string"}}}}}),
+        json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {"labels": {"type": "object",
+                "additionalProperties": {"type": "string"}}}}}}}}),
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-embedded-resource": true, "properties": {
+                "metadata": {"type": "object", "properties": {"labels": {"type": "object",
+                    "additionalProperties": {"type": "string"}}}}}}}}),
+    ] {
+        StructuralSchema::from_value(&ok).unwrap();
+    }
 }
 
 /// Found by fuzzing (crates/fuzz, target `crd_schema`): a rule of a thousand-term sum parsed

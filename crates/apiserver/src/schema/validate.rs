@@ -105,6 +105,8 @@ pub(crate) fn validate(
     if !check_type(node, v, path, errors) {
         return;
     }
+    // kube-openapi checks junctors right after the type, before the value's own checks.
+    validate_junctors(node, v, path, errors);
     if let Some(allowed) = &node.enumeration
         && !allowed.contains(v)
     {
@@ -132,7 +134,6 @@ pub(crate) fn validate(
         Value::Array(a) => validate_array(node, a, path, errors),
         _ => {}
     }
-    validate_junctors(node, v, path, errors);
 }
 
 fn validate_string(node: &Node, s: &str, v: &Value, path: &str, errors: &mut Vec<FieldError>) {
@@ -284,12 +285,27 @@ fn validate_object(
     check_count(errors, path, m.len(), count, "properties");
     for (k, child_v) in m {
         if root && k == "metadata" {
+            validate_root_metadata(node.properties.get("metadata"), child_v, errors);
             continue;
         }
         if let Some(p) = node.properties.get(k) {
             validate(p, child_v, &child(path, k), false, errors);
         } else if let Some(Additional::Schema(s)) = &node.additional {
             validate(s, child_v, &child(path, k), false, errors);
+        }
+    }
+}
+
+/// The root's `metadata` is the server's to check as `ObjectMeta`; its schema may only
+/// constrain `name` and `generateName` (the structural checks refuse anything else), and those
+/// constraints apply, as upstream's OpenAPI validation of the whole object applies them.
+fn validate_root_metadata(schema: Option<&Node>, meta: &Value, errors: &mut Vec<FieldError>) {
+    let (Some(schema), Value::Object(meta)) = (schema, meta) else {
+        return;
+    };
+    for key in ["name", "generateName"] {
+        if let (Some(p), Some(v)) = (schema.properties.get(key), meta.get(key)) {
+            validate(p, v, &format!("metadata.{key}"), false, errors);
         }
     }
 }
@@ -374,39 +390,152 @@ fn report_duplicates(values: &[Value], path: &str, errors: &mut Vec<FieldError>)
 }
 
 fn passes(node: &Node, v: &Value, path: &str) -> bool {
-    let mut e = Vec::new();
-    validate(node, v, path, false, &mut e);
-    e.is_empty()
+    branch(node, v, path).0.is_empty()
 }
 
+/// A junctor branch's errors on `v`, and how many checks applied (kube-openapi's
+/// `MatchCount`, by which it picks the failing branch to report).
+fn branch(node: &Node, v: &Value, path: &str) -> (Vec<FieldError>, usize) {
+    let mut e = Vec::new();
+    validate(node, v, path, false, &mut e);
+    (e, match_count(node, v))
+}
+
+/// How many of kube-openapi's validators apply to `v` under `node`, nested ones included:
+/// one for the schema, its junctors and enum, its type or format (when declared, twice when
+/// the type holds), string and format checks on a string, number checks on a number, and
+/// the items of an array and properties of an object, each with their own.
+fn match_count(node: &Node, v: &Value) -> usize {
+    if v.is_null() {
+        return 0;
+    }
+    let mut n = 4;
+    if node.ty.is_some() || node.format.is_some() || node.int_or_string {
+        // The type check counts once more when it holds.
+        let holds = match node.ty.as_deref() {
+            Some("object") => v.is_object(),
+            Some("array") => v.is_array(),
+            Some("string") => v.is_string(),
+            Some("integer") => matches!(v, Value::Number(x) if is_integer(x)),
+            Some("number") => v.is_number(),
+            Some("boolean") => v.is_boolean(),
+            Some(_) => true,
+            None if node.int_or_string => {
+                v.is_string() || matches!(v, Value::Number(x) if is_integer(x))
+            }
+            None => v.is_string() || v.is_array(),
+        };
+        n += 1 + usize::from(holds);
+    }
+    match v {
+        Value::String(_) => n += 1 + usize::from(node.format.is_some()),
+        Value::Number(_) => n += 1,
+        Value::Array(a) => {
+            n += 1;
+            if let Some(items) = &node.items {
+                n += a.iter().map(|e| match_count(items, e)).sum::<usize>();
+            }
+        }
+        Value::Object(m) => {
+            n += 1;
+            for (k, x) in m {
+                match (node.properties.get(k), &node.additional) {
+                    (Some(p), _) => n += match_count(p, x),
+                    (None, Some(Additional::Schema(s))) => n += match_count(s, x),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+    n
+}
+
+/// A junctor's own error, as kube-openapi words it and apiextensions reports it: at no field,
+/// of value `""`, naming the value's path in its message.
+fn composite(errors: &mut Vec<FieldError>, message: String) {
+    errors.push(FieldError::new(
+        "",
+        "FieldValueInvalid",
+        format!("Invalid value: \"\": {message}"),
+    ));
+}
+
+/// anyOf, oneOf, allOf and not, as kube-openapi checks them: when no anyOf branch holds, its
+/// error and the errors of the branch with the most checks applied (the first of equals);
+/// when not exactly one oneOf branch holds, its error (with how many did) and, if none did,
+/// the errors of its best branch; every allOf branch's errors, and the allOf error if any
+/// failed; the not error if its schema holds.
 fn validate_junctors(node: &Node, v: &Value, path: &str, errors: &mut Vec<FieldError>) {
-    for sub in &node.all_of {
-        validate(sub, v, path, false, errors);
+    let at = quote(path);
+    if !node.any_of.is_empty() {
+        let mut best: Option<(Vec<FieldError>, usize)> = None;
+        let mut held = false;
+        for s in &node.any_of {
+            let (errs, count) = branch(s, v, path);
+            if errs.is_empty() {
+                held = true;
+                break;
+            }
+            if best.as_ref().is_none_or(|(_, c)| count > *c) {
+                best = Some((errs, count));
+            }
+        }
+        if !held {
+            composite(
+                errors,
+                format!("{at} must validate at least one schema (anyOf)"),
+            );
+            errors.extend(best.map(|(e, _)| e).unwrap_or_default());
+        }
     }
-    if !node.any_of.is_empty() && !node.any_of.iter().any(|s| passes(s, v, path)) {
-        invalid(
-            errors,
-            path,
-            v,
-            format!("{path} in body must validate at least one schema (anyOf)"),
-        );
+    if !node.one_of.is_empty() {
+        let mut best: Option<(Vec<FieldError>, usize)> = None;
+        let mut held = 0;
+        for s in &node.one_of {
+            let (errs, count) = branch(s, v, path);
+            if errs.is_empty() {
+                held += 1;
+                best = None;
+                continue;
+            }
+            if held == 0 && best.as_ref().is_none_or(|(_, c)| count > *c) {
+                best = Some((errs, count));
+            }
+        }
+        if held != 1 {
+            let found = if held == 0 {
+                "Found none valid".to_string()
+            } else {
+                format!("Found {held} valid alternatives")
+            };
+            composite(
+                errors,
+                format!("{at} must validate one and only one schema (oneOf). {found}"),
+            );
+            errors.extend(best.map(|(e, _)| e).unwrap_or_default());
+        }
     }
-    if !node.one_of.is_empty() && node.one_of.iter().filter(|s| passes(s, v, path)).count() != 1 {
-        invalid(
-            errors,
-            path,
-            v,
-            format!("{path} in body must validate one and only one schema (oneOf)"),
-        );
+    if !node.all_of.is_empty() {
+        let mut held = 0;
+        for sub in &node.all_of {
+            let before = errors.len();
+            validate(sub, v, path, false, errors);
+            if errors.len() == before {
+                held += 1;
+            }
+        }
+        if held != node.all_of.len() {
+            let none = if held == 0 { ". None validated" } else { "" };
+            composite(
+                errors,
+                format!("{at} must validate all the schemas (allOf){none}"),
+            );
+        }
     }
     if let Some(not) = &node.not
         && passes(not, v, path)
     {
-        invalid(
-            errors,
-            path,
-            v,
-            format!("{path} in body must not validate the schema (not)"),
-        );
+        composite(errors, format!("{at} must not validate the schema (not)"));
     }
 }

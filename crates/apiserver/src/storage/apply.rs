@@ -123,7 +123,8 @@ fn check_config(res: &ResourceInfo, name: &str, mut config: Value) -> Result<Val
 }
 
 /// What of the configuration the request may set: not `status` on the main resource of a kind
-/// with a status subresource; only `status` through the status subresource.
+/// with a status subresource; only `status` (and the metadata its status strategy allows)
+/// through the status subresource.
 fn scoped(res: &ResourceInfo, subresource: Option<&str>, mut config: Value) -> Value {
     let Some(map) = config.as_object_mut() else {
         return config;
@@ -137,10 +138,20 @@ fn scoped(res: &ResourceInfo, subresource: Option<&str>, mut config: Value) -> V
             map.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"))
         }
     }
-    if subresource.is_some()
+    // A status configuration sets the metadata its kind's status strategy lets a status
+    // write change (see `storage::status`).
+    if let Some(sub) = subresource
         && let Some(m) = map.get_mut("metadata").and_then(Value::as_object_mut)
     {
-        m.retain(|k, _| matches!(k.as_str(), "name" | "namespace" | "resourceVersion"));
+        m.retain(|k, _| {
+            matches!(k.as_str(), "name" | "namespace" | "resourceVersion")
+                || (sub == "status"
+                    && matches!(
+                        k.as_str(),
+                        "labels" | "annotations" | "finalizers" | "ownerReferences"
+                    )
+                    && super::status::may_set_meta(res, k))
+        });
     }
     config
 }

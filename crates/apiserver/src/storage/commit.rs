@@ -96,7 +96,7 @@ fn decode_builtin(
         return Ok(());
     }
     let Some(decoder) = Decoder::for_kind(&res.group, &res.version, &res.kind) else {
-        return Ok(());
+        return crd::check_unknown(res, &[], opts);
     };
     match decoder.decode(obj) {
         Ok(unknown) => crd::check_unknown(res, &unknown, opts),
@@ -424,7 +424,7 @@ pub(crate) fn update_with(
     check_precondition(res, &old, &body)?;
     let mut new = match subresource {
         None => prepare_main_update(res, &old, body),
-        Some(_) => prepare_status_update(&old, body),
+        Some(_) => prepare_status_update(res, &old, body),
     };
     rules::normalize(res, &mut new)?;
     if !res.custom && subresource.is_none() {
@@ -599,28 +599,7 @@ pub(crate) fn check_precondition(
 /// The proposed object of a main-resource update: the body, with the system fields of the
 /// stored object and (for resources with a status subresource) its status.
 fn prepare_main_update(res: &ResourceInfo, old: &Value, mut new: Value) -> Value {
-    for f in [
-        "creationTimestamp",
-        "deletionTimestamp",
-        "deletionGracePeriodSeconds",
-        "generation",
-    ] {
-        let v = old
-            .get("metadata")
-            .and_then(|m| m.get(f))
-            .cloned()
-            .unwrap_or(Value::Null);
-        meta::set_meta(&mut new, f, v);
-    }
-    if meta::uid(&new).is_empty() {
-        meta::set_meta(&mut new, "uid", Value::from(meta::uid(old)));
-    }
-    meta::set_meta(
-        &mut new,
-        "resourceVersion",
-        Value::from(meta::resource_version(old)),
-    );
-    meta::set_meta(&mut new, "managedFields", Value::Null);
+    keep_system_fields(old, &mut new);
     if res.status_subresource
         && let Some(map) = new.as_object_mut()
     {
@@ -633,14 +612,42 @@ fn prepare_main_update(res: &ResourceInfo, old: &Value, mut new: Value) -> Value
     new
 }
 
-/// The proposed object of a status update: the stored object with the body's status.
-fn prepare_status_update(old: &Value, body: Value) -> Value {
-    let mut new = old.clone();
-    if let Some(map) = new.as_object_mut() {
-        match body.get("status") {
-            Some(s) => map.insert("status".into(), s.clone()),
-            None => map.remove("status"),
-        };
+/// What every update keeps of the stored object whatever the body says (upstream's
+/// `rest.BeforeUpdate`): creation and deletion timestamps, the deletion grace period,
+/// generation, the uid when the body has none, the resourceVersion; managed fields are
+/// recomputed.
+fn keep_system_fields(old: &Value, new: &mut Value) {
+    for f in [
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
+        let v = old
+            .get("metadata")
+            .and_then(|m| m.get(f))
+            .cloned()
+            .unwrap_or(Value::Null);
+        meta::set_meta(new, f, v);
+    }
+    if meta::uid(new).is_empty() {
+        meta::set_meta(new, "uid", Value::from(meta::uid(old)));
+    }
+    meta::set_meta(
+        new,
+        "resourceVersion",
+        Value::from(meta::resource_version(old)),
+    );
+    meta::set_meta(new, "managedFields", Value::Null);
+}
+
+/// The proposed object of a status update: the body with what the kind's status strategy
+/// keeps of the stored object (`spec`, and for some kinds metadata; see `storage::status`),
+/// and the system fields every update keeps.
+fn prepare_status_update(res: &ResourceInfo, old: &Value, body: Value) -> Value {
+    let mut new = super::status::prepare(res, old, body);
+    if !res.custom {
+        keep_system_fields(old, &mut new);
     }
     new
 }

@@ -645,6 +645,12 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
     let group = s(crd, ".spec.group").to_string();
     let names = |f: &str| s(crd, &format!(".spec.names.{f}")).to_string();
     let list = |f: &str| meta::string_list(meta::get_path(crd, &format!(".spec.names.{f}")));
+    // Every served version publishes the hash of the storage version.
+    let hash = versions(crd)
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .map(|v| crate::resource::storage_version_hash(&group, v, &names("kind")));
     let mut out: Vec<ResourceInfo> = versions(crd)
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
@@ -685,6 +691,7 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
                     .filter_map(|f| f.get("jsonPath")?.as_str())
                     .map(|p| p.trim_start_matches('.').to_string())
                     .collect(),
+                storage_version_hash: hash.clone(),
             }
         })
         .collect();
@@ -772,6 +779,7 @@ pub(crate) fn validate_custom(
     opts: &WriteOptions,
 ) -> Result<Vec<FieldError>, ApiError> {
     let Some(schema) = st.registry.schema(&res_key(res), &res.version) else {
+        check_unknown(res, &[], opts)?;
         return Ok(Vec::new());
     };
     schema.apply_defaults(obj);
@@ -787,27 +795,69 @@ pub(crate) fn validate_custom(
         .collect())
 }
 
-/// Applies the `fieldValidation` directive to the unknown fields of a write, worded as the
-/// real server's strict decoder words a create or update (`write::patch` drops the prefix
-/// for patches, as upstream's patcher does).
+/// Applies the `fieldValidation` directive to the unknown fields of a write, with what the
+/// request body itself broke (`WriteOptions::body_findings`), worded as the real server's
+/// strict decoder words a create or update (`write::patch` drops the prefix for patches, as
+/// upstream's patcher does): a patch document's errors first; then a custom object's repeated
+/// fields before its unknown ones (its decoder keeps every field, the schema prunes after),
+/// or a built-in object's both in document order, a field that is unknown and repeated
+/// reported once, as unknown (its typed decoder skips unknown fields whole).
 pub(crate) fn check_unknown(
     res: &ResourceInfo,
     unknown: &[String],
     opts: &WriteOptions,
 ) -> Result<(), ApiError> {
-    if unknown.is_empty() {
+    let findings = opts.body_findings.take().unwrap_or_default();
+    if unknown.is_empty() && findings.patch.is_empty() && findings.duplicates.is_empty() {
         return Ok(());
     }
-    let each = unknown.iter().map(|p| format!("unknown field {p:?}"));
+    let mut each: Vec<String> = findings.patch;
+    if res.custom {
+        each.extend(
+            findings
+                .duplicates
+                .iter()
+                .map(|(_, p)| format!("duplicate field {p:?}")),
+        );
+        each.extend(unknown.iter().map(|p| format!("unknown field {p:?}")));
+    } else {
+        let under_unknown = |path: &str| {
+            unknown.iter().any(|u| {
+                path.strip_prefix(u.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+            })
+        };
+        let mut all: Vec<(usize, String)> = unknown
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let at = findings
+                    .positions
+                    .get(p)
+                    .copied()
+                    .unwrap_or(usize::MAX - unknown.len() + i);
+                (at, format!("unknown field {p:?}"))
+            })
+            .collect();
+        all.extend(
+            findings
+                .duplicates
+                .iter()
+                .filter(|(_, p)| !under_unknown(p))
+                .map(|(at, p)| (*at, format!("duplicate field {p:?}"))),
+        );
+        all.sort_by_key(|(at, _)| *at);
+        each.extend(all.into_iter().map(|(_, e)| e));
+    }
     match opts.field_validation {
         FieldValidation::Ignore => Ok(()),
         FieldValidation::Warn => {
-            each.for_each(|w| opts.warnings.push(w));
+            each.into_iter().for_each(|w| opts.warnings.push(w));
             Ok(())
         }
         FieldValidation::Strict => Err(ApiError::bad_request(format!(
             "{kind} in version {version:?} cannot be handled as a {kind}: {STRICT_PREFIX}{}",
-            each.collect::<Vec<_>>().join(", "),
+            each.join(", "),
             kind = res.kind,
             version = res.version,
         ))),

@@ -100,9 +100,10 @@ impl Window {
         Ok(self.events.range(from..))
     }
 
-    /// Forgets every event up to `rv` (fault injection: compaction).
+    /// Forgets every event up to `rv` (compaction): resuming from `rv` or later still works.
     pub(crate) fn compact(&mut self, rv: u64) {
-        self.events.clear();
+        let upto = self.events.partition_point(|e| e.rv <= rv);
+        self.events.drain(..upto);
         self.start = self.start.max(rv);
     }
 

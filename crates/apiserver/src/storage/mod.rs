@@ -30,7 +30,9 @@
 //!   so a snapshot of everything is an O(1) clone: a paginated list keeps the snapshot of its
 //!   first page and serves every later page from it (the continue token names the snapshot's
 //!   resourceVersion and the last key; the last `StorageConfig::list_snapshots` snapshots are
-//!   kept, older tokens and tokens from before a `compact` get 410 Expired).
+//!   kept, older tokens and tokens from before a compaction get 410 Expired, with a token
+//!   for the rest of the list at the latest resourceVersion). `Storage::compactor` compacts
+//!   the history on a timer, as kube-apiserver's etcd compactor does.
 //! - Every write validates the whole request first and only then commits through
 //!   `State::put` / `State::remove`, which bump the global resourceVersion once per stored
 //!   change, record the event in the window and `try_send` it into each interested watcher's
@@ -68,6 +70,7 @@
 //! store as its `Lookup`; `hooked.rs` is the async write path taken when admission webhooks
 //! are configured (dry run, webhooks outside the lock, exact commit with a resourceVersion
 //! precondition, retried on conflict). Rules and helpers: `rules.rs` per-kind defaults and status ·
+//! `status.rs` what a write to the status subresource may change, per kind ·
 //! `select.rs` selectors and field labels · `crd.rs` CRD validation and serving · `convert.rs`
 //! versions · `webhook.rs` which requests a CRD's conversion webhook converts · `meta.rs` JSON
 //! metadata helpers. Validation (metadata, per-kind rules, the 422
@@ -96,6 +99,7 @@ mod rules;
 mod scale;
 mod select;
 mod shared;
+mod status;
 mod store;
 mod watch;
 mod webhook;
@@ -198,6 +202,44 @@ pub struct WriteOptions {
     /// Who writes: the `userInfo` admission (policies' `request.userInfo`, webhooks'
     /// AdmissionReview) sees. `None` is the server's admin ([`crate::user::UserInfo::admin`]).
     pub user: Option<Arc<crate::user::UserInfo>>,
+    /// What the request's body itself breaks of strict decoding (repeated fields, unknown
+    /// fields of JSON patch operations), found while the HTTP layer parsed it; reported under
+    /// `fieldValidation` together with the object's unknown fields. Clones share it.
+    pub body_findings: BodyFindings,
+}
+
+/// The strict-decoding findings of a request body, reported once per write by the check of
+/// the object's unknown fields, in the order upstream's decoder reports them (see
+/// [`BodyFindings::set`]).
+#[derive(Clone, Debug, Default)]
+pub struct BodyFindings(Arc<Mutex<Option<Findings>>>);
+
+/// See [`BodyFindings`].
+#[derive(Clone, Debug, Default)]
+pub struct Findings {
+    /// Errors about a patch document (`duplicate field "spec.a"` of a merge patch,
+    /// `json patch unknown field "[0].foo"`): reported before anything about the patched
+    /// object.
+    pub patch: Vec<String>,
+    /// Fields an object body repeats: each field's path with the position of its repetition
+    /// among the body's fields in document order.
+    pub duplicates: Vec<(usize, String)>,
+    /// The position of each field path's first occurrence in the object body, to interleave
+    /// the duplicates with the unknown fields in document order (as a built-in kind's decoder
+    /// meets them).
+    pub positions: std::collections::HashMap<String, usize>,
+}
+
+impl BodyFindings {
+    /// Records a body's findings (replacing earlier ones).
+    pub fn set(&self, findings: Findings) {
+        *self.0.lock() = Some(findings);
+    }
+
+    /// Takes the findings, so that a write checked twice reports them once.
+    pub(crate) fn take(&self) -> Option<Findings> {
+        self.0.lock().take()
+    }
 }
 
 /// The `fieldValidation` directive of a write: what unknown fields (those a custom
@@ -729,6 +771,39 @@ impl Storage {
     /// resourceVersion (and continuing an older list) gets 410 Gone.
     pub fn compact(&self) {
         self.state.lock().compact();
+    }
+
+    /// Compacts the history up to `rv` (at most the current resourceVersion), as etcd's
+    /// compaction does: a watch from an older resourceVersion, a list at one, and the continue
+    /// token of an older list get 410 Gone; `rv` and newer still work.
+    pub fn compact_to(&self, rv: u64) {
+        self.state.lock().compact_to(rv);
+    }
+
+    /// Compacts the history every `interval`, as kube-apiserver's etcd compactor does
+    /// (`--etcd-compaction-interval`, 5 minutes by default): each tick compacts up to the
+    /// resourceVersion the previous tick saw, so a continue token or a watch position stays
+    /// good for at least one interval and at most two. The future ends once the storage is
+    /// dropped; `Server::start` spawns it.
+    pub fn compactor(
+        &self,
+        interval: std::time::Duration,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let state = Arc::downgrade(&self.state);
+        async move {
+            let mut previous: Option<u64> = None;
+            loop {
+                tokio::time::sleep(interval).await;
+                let Some(state) = state.upgrade() else {
+                    return;
+                };
+                let mut st = state.lock();
+                if let Some(rv) = previous {
+                    st.compact_to(rv);
+                }
+                previous = Some(st.rv);
+            }
+        }
     }
 
     /// Fault injection: ends every running watch.

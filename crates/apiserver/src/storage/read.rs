@@ -18,8 +18,14 @@ use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::validation::{FieldError, invalid_kind};
 
-/// The message of an expired continue token, as the real server words it.
-pub(crate) const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the returned list.";
+/// The message of a continue token whose list's resourceVersion was compacted, as the real
+/// server's etcd store words it; the 410 carries a token to list the rest at the latest
+/// resourceVersion.
+pub(crate) const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// The resourceVersion of a continue token that lists the rest at the latest one (the token
+/// of an [`INCONSISTENT_CONTINUE`] answer), as upstream encodes it.
+const LATEST: i64 = -1;
 
 /// GET.
 pub(crate) fn get(
@@ -52,7 +58,8 @@ pub(crate) fn get_shared(
 /// A decoded continue token.
 #[derive(Debug)]
 struct Continue {
-    rv: u64,
+    /// The list's resourceVersion, `None` for the latest.
+    rv: Option<u64>,
     after: ObjKey,
     progress: Progress,
 }
@@ -66,7 +73,7 @@ struct Progress {
     total: Option<u64>,
 }
 
-fn encode_continue(rv: u64, last: &ObjKey, progress: Progress) -> String {
+fn encode_continue(rv: i64, last: &ObjKey, progress: Progress) -> String {
     let mut token =
         json!({"v": "meta.k8s.io/v1", "rv": rv, "start": format!("{}/{}\u{0}", last.0, last.1)});
     token["returned"] = Value::from(progress.returned);
@@ -86,11 +93,15 @@ fn decode_continue(token: &str) -> Result<Continue, ApiError> {
     if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
         return Err(bad("server does not recognize this encoded version"));
     }
-    let rv = v
-        .get("rv")
-        .and_then(Value::as_u64)
-        .filter(|r| *r > 0)
-        .ok_or_else(|| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let rv = match v.get("rv").and_then(Value::as_i64) {
+        Some(LATEST) => None,
+        Some(r) if r > 0 => Some(r as u64),
+        _ => {
+            return Err(bad(
+                "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ));
+        }
+    };
     let start = v
         .get("start")
         .and_then(Value::as_str)
@@ -181,10 +192,24 @@ fn list_source(st: &State, opts: &ListOptions) -> Result<ListSource, ApiError> {
             ));
         }
         let c = decode_continue(token)?;
-        let data = st
-            .data_at(c.rv)
-            .ok_or_else(|| ApiError::gone(CONTINUE_EXPIRED))?;
-        return Ok((data, c.rv, Some((c.after, c.progress))));
+        let Some(rv) = c.rv else {
+            // The rest at the latest resourceVersion; what earlier pages counted no longer
+            // holds.
+            let progress = Progress {
+                returned: c.progress.returned,
+                total: None,
+            };
+            return Ok((st.data.clone(), st.rv, Some((c.after, progress))));
+        };
+        let data = st.data_at(rv).ok_or_else(|| {
+            let progress = Progress {
+                returned: c.progress.returned,
+                total: None,
+            };
+            ApiError::gone(INCONSISTENT_CONTINUE)
+                .with_continue(encode_continue(LATEST, &c.after, progress))
+        })?;
+        return Ok((data, rv, Some((c.after, c.progress))));
     }
     let rv = opts.resource_version.as_deref().filter(|r| !r.is_empty());
     let exact = opts.resource_version_match.as_deref() == Some("Exact");
@@ -276,15 +301,15 @@ pub(crate) fn list(
     }
     let mut metadata = json!({"resourceVersion": list_rv.to_string()});
     if more && let Some(last) = &last {
-        // Later pages read the snapshot of this one.
-        let snap_rv = if after.is_some() {
-            list_rv
-        } else {
-            st.snapshot_at(list_rv, &data)
-        };
+        // Later pages read the snapshot of this one (kept already, unless this page was
+        // read at the latest resourceVersion).
+        let snap_rv = st.snapshot_at(list_rv, &data);
         let returned = progress.returned + items.len() as u64;
-        metadata["continue"] =
-            Value::from(encode_continue(snap_rv, last, Progress { returned, total }));
+        metadata["continue"] = Value::from(encode_continue(
+            snap_rv as i64,
+            last,
+            Progress { returned, total },
+        ));
         if let Some(total) = total {
             metadata["remainingItemCount"] = Value::from(total.saturating_sub(returned));
         }
@@ -303,9 +328,20 @@ mod tests {
 
     #[test]
     fn continue_tokens_round_trip() {
-        let t = encode_continue(42, &("ns".into(), "a".into()), Progress::default());
+        let t = encode_continue(42_i64, &("ns".into(), "a".into()), Progress::default());
         let c = decode_continue(&t).unwrap();
-        assert_eq!((c.rv, c.after), (42, ("ns".to_string(), "a".to_string())));
+        assert_eq!(
+            (c.rv, c.after),
+            (Some(42), ("ns".to_string(), "a".to_string()))
+        );
+        let latest = decode_continue(&encode_continue(
+            LATEST,
+            &("ns".into(), "a".into()),
+            Progress::default(),
+        ));
+        assert_eq!(latest.unwrap().rv, None);
+        let zero = encode_continue(0, &("ns".into(), "a".into()), Progress::default());
+        assert_eq!(decode_continue(&zero).unwrap_err().code, 400);
         assert_eq!(decode_continue("!!").unwrap_err().code, 400);
         let cluster = decode_continue(&encode_continue(
             7,

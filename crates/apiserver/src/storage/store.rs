@@ -352,9 +352,19 @@ impl State {
 
     /// Fault injection: forgets the event window and every snapshot.
     pub(crate) fn compact(&mut self) {
-        self.window.compact(self.rv);
-        self.snapshots.clear();
-        self.compacted = self.rv;
+        self.compact_to(self.rv);
+    }
+
+    /// Compacts the history up to `rv`, as etcd's compaction does: lists and watches at an
+    /// older resourceVersion, and continue tokens of older lists, get 410 from now on.
+    pub(crate) fn compact_to(&mut self, rv: u64) {
+        let rv = rv.min(self.rv);
+        if rv <= self.compacted {
+            return;
+        }
+        self.window.compact(rv);
+        self.snapshots.retain(|(r, _)| *r >= rv);
+        self.compacted = rv;
     }
 
     /// A full copy of the objects and the resourceVersion, to compare in tests.

@@ -17,6 +17,7 @@ fn info(group: &str, plural: &str, custom: bool) -> ResourceInfo {
         custom,
         deprecation_warning: None,
         selectable_fields: Vec::new(),
+        storage_version_hash: None,
     }
 }
 

@@ -162,9 +162,13 @@ pub(crate) fn invalid_kind(kind: &str, group: &str, name: &str, errors: &[FieldE
     } else {
         format!("[{}]", items.join(", "))
     };
+    // A cause at no field (a junctor's own error) has no `field` (upstream's `omitempty`).
     let causes: Vec<Value> = errors
         .iter()
-        .map(|e| json!({ "reason": e.reason, "message": e.message, "field": e.field }))
+        .map(|e| match e.field.as_str() {
+            "" => json!({ "reason": e.reason, "message": e.message }),
+            f => json!({ "reason": e.reason, "message": e.message, "field": f }),
+        })
         .collect();
     let mut details = json!({ "name": name, "kind": kind, "causes": causes });
     if !group.is_empty() {
@@ -431,5 +435,20 @@ mod tests {
         let details = e.details.unwrap();
         assert_eq!(details["causes"][0]["field"], "metadata.name");
         assert!(details.get("group").is_none());
+        // An error at no field: `: message` in the summary, no `field` in its cause.
+        let errs = [FieldError {
+            reason: "FieldValueInvalid",
+            field: String::new(),
+            message: "Invalid value: \"\": \"spec.a\" must validate at least one schema (anyOf)"
+                .into(),
+        }];
+        let e = invalid(&cm, "x", &errs);
+        assert_eq!(
+            e.message,
+            "ConfigMap \"x\" is invalid: : Invalid value: \"\": \"spec.a\" must validate at least one schema (anyOf)"
+        );
+        let cause = &e.details.unwrap()["causes"][0];
+        assert!(cause.get("field").is_none(), "{cause}");
+        assert_eq!(cause["reason"], "FieldValueInvalid");
     }
 }

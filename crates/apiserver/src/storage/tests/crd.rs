@@ -78,6 +78,46 @@ fn creating_a_crd_serves_its_resource() {
 }
 
 #[test]
+fn every_served_version_publishes_the_storage_version_hash() {
+    let s = store();
+    install(&s);
+    // sha256("example.com/v1/Widget")[..8] in base64, for both served versions.
+    let want = json!("gIwvi5rymmg=");
+    for version in ["v1", "v1beta1"] {
+        let doc =
+            crate::discovery::resource_list(&s.served_resources(), "example.com", version).unwrap();
+        let widgets = doc["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "widgets")
+            .unwrap()
+            .clone();
+        assert_eq!(widgets["storageVersionHash"], want, "{version}");
+        // Subresources have none (v1 serves `status`).
+        let status = doc["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "widgets/status");
+        assert!(status.is_some() == (version == "v1"));
+        assert!(status.is_none_or(|s| s.get("storageVersionHash").is_none()));
+    }
+    // Moving storage to v1beta1 moves the hash of both.
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let mut crd = s.get(&crds, None, "widgets.example.com", None).unwrap();
+    crd["spec"]["versions"][0]["storage"] = json!(false);
+    crd["spec"]["versions"][1]["storage"] = json!(true);
+    s.update(&crds, None, "widgets.example.com", None, crd, &w())
+        .unwrap();
+    let v1 = s.resolve("example.com", "v1", "widgets").unwrap();
+    assert_eq!(
+        v1.storage_version_hash.as_deref(),
+        Some(crate::resource::storage_version_hash("example.com", "v1beta1", "Widget").as_str())
+    );
+}
+
+#[test]
 fn custom_objects_live_like_built_ins() {
     let s = store();
     let (_, widgets) = install(&s);

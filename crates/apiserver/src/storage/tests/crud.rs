@@ -201,6 +201,80 @@ fn generation_tracks_spec_changes_only() {
 }
 
 #[test]
+fn status_writes_change_what_the_kind_status_strategy_allows() {
+    let s = store();
+    // A namespace's status patch that also sets an annotation keeps it (upstream resets only
+    // `spec`), as the e2e "should apply changes to a namespace status" expects.
+    let nss = res(&s, "", "namespaces");
+    s.create(&nss, None, json!({"metadata": {"name": "st"}}), &w())
+        .unwrap();
+    let patched = s
+        .patch(
+            &nss,
+            None,
+            "st",
+            Some("status"),
+            PatchType::Merge,
+            br#"{"metadata":{"annotations":{"e2e-patched-ns-status":"st"}},
+                "status":{"conditions":[{"type":"StatusPatch","status":"True","reason":"E2E","message":"patched"}]},
+                "spec":{"finalizers":["example.com/x"]}}"#,
+            &w(),
+        )
+        .unwrap();
+    assert_eq!(
+        patched["metadata"]["annotations"]["e2e-patched-ns-status"],
+        "st"
+    );
+    assert_eq!(patched["status"]["conditions"][0]["type"], "StatusPatch");
+    assert_eq!(
+        patched["spec"]["finalizers"],
+        json!(["kubernetes"]),
+        "spec is reset"
+    );
+    let got = s.get(&nss, None, "st", None).unwrap();
+    assert_eq!(
+        got["metadata"]["annotations"]["e2e-patched-ns-status"],
+        "st"
+    );
+
+    // A pod's status write may change labels, not owner references.
+    let pods = res(&s, "", "pods");
+    let owner = create_cm(&s, "owner");
+    let uid = owner["metadata"]["uid"].clone();
+    let pod = json!({"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "v1",
+        "kind": "ConfigMap", "name": "owner", "uid": uid}]},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let created = s.create(&pods, Some("default"), pod, &w()).unwrap();
+    let mut body = created.clone();
+    body["metadata"]["labels"] = json!({"phase": "seen"});
+    body["metadata"]["ownerReferences"] = json!([]);
+    body["status"]["phase"] = json!("Running");
+    let updated = s
+        .update(&pods, Some("default"), "p", Some("status"), body, &w())
+        .unwrap();
+    assert_eq!(updated["metadata"]["labels"]["phase"], "seen");
+    assert_eq!(updated["metadata"]["ownerReferences"][0]["uid"], uid);
+    assert_eq!(updated["status"]["phase"], "Running");
+
+    // A deployment's status write keeps its labels (reset by its strategy) but takes its
+    // annotations.
+    let deps = res(&s, "apps", "deployments");
+    let d = s
+        .create(&deps, Some("default"), deployment("lab", 1), &w())
+        .unwrap();
+    let mut body = d.clone();
+    body["metadata"]["labels"] = json!({"x": "y"});
+    body["metadata"]["annotations"] = json!({"note": "kept"});
+    body["status"] = json!({"replicas": 1});
+    let d2 = s
+        .update(&deps, Some("default"), "lab", Some("status"), body, &w())
+        .unwrap();
+    assert!(d2["metadata"].get("labels").is_none());
+    assert_eq!(d2["metadata"]["annotations"]["note"], "kept");
+    assert_eq!(d2["metadata"]["generation"], 1);
+}
+
+#[test]
 fn status_is_isolated_both_ways() {
     let s = store();
     let deps = res(&s, "apps", "deployments");

@@ -19,6 +19,49 @@ fn typoed(name: &str) -> Value {
     w
 }
 
+/// controller-gen's CRDs say `metadata: {type: object}` at the root: a strict create keeps the
+/// whole ObjectMeta (nothing of it is an unknown field), and only a field ObjectMeta lacks is
+/// refused, named under `metadata.`.
+#[test]
+fn a_controller_gen_root_metadata_keeps_object_meta_under_strict() {
+    let s = store();
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let mut body = super::crd::crd_body();
+    body["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"] =
+        json!({"type": "object"});
+    s.create(&crds, None, body, &w()).unwrap();
+    let widgets = s.resolve("example.com", "v1", "widgets").unwrap();
+    let opts = with(FieldValidation::Strict);
+    let mut obj = widget("a");
+    obj["metadata"]["labels"] = json!({"app": "x"});
+    obj["metadata"]["annotations"] = json!({"note": "kept"});
+    obj["metadata"]["creationTimestamp"] = Value::Null;
+    let created = s.create(&widgets, Some("default"), obj, &opts).unwrap();
+    assert!(opts.warnings.take().is_empty());
+    assert_eq!(created["metadata"]["name"], "a");
+    assert_eq!(created["metadata"]["labels"], json!({"app": "x"}));
+    assert_eq!(created["metadata"]["annotations"], json!({"note": "kept"}));
+    assert!(created["metadata"]["uid"].is_string());
+    assert!(created["metadata"]["creationTimestamp"].is_string());
+
+    let mut odd = widget("b");
+    odd["metadata"]["colour"] = json!("red");
+    let err = fails_unchanged(&s, 400, || {
+        s.create(&widgets, Some("default"), odd.clone(), &opts)
+    });
+    assert_eq!(
+        err.message,
+        "Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: \
+         unknown field \"metadata.colour\""
+    );
+    // Warn (the default for API clients) drops it and says so.
+    let warn = with(FieldValidation::Warn);
+    let created = s.create(&widgets, Some("default"), odd, &warn).unwrap();
+    assert_eq!(warn.warnings.take(), ["unknown field \"metadata.colour\""]);
+    assert!(created["metadata"].get("colour").is_none());
+    assert_eq!(created["metadata"]["name"], "b");
+}
+
 #[test]
 fn strict_refuses_unknown_fields_naming_each() {
     let s = store();

@@ -216,7 +216,7 @@ fn expired_continue_token_is_gone() {
         )
         .unwrap();
     let token = first["metadata"]["continue"].as_str().unwrap().to_string();
-    create_cm(&s, "after");
+    create_cm(&s, "cm-09");
     s.compact();
     let err = s
         .list(
@@ -232,7 +232,29 @@ fn expired_continue_token_is_gone() {
     assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
     assert_eq!(
         err.message,
-        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue value from the returned list."
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+    );
+    // The Status offers a token that lists the rest at the latest resourceVersion: what was
+    // created since shows up.
+    let offered = err.to_status()["metadata"]["continue"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(err.continue_token.as_deref(), Some(offered.as_str()));
+    let rest = s
+        .list(
+            &cms,
+            None,
+            &ListOptions {
+                continue_token: Some(offered),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(names(&rest), vec!["cm-01", "cm-02", "cm-09"]);
+    assert_eq!(
+        rest["metadata"]["resourceVersion"],
+        s.resource_version().to_string()
     );
     let err = s
         .list(
@@ -511,4 +533,62 @@ fn hpas_written_at_v1_are_read_at_v2_and_back() {
     assert_eq!(after["spec"]["maxReplicas"], 8);
     assert_eq!(after["spec"]["metrics"].as_array().unwrap().len(), 2);
     assert!(after["metadata"].get("annotations").is_none());
+}
+
+/// The compactor, on tokio's paused clock: a continue token outlives one compaction interval
+/// and is gone after the second tick (each tick compacts to what the previous one saw), as
+/// kube-apiserver's etcd compactor behaves; watches from before then get 410 too.
+#[tokio::test(start_paused = true)]
+async fn the_compactor_expires_continue_tokens_after_two_intervals() {
+    let s = store();
+    seed(&s, 3);
+    let cms = res(&s, "", "configmaps");
+    let page = |token: Option<String>| {
+        s.list(
+            &cms,
+            None,
+            &ListOptions {
+                limit: Some(1),
+                continue_token: token,
+                ..Default::default()
+            },
+        )
+    };
+    let first = page(None).unwrap();
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    let listed_at = rv_of(&first);
+    create_cm(&s, "later");
+    let interval = std::time::Duration::from_secs(300);
+    let compactor = tokio::spawn(s.compactor(interval));
+    // The first tick compacts nothing; it records where the history is.
+    tokio::time::sleep(interval + std::time::Duration::from_secs(1)).await;
+    assert_eq!(names(&page(Some(token.clone())).unwrap()), vec!["cm-01"]);
+    // The second tick compacts up to what the first saw, past the list's resourceVersion.
+    tokio::time::sleep(interval).await;
+    let err = page(Some(token)).unwrap_err();
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+    assert!(err.continue_token.is_some());
+    let from = |rv: u64| WatchOptions {
+        resource_version: Some(rv.to_string()),
+        ..Default::default()
+    };
+    let mut watch = s.watch(&cms, None, &from(listed_at)).unwrap();
+    let first_event = tokio::time::timeout(std::time::Duration::from_secs(5), watch.events.recv());
+    assert!(
+        matches!(first_event.await, Ok(Some(WatchEvent::Error(st))) if st["code"] == 410),
+        "a watch from before the compaction is gone"
+    );
+    // From what the compaction kept, it still works.
+    let mut watch = s.watch(&cms, None, &from(listed_at + 1)).unwrap();
+    create_cm(&s, "latest");
+    let first_event = tokio::time::timeout(std::time::Duration::from_secs(5), watch.events.recv());
+    assert!(
+        matches!(first_event.await, Ok(Some(WatchEvent::Added(_)))),
+        "the later create"
+    );
+    // Dropping the storage ends the compactor.
+    drop(watch);
+    drop(s);
+    tokio::time::sleep(interval * 2).await;
+    assert!(compactor.is_finished());
 }

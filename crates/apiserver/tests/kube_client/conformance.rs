@@ -1,0 +1,515 @@
+//! What Kubernetes' `[sig-api-machinery]` conformance specs check of an API server, over HTTP:
+//! the health endpoints' named checks, `storageVersionHash` in discovery, strict field
+//! validation of custom objects with repeated fields (upstream's field-validation integration
+//! and e2e tables), status writes that also change metadata, and continue tokens of compacted
+//! lists.
+
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+
+use crate::common::{client, raw, server};
+
+/// A raw request answering the status code, the `Warning` texts and the body (JSON when it
+/// parses, else a JSON string).
+async fn send(
+    client: &kube_client::Client,
+    method: &str,
+    uri: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, Vec<String>, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("content-type", content_type)
+        .body(kube_client::client::Body::from(body.as_bytes().to_vec()))
+        .unwrap();
+    let resp = client.send(req).await.expect("request sent");
+    let status = resp.status().as_u16();
+    let warnings = resp
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|w| {
+            // `299 - "text"`, the text an HTTP quoted-string.
+            let v = w.to_str().unwrap();
+            let quoted = v.strip_prefix("299 - ").unwrap_or(v);
+            serde_json::from_str::<String>(quoted).unwrap_or_else(|_| quoted.to_string())
+        })
+        .collect();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let body = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, warnings, body)
+}
+
+/// A continue token as a query value.
+fn escape(token: &str) -> String {
+    token
+        .replace('+', "%2B")
+        .replace('/', "%2F")
+        .replace('=', "%3D")
+}
+
+#[tokio::test]
+async fn health_endpoints_name_their_checks() {
+    let server = server().await;
+    let client = client(&server).await;
+    let (status, _, body) = send(&client, "GET", "/readyz?verbose", "", "").await;
+    let text = body.as_str().unwrap().to_string();
+    assert_eq!(status, 200);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[..5],
+        [
+            "[+]ping ok",
+            "[+]log ok",
+            "[+]etcd ok",
+            "[+]etcd-readiness ok",
+            "[+]informer-sync ok"
+        ]
+    );
+    assert!(lines.contains(&"[+]poststarthook/generic-apiserver-start-informers ok"));
+    assert!(lines.contains(&"[+]poststarthook/rbac/bootstrap-roles ok"));
+    assert_eq!(
+        lines[lines.len() - 2..],
+        ["[+]shutdown ok", "readyz check passed"]
+    );
+    for (path, last) in [
+        ("/livez?verbose", "livez check passed"),
+        ("/healthz?verbose=true", "healthz check passed"),
+    ] {
+        let (status, _, body) = send(&client, "GET", path, "", "").await;
+        assert_eq!(status, 200);
+        let text = body.as_str().unwrap();
+        assert_eq!(text.lines().last(), Some(last), "{path}");
+        assert!(!text.contains("[+]shutdown ok"), "{path}");
+    }
+    let (_, _, body) = send(
+        &client,
+        "GET",
+        "/livez?verbose&exclude=etcd&exclude=nope",
+        "",
+        "",
+    )
+    .await;
+    let text = body.as_str().unwrap();
+    assert!(text.contains("[+]etcd excluded: ok\n"), "{text}");
+    assert!(
+        text.contains("warn: some health checks cannot be excluded: no matches for \"nope\"\n")
+    );
+    for path in [
+        "/healthz/ping",
+        "/livez/etcd",
+        "/readyz/informer-sync",
+        "/readyz/poststarthook/generic-apiserver-start-informers",
+        "/healthz/poststarthook/rbac/bootstrap-roles",
+    ] {
+        let (status, _, body) = send(&client, "GET", path, "", "").await;
+        assert_eq!((status, body.as_str()), (200, Some("ok")), "{path}");
+    }
+    let (status, _, body) = send(&client, "GET", "/readyz/nope", "", "").await;
+    assert_eq!((status, body["reason"].as_str()), (404, Some("NotFound")));
+}
+
+/// The CRD schema of upstream's field-validation integration test, with
+/// `x-kubernetes-preserve-unknown-fields` on `spec` when `schemaless`.
+fn crd(group: &str, schemaless: bool) -> String {
+    let mut spec = json!({"type": "object", "properties": {
+        "cronSpec": {"type": "string"},
+        "knownField1": {"type": "string"},
+        "ports": {"type": "array", "x-kubernetes-list-map-keys": ["containerPort", "protocol"],
+            "x-kubernetes-list-type": "map", "items": {"type": "object",
+            "required": ["containerPort", "protocol"], "properties": {
+                "containerPort": {"type": "integer", "format": "int32"}, "hostIP": {"type": "string"},
+                "hostPort": {"type": "integer", "format": "int32"}, "name": {"type": "string"},
+                "protocol": {"type": "string"}}}},
+    }});
+    if schemaless {
+        spec["x-kubernetes-preserve-unknown-fields"] = json!(true);
+    }
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("noxus.{group}")},
+        "spec": {"group": group, "scope": "Cluster",
+            "names": {"plural": "noxus", "singular": "noxu", "kind": "WishIHadChosenNoxu", "listKind": "NoxuItemList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]},
+    })
+    .to_string()
+}
+
+/// Upstream's `crdInvalidBody`.
+fn invalid_body(group: &str, name: &str) -> String {
+    format!(
+        r#"{{"apiVersion": "{group}/v1", "kind": "WishIHadChosenNoxu", "metadata": {{"name": "{name}"}},
+    "spec": {{"unknown1": "val1", "unknownDupe": "valDupe", "unknownDupe": "valDupe2",
+        "knownField1": "val1", "knownField1": "val2",
+        "ports": [{{"name": "portName", "containerPort": 8080, "protocol": "TCP",
+            "hostPort": 8081, "hostPort": 8082, "unknownNested": "val"}}]}}}}"#
+    )
+}
+
+/// Upstream's `crdApplyInvalidBody`, line for line (the repetitions on lines 10 and 16).
+fn apply_invalid_body(group: &str, name: &str) -> String {
+    format!(
+        "\n{{\n\t\"apiVersion\": \"{group}/v1\",\n\t\"kind\": \"WishIHadChosenNoxu\",\n\t\"metadata\": {{\n\t\t\"name\": \"{name}\"\n\t}},\n\t\"spec\": {{\n\t\t\"knownField1\": \"val1\",\n\t\t\"knownField1\": \"val2\",\n\t\t\"ports\": [{{\n\t\t\t\"name\": \"portName\",\n\t\t\t\"containerPort\": 8080,\n\t\t\t\"protocol\": \"TCP\",\n\t\t\t\"hostPort\": 8081,\n\t\t\t\"hostPort\": 8082\n\t\t}}]\n\t}}\n}}"
+    )
+}
+
+const DUPLICATES: [&str; 3] = [
+    r#"duplicate field "spec.unknownDupe""#,
+    r#"duplicate field "spec.knownField1""#,
+    r#"duplicate field "spec.ports[0].hostPort""#,
+];
+
+#[tokio::test]
+async fn strict_validation_reports_repeated_fields_of_custom_objects() {
+    let server = server().await;
+    let client = client(&server).await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    for (group, schemaless) in [
+        ("schema.example.com", false),
+        ("schemaless.example.com", true),
+    ] {
+        let (status, _, answer) = send(
+            &client,
+            "POST",
+            crds,
+            "application/json",
+            &crd(group, schemaless),
+        )
+        .await;
+        assert_eq!(status, 201, "{answer}");
+        let unknown: Vec<&str> = if schemaless {
+            vec![r#"unknown field "spec.ports[0].unknownNested""#]
+        } else {
+            vec![
+                r#"unknown field "spec.ports[0].unknownNested""#,
+                r#"unknown field "spec.unknown1""#,
+                r#"unknown field "spec.unknownDupe""#,
+            ]
+        };
+        let expected: Vec<String> = DUPLICATES
+            .iter()
+            .chain(&unknown)
+            .map(|s| s.to_string())
+            .collect();
+        let strict = format!("strict decoding error: {}", expected.join(", "));
+        let noxus = format!("/apis/{group}/v1/noxus");
+
+        // Create.
+        let uri = format!("{noxus}?fieldValidation=Strict");
+        let (status, _, answer) = send(
+            &client,
+            "POST",
+            &uri,
+            "application/json",
+            &invalid_body(group, "post"),
+        )
+        .await;
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(
+            answer["message"].as_str().unwrap(),
+            format!(
+                "WishIHadChosenNoxu in version \"v1\" cannot be handled as a WishIHadChosenNoxu: {strict}"
+            )
+        );
+        let (status, warnings, _) = send(
+            &client,
+            "POST",
+            &noxus,
+            "application/json",
+            &invalid_body(group, "post"),
+        )
+        .await;
+        assert_eq!(
+            (status, &warnings),
+            (201, &expected),
+            "{group}: Warn by default"
+        );
+        let uri = format!("{noxus}?fieldValidation=Ignore");
+        let (status, warnings, _) = send(
+            &client,
+            "POST",
+            &uri,
+            "application/json",
+            &invalid_body(group, "ignored"),
+        )
+        .await;
+        assert_eq!((status, warnings.len()), (201, 0));
+
+        // Update.
+        let uri = format!("{noxus}/post?fieldValidation=Strict");
+        let (status, _, answer) = send(
+            &client,
+            "PUT",
+            &uri,
+            "application/json",
+            &invalid_body(group, "post"),
+        )
+        .await;
+        assert_eq!(status, 400, "{answer}");
+        assert!(
+            answer["message"].as_str().unwrap().ends_with(&strict),
+            "{answer}"
+        );
+        let (status, warnings, _) = send(
+            &client,
+            "PUT",
+            &format!("{noxus}/post"),
+            "application/json",
+            &invalid_body(group, "post"),
+        )
+        .await;
+        assert_eq!((status, &warnings), (200, &expected));
+
+        // Merge patch: the patch's repetitions, then the patched object's unknown fields.
+        let merge = r#"{"spec": {"unknown1": "val1", "unknownDupe": "valDupe", "unknownDupe": "valDupe2",
+            "knownField1": "val1", "knownField1": "val2", "ports": [{"name": "portName", "containerPort": 8080,
+            "protocol": "TCP", "hostPort": 8081, "hostPort": 8082, "unknownNested": "val"}]}}"#;
+        let uri = format!("{noxus}/post?fieldValidation=Strict");
+        let (status, _, answer) = send(
+            &client,
+            "PATCH",
+            &uri,
+            "application/merge-patch+json",
+            merge,
+        )
+        .await;
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(answer["message"].as_str().unwrap(), strict);
+        let (status, warnings, _) = send(
+            &client,
+            "PATCH",
+            &format!("{noxus}/post"),
+            "application/merge-patch+json",
+            merge,
+        )
+        .await;
+        assert_eq!((status, &warnings), (200, &expected));
+
+        // JSON patch: the operations' own unknown and repeated fields, then the object's.
+        let json_patch = r#"[
+            {"op": "add", "path": "/spec/unknown1", "value": "val1", "foo": "bar"},
+            {"op": "add", "path": "/spec/unknown2", "path": "/spec/unknown3", "value": "val2"},
+            {"op": "add", "path": "/spec/knownField1", "value": "val2"},
+            {"op": "add", "path": "/spec/ports/0/unknownNested", "value": "val"}
+        ]"#;
+        let mut want = vec![
+            r#"json patch unknown field "[0].foo""#.to_string(),
+            r#"json patch duplicate field "[1].path""#.to_string(),
+            r#"unknown field "spec.ports[0].unknownNested""#.to_string(),
+        ];
+        if !schemaless {
+            want.extend([
+                r#"unknown field "spec.unknown1""#.into(),
+                r#"unknown field "spec.unknown3""#.into(),
+            ]);
+        }
+        let (status, _, answer) = send(
+            &client,
+            "PATCH",
+            &uri,
+            "application/json-patch+json",
+            json_patch,
+        )
+        .await;
+        assert_eq!(status, 400, "{answer}");
+        assert_eq!(
+            answer["message"].as_str().unwrap(),
+            format!("strict decoding error: {}", want.join(", "))
+        );
+
+        // Apply (create and update): the YAML decoder's words, a line each.
+        // Twice: the first apply creates the object, the second updates it.
+        for name in ["apply", "apply"] {
+            let uri = format!("{noxus}/{name}?fieldManager=mgr&fieldValidation=Strict");
+            let (status, _, answer) = send(
+                &client,
+                "PATCH",
+                &uri,
+                "application/apply-patch+yaml",
+                &apply_invalid_body(group, name),
+            )
+            .await;
+            assert_eq!(status, 400, "{answer}");
+            assert_eq!(
+                answer["message"].as_str().unwrap(),
+                "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  line 10: key \"knownField1\" already set in map\n  line 16: key \"hostPort\" already set in map"
+            );
+            let uri = format!("{noxus}/{name}?fieldManager=mgr");
+            let (status, warnings, answer) = send(
+                &client,
+                "PATCH",
+                &uri,
+                "application/apply-patch+yaml",
+                &apply_invalid_body(group, name),
+            )
+            .await;
+            assert!(status == 201 || status == 200, "{answer}");
+            assert_eq!(
+                warnings,
+                [
+                    r#"line 10: key "knownField1" already set in map"#,
+                    r#"line 16: key "hostPort" already set in map"#
+                ]
+            );
+        }
+    }
+
+    // The e2e spec "should detect duplicates in a CR when preserving unknown fields": YAML.
+    let yaml = "\napiVersion: schemaless.example.com/v1\nkind: WishIHadChosenNoxu\nmetadata:\n  name: mytest\n  finalizers:\n  - test-finalizer\nspec:\n  unknown: uk1\n  knownField1: foo1\n  knownField1: foo2\n  cronSpec: \"* * * * */5\"\n  ports:\n  - name: x\n    containerPort: 80\n    protocol: TCP";
+    let uri = "/apis/schemaless.example.com/v1/noxus/mytest?fieldManager=field_validation_mgr&fieldValidation=Strict";
+    let (status, _, answer) =
+        send(&client, "PATCH", uri, "application/apply-patch+yaml", yaml).await;
+    assert_eq!(status, 400);
+    assert!(
+        answer["message"]
+            .as_str()
+            .unwrap()
+            .contains(r#"line 11: key "knownField1" already set in map"#),
+        "{answer}"
+    );
+
+    // The typed e2e spec: unknown and repeated fields of a Deployment in document order.
+    let deployment = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "my-dep", "labels": {"app": "nginx"}},
+        "spec": {"unknownField": "foo", "replicas": 2, "replicas": 3,
+            "selector": {"matchLabels": {"app": "nginx"}},
+            "template": {"metadata": {"labels": {"app": "nginx"}},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:latest"}]}}}}"#;
+    let uri = "/apis/apps/v1/namespaces/default/deployments?fieldManager=field_validation_mgr&fieldValidation=Strict";
+    let (status, _, answer) = raw(&client, "POST", uri, "application/json", deployment).await;
+    assert_eq!(status, 400);
+    assert!(
+        answer["message"].as_str().unwrap().contains(
+            r#"strict decoding error: unknown field "spec.unknownField", duplicate field "spec.replicas""#
+        ),
+        "{answer}"
+    );
+}
+
+#[tokio::test]
+async fn discovery_and_status_and_compacted_continue_tokens() {
+    let server = server().await;
+    let client = client(&server).await;
+    // A CRD's resource carries the hash of its storage version, a subresource none.
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let (status, _, _) = send(
+        &client,
+        "POST",
+        crds,
+        "application/json",
+        &crd("hash.example.com", false),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (_, _, list) = send(&client, "GET", "/apis/hash.example.com/v1", "", "").await;
+    let noxus = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "noxus")
+        .unwrap();
+    // base64 of sha256("hash.example.com/v1/WishIHadChosenNoxu")[..8].
+    assert_eq!(
+        noxus["storageVersionHash"],
+        crt_apiserver::resource::storage_version_hash(
+            "hash.example.com",
+            "v1",
+            "WishIHadChosenNoxu"
+        )
+    );
+    let (_, _, core) = send(&client, "GET", "/api/v1", "", "").await;
+    let pods = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "pods")
+        .unwrap();
+    assert_eq!(pods["storageVersionHash"], "xPOwRZ+Yhw8=");
+
+    // A namespace status patch that also sets an annotation keeps it.
+    let (status, _, _) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces",
+        "application/json",
+        r#"{"metadata": {"name": "st"}}"#,
+    )
+    .await;
+    assert_eq!(status, 201);
+    let patch = r#"{"metadata":{"annotations":{"e2e-patched-ns-status":"st"}},"status":{"conditions":[{"type":"StatusPatch","status":"True","reason":"E2E","message":"Patched by an e2e test"}]}}"#;
+    let (status, _, ns) = send(
+        &client,
+        "PATCH",
+        "/api/v1/namespaces/st/status",
+        "application/merge-patch+json",
+        patch,
+    )
+    .await;
+    assert_eq!(status, 200, "{ns}");
+    assert_eq!(ns["metadata"]["annotations"]["e2e-patched-ns-status"], "st");
+    assert_eq!(ns["status"]["conditions"][0]["type"], "StatusPatch");
+
+    // A continue token of a compacted list: 410 with a token for the rest, at the latest
+    // resourceVersion.
+    for name in ["a", "b", "c"] {
+        let body = format!(r#"{{"metadata": {{"name": "{name}"}}}}"#);
+        let (status, _, _) = send(
+            &client,
+            "POST",
+            "/api/v1/namespaces/st/configmaps",
+            "application/json",
+            &body,
+        )
+        .await;
+        assert_eq!(status, 201);
+    }
+    let (_, _, first) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces/st/configmaps?limit=1",
+        "",
+        "",
+    )
+    .await;
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    let (status, _, _) = send(
+        &client,
+        "POST",
+        "/api/v1/namespaces/st/configmaps",
+        "application/json",
+        r#"{"metadata": {"name": "d"}}"#,
+    )
+    .await;
+    assert_eq!(status, 201);
+    let storage = server.storage();
+    storage.compact_to(storage.resource_version());
+    let uri = format!(
+        "/api/v1/namespaces/st/configmaps?limit=1&continue={}",
+        escape(&token)
+    );
+    let (status, _, gone) = send(&client, "GET", &uri, "", "").await;
+    assert_eq!(
+        (status, gone["reason"].as_str()),
+        (410, Some("Expired")),
+        "{gone}"
+    );
+    assert!(gone["message"].as_str().unwrap().starts_with("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response"));
+    let offered = gone["metadata"]["continue"].as_str().unwrap();
+    let uri = format!(
+        "/api/v1/namespaces/st/configmaps?continue={}",
+        escape(offered)
+    );
+    let (status, _, rest) = send(&client, "GET", &uri, "", "").await;
+    assert_eq!(status, 200, "{rest}");
+    let names: Vec<&str> = rest["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["b", "c", "d"]);
+}
