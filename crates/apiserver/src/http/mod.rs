@@ -108,7 +108,11 @@ where
             .or_else(|| {
                 // A CRD's deprecated version warns the same way (no CRD serves the core group).
                 (!res.group.is_empty())
-                    .then(|| state.storage.resolve_shared(&res.group, &res.version, &res.plural))
+                    .then(|| {
+                        state
+                            .storage
+                            .resolve_shared(&res.group, &res.version, &res.plural)
+                    })
                     .flatten()
                     .and_then(|r| r.deprecation_warning.clone())
             }),

@@ -292,7 +292,10 @@ fn validate_subresources(subresources: Option<&Value>, at: &str) -> Vec<FieldErr
             errs.push(FieldError::invalid(
                 &name,
                 &Value::from(path),
-                &format!("should be a json path under {}", under.trim_end_matches('.')),
+                &format!(
+                    "should be a json path under {}",
+                    under.trim_end_matches('.')
+                ),
             ));
         }
     }
@@ -330,7 +333,7 @@ fn validate_printer_columns(columns: Option<&Value>, at: &str) -> Vec<FieldError
                 &format!("must be one of {TYPES}"),
             )),
             t if !TYPES.split(',').any(|k| k == t) => errs.push(FieldError::invalid(
-                &field("type"),
+                field("type"),
                 &Value::from(t),
                 &format!("must be one of {TYPES}"),
             )),
@@ -339,7 +342,7 @@ fn validate_printer_columns(columns: Option<&Value>, at: &str) -> Vec<FieldError
         let format = text("format");
         if !format.is_empty() && !FORMATS.contains(&format) {
             errs.push(FieldError::invalid(
-                &field("format"),
+                field("format"),
                 &Value::from(format),
                 &format!("must be one of {}", FORMATS.join(",")),
             ));

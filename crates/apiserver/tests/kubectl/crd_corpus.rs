@@ -181,7 +181,9 @@ fn warnings_ok(doc: &Doc, stderr: &str, how: &str) {
 async fn good(k: &Kubectl, doc: &Doc, object: &Value, seen: &mut Vec<String>) {
     let label = &doc.label;
     let name = object["metadata"]["name"].as_str().unwrap().to_string();
-    let manager = doc.one("field-manager").map(|m| format!("--field-manager={m}"));
+    let manager = doc
+        .one("field-manager")
+        .map(|m| format!("--field-manager={m}"));
     let ways = doc.one("ways").unwrap_or("csa ssa");
     // Server-side apply after client-side apply of one object is kubectl's migration, which
     // upstream refuses when defaults changed an atomic list: each way gets its own object.
@@ -250,8 +252,7 @@ async fn bad(k: &Kubectl, doc: &Doc, object: &Value, seen: &[String]) {
         assert!(
             !out.ok,
             "{label}: a refused object was stored: {}{}",
-            out.stdout,
-            out.stderr
+            out.stdout, out.stderr
         );
     }
 }
@@ -442,7 +443,9 @@ async fn a_very_large_crd() {
         err.contains("metadata.annotations: Too long: may not be more than 262144 bytes"),
         "{err}"
     );
-    let out = k.run(&["get", "crd", "huges.corpus.example.com"], None).await;
+    let out = k
+        .run(&["get", "crd", "huges.corpus.example.com"], None)
+        .await;
     assert!(!out.ok && out.stderr.contains("NotFound"), "{}", out.stderr);
 
     install(&k, &crd("huges")).await;
@@ -470,7 +473,9 @@ async fn a_very_large_crd() {
         Some(400)
     );
     assert!(
-        stored["metadata"]["annotations"].get("kubectl.kubernetes.io/last-applied-configuration").is_none()
+        stored["metadata"]["annotations"]
+            .get("kubectl.kubernetes.io/last-applied-configuration")
+            .is_none()
     );
 
     let object = json!({
