@@ -381,18 +381,6 @@ corpus! {
     kube_derive_output => "kube-derive.yaml",
 }
 
-/// Not a test: serves until killed, for exploring by hand (`CORPUS_KUBECONFIG=path`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore]
-async fn explore() {
-    let server = crate::common::server().await;
-    let path = std::env::var("CORPUS_KUBECONFIG").unwrap();
-    server
-        .write_kubeconfig(std::path::Path::new(&path))
-        .unwrap();
-    tokio::time::sleep(std::time::Duration::from_secs(3000)).await;
-}
-
 /// A CRD of over 1 MiB, as the largest real operators ship (long descriptions on every field of
 /// embedded pod templates): client-side apply is refused because its last-applied annotation
 /// alone exceeds ObjectMeta's 256 KiB annotation budget, while create and server-side apply,
