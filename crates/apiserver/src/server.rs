@@ -135,6 +135,7 @@ impl Server {
             .map_err(|source| Error::Listen { addr: host, source })?;
         let storage = Storage::new(config.storage.clone());
         crate::auth::bootstrap::install(&storage);
+        storage.install_kubernetes_service(addr);
         let state = Arc::new(AppState {
             faults: Faults::new(storage.clone()),
             authz: Authorizer::new(storage.clone()),
@@ -221,10 +222,21 @@ impl Server {
     /// A kubeconfig like [`Server::kubeconfig`] whose user is a new client certificate for
     /// `user` in `groups` ([`Server::client_certificate`]).
     pub fn kubeconfig_for_certificate(&self, user: &str, groups: &[&str]) -> Result<String, Error> {
+        self.certificate_kubeconfig("crt-user", user, groups)
+    }
+
+    /// A kubeconfig whose user, named `entry` in it, is a new client certificate for `user` in
+    /// `groups`.
+    fn certificate_kubeconfig(
+        &self,
+        entry: &str,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<String, Error> {
         let (cert, key) = self.client_certificate(user, groups)?;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
         Ok(self.kubeconfig_with_user(
-            "crt-user",
+            entry,
             &format!(
                 "client-certificate-data: {}\n    client-key-data: {}",
                 b64(&cert),
@@ -302,19 +314,23 @@ impl Server {
             .map_err(|e| crate::ApiError::internal(e.to_string()))
     }
 
+    /// A kubeconfig like [`Server::kubeconfig`] whose admin (`crt-admin`, in
+    /// `system:masters`) authenticates with a new client certificate instead of the token, as
+    /// kind and k3d write theirs: clients that build their own TLS stack from the kubeconfig
+    /// authenticate with it too.
+    pub fn admin_certificate_kubeconfig(&self) -> Result<String, Error> {
+        self.certificate_kubeconfig("crt-admin", "crt-admin", &["system:masters"])
+    }
+
     /// Writes [`Server::kubeconfig`] to `path` (mode 0600 on Unix, as it holds the token).
     pub fn write_kubeconfig(&self, path: &Path) -> Result<(), Error> {
-        let err = |source| Error::Kubeconfig {
-            path: path.display().to_string(),
-            source,
-        };
-        std::fs::write(path, self.kubeconfig()).map_err(err)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
-        }
-        Ok(())
+        write_private(path, &self.kubeconfig())
+    }
+
+    /// Writes [`Server::admin_certificate_kubeconfig`] to `path` (mode 0600 on Unix, as it
+    /// holds the private key).
+    pub fn write_certificate_kubeconfig(&self, path: &Path) -> Result<(), Error> {
+        write_private(path, &self.admin_certificate_kubeconfig()?)
     }
 
     /// The object store, for tests that look behind the HTTP layer.
@@ -452,4 +468,19 @@ async fn serve_connection(stream: TcpStream, acceptor: TlsAcceptor, state: Arc<A
     {
         tracing::debug!(error = %e, "connection ended with an error");
     }
+}
+
+/// Writes `contents` to `path`, readable by its owner only on Unix (credentials).
+fn write_private(path: &Path, contents: &str) -> Result<(), Error> {
+    let err = |source| Error::Kubeconfig {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::write(path, contents).map_err(err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    }
+    Ok(())
 }

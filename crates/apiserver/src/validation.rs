@@ -31,6 +31,7 @@
 mod apps;
 mod at;
 mod batch;
+mod certificates;
 mod coordination;
 mod core;
 mod cron;
@@ -96,6 +97,29 @@ pub(crate) fn validate(res: &ResourceInfo, obj: &Value, old: Option<&Value>) -> 
         v(obj, old, &mut errs);
     }
     errs
+}
+
+/// The errors of an update through a subresource whose strategy validates only what it
+/// writes, `None` for every other subresource (validated as the object is): a
+/// CertificateSigningRequest's `approval`, a pod's `ephemeralcontainers` and `resize`.
+pub(crate) fn validate_subresource(
+    res: &ResourceInfo,
+    subresource: Option<&str>,
+    obj: &Value,
+    old: &Value,
+) -> Option<Vec<FieldError>> {
+    let mut errs = Vec::new();
+    match (res.group.as_str(), res.plural.as_str(), subresource?) {
+        ("certificates.k8s.io", "certificatesigningrequests", "approval") => {
+            certificates::approval(obj, old, &mut errs)
+        }
+        ("", "pods", "ephemeralcontainers") => {
+            pod::ephemeral_containers_update(obj, old, &mut errs)
+        }
+        ("", "pods", "resize") => pod::resize(obj, old, &mut errs),
+        _ => return None,
+    }
+    Some(errs)
 }
 
 /// The value at `path` (keys from the root), if every step exists.

@@ -10,6 +10,8 @@ mod auth;
 mod authn;
 #[path = "kube_client/builtins.rs"]
 mod builtins;
+#[path = "kube_client/cluster_basics.rs"]
+mod cluster_basics;
 #[path = "kube_client/conformance.rs"]
 mod conformance;
 #[path = "kube_client/conversion_webhook.rs"]

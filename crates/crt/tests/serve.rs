@@ -32,8 +32,14 @@ fn serve_then_signal(signal: &str, addr: Option<SocketAddr>) -> SocketAddr {
         seen.iter().any(|l| l.contains("kubeconfig written to")),
         "{seen:?}"
     );
+    // The kubeconfig's admin has a client certificate (clients that build their own TLS
+    // stack authenticate with it); the token kubeconfig beside it has the bearer token.
     let yaml = std::fs::read_to_string(&kubeconfig).unwrap();
-    assert!(yaml.contains("certificate-authority-data:") && yaml.contains("token:"));
+    assert!(yaml.contains("certificate-authority-data:"), "{yaml}");
+    assert!(yaml.contains("client-certificate-data:") && yaml.contains("client-key-data:"));
+    assert!(!yaml.contains("token:"), "{yaml}");
+    let token_yaml = std::fs::read_to_string(dir.path().join("kubeconfig.token")).unwrap();
+    assert!(token_yaml.contains("token:"), "{token_yaml}");
     let url = yaml
         .lines()
         .find_map(|l| l.trim().strip_prefix("server: "))
@@ -52,17 +58,20 @@ fn serve_then_signal(signal: &str, addr: Option<SocketAddr>) -> SocketAddr {
     );
 
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let namespaces = rt.block_on(async {
-        let kc = kube_client::config::Kubeconfig::from_yaml(&yaml).unwrap();
-        let config = kube_client::Config::from_custom_kubeconfig(kc, &Default::default())
-            .await
-            .unwrap();
-        let client = kube_client::Client::try_from(config).unwrap();
-        let api: kube_client::Api<k8s_openapi::api::core::v1::Namespace> =
-            kube_client::Api::all(client);
-        api.list(&Default::default()).await.unwrap().items.len()
-    });
-    assert_eq!(namespaces, 4);
+    let namespaces = |yaml: &str| {
+        rt.block_on(async {
+            let kc = kube_client::config::Kubeconfig::from_yaml(yaml).unwrap();
+            let config = kube_client::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .unwrap();
+            let client = kube_client::Client::try_from(config).unwrap();
+            let api: kube_client::Api<k8s_openapi::api::core::v1::Namespace> =
+                kube_client::Api::all(client);
+            api.list(&Default::default()).await.unwrap().items.len()
+        })
+    };
+    assert_eq!(namespaces(&yaml), 4, "through the client certificate");
+    assert_eq!(namespaces(&token_yaml), 4, "through the token");
     // Closes the client's connections.
     drop(rt);
 

@@ -5,6 +5,7 @@
 //! - [`response`]: JSON and `Status` responses, body size limits.
 //! - [`objects`]: resource requests (get, list, create, update, patch, delete, watch).
 //! - [`watch`]: the newline-delimited JSON watch stream.
+//! - `component_statuses`: `componentstatuses`, answered on every read, never stored.
 //! - `converted`: requests at a version a CRD converts through its conversion webhook.
 //! - [`openapi`]: the OpenAPI documents (with the served kinds' schemas) kubectl reads.
 //! - [`reviews`]: `kubectl auth can-i` / `whoami` (self access and subject reviews).
@@ -24,6 +25,7 @@ use crate::error::ApiError;
 use crate::faults::Faults;
 use crate::storage::Storage;
 
+mod component_statuses;
 mod converted;
 mod duplicates;
 mod health;

@@ -12,7 +12,7 @@ use http::{Method, Request, Response, header};
 use serde_json::Value;
 
 use super::request::{Accept, Query, ResourcePath, accept, decode_object, parse_query, patch_type};
-use super::response::{self, Body, json, method_not_allowed, not_found, read_body};
+use super::response::{self, Body, builtin_json, json, method_not_allowed, not_found, read_body};
 use super::{AppState, converted, watch};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -105,6 +105,14 @@ where
     if path.legacy_watch {
         return Err(method_not_allowed());
     }
+    if res.group.is_empty() && res.plural == "componentstatuses" {
+        let answer = super::component_statuses::answer(name)?;
+        let answer = match transform_for(state, &res, accept, &query) {
+            Some(transform) => transform(answer),
+            None => answer,
+        };
+        return Ok(builtin_json(200, &answer));
+    }
     let needs_body = matches!(
         *method,
         Method::POST | Method::PUT | Method::PATCH | Method::DELETE
@@ -140,16 +148,19 @@ where
         }
     }
     if let Some(answer) = pod_action(storage, &res, &path, method, content_type, &body, &write)? {
-        return Ok(json(201, &answer));
+        return Ok(builtin_json(201, &answer));
     }
+    // What a write answers: the object, or its metadata alone when `Accept` asks for it.
+    let answer_with = |code: u16, obj: &Value| written(&res, accept, code, obj);
     let transform = transform_for(state, &res, accept, &query);
+    let transform_none = transform.is_none();
     let (code, answer) = match (method, name) {
         (&Method::GET | &Method::HEAD, Some(name))
             if transform.is_none() && conversion.is_none() =>
         {
             // Plain JSON: the stored object is encoded as it is, not copied.
             let found = storage.get_shared(&res, ns, name, sub)?;
-            return Ok(json(200, &found));
+            return Ok(answer_with(200, found.as_ref()));
         }
         (&Method::GET | &Method::HEAD, Some(name)) => {
             let found = storage.get(stored, ns, name, sub)?;
@@ -168,16 +179,19 @@ where
                     .write_hooked(stored, ns, Write::Create(&obj), &write)
                     .await?;
                 let created = converted::answer(conversion, &res, created).await?;
-                return Ok(with_warnings(json(201, &created), &write.warnings));
+                return Ok(with_warnings(answer_with(201, &created), &write.warnings));
             }
             if body_conversion.is_some() {
                 let created = storage.create(stored, ns, obj, &write)?;
                 let created = converted::answer(conversion, &res, created).await?;
-                return Ok(with_warnings(json(201, &created), &write.warnings));
+                return Ok(with_warnings(answer_with(201, &created), &write.warnings));
             }
             // The stored object is encoded as it is, not copied.
             let created = storage.create_shared(&res, ns, obj, &write)?;
-            return Ok(with_warnings(json(201, &created), &write.warnings));
+            return Ok(with_warnings(
+                answer_with(201, created.as_ref()),
+                &write.warnings,
+            ));
         }
         (&Method::PUT, Some(name)) => {
             let obj = decode_write_body(content_type, &body, &write)?;
@@ -226,7 +240,7 @@ where
                 storage.delete(stored, ns, name, &opts)?
             };
             let deleted = converted::answer(conversion, &res, deleted).await?;
-            return Ok(with_warnings(json(200, &deleted), &opts.warnings));
+            return Ok(with_warnings(answer_with(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
             let mut opts = query.delete_options(&body)?;
@@ -240,15 +254,39 @@ where
                 storage.delete_collection(stored, ns, &list, &opts)?
             };
             let deleted = converted::answer(conversion, &res, deleted).await?;
-            return Ok(with_warnings(json(200, &deleted), &opts.warnings));
+            return Ok(with_warnings(answer_with(200, &deleted), &opts.warnings));
         }
         _ => return Err(method_not_allowed()),
     };
     let answer = match transform {
         Some(transform) if method == Method::GET && sub.is_none() => transform(answer),
+        // A write answers its metadata alone, as a get does.
+        _ if method != Method::GET && accept == Accept::Metadata => {
+            return Ok(with_warnings(answer_with(code, &answer), &write.warnings));
+        }
         _ => answer,
     };
-    Ok(with_warnings(json(code, &answer), &write.warnings))
+    Ok(with_warnings(
+        if res.custom && transform_none {
+            json(code, &answer)
+        } else {
+            builtin_json(code, &answer)
+        },
+        &write.warnings,
+    ))
+}
+
+/// The answer of a write (or of a plain get): `PartialObjectMetadata` when `Accept` asks for
+/// metadata (a `Status` stays one), else the object, encoded as upstream encodes its kind.
+fn written(res: &ResourceInfo, accept: Accept, code: u16, obj: &Value) -> Response<Body> {
+    let is_status = obj.get("kind").and_then(Value::as_str) == Some("Status");
+    if accept == Accept::Metadata && !is_status {
+        builtin_json(code, &table::to_metadata(obj))
+    } else if res.custom && !is_status {
+        json(code, obj)
+    } else {
+        builtin_json(code, obj)
+    }
 }
 
 /// The writes that act on a pod rather than store what they are sent: a `Binding` (to
@@ -431,7 +469,16 @@ fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> 
         Some("status") if res.status_subresource => Ok(()),
         Some("scale") if res.scale.is_some() => Ok(()),
         Some("finalize") if res.group.is_empty() && res.plural == "namespaces" => Ok(()),
-        Some("binding" | "eviction") if res.group.is_empty() && res.plural == "pods" => Ok(()),
+        Some("binding" | "eviction" | "ephemeralcontainers" | "resize")
+            if res.group.is_empty() && res.plural == "pods" =>
+        {
+            Ok(())
+        }
+        Some("approval")
+            if res.group == "certificates.k8s.io" && res.plural == "certificatesigningrequests" =>
+        {
+            Ok(())
+        }
         Some("token") if res.group.is_empty() && res.plural == "serviceaccounts" => Ok(()),
         Some(_) => Err(not_found()),
     }

@@ -31,6 +31,52 @@ pub fn json(status: u16, body: &Value) -> Response<Body> {
     bytes_response(status, "application/json", Bytes::from(bytes))
 }
 
+/// A response with a built-in object (or a list of them) in `body`, its fields in the order
+/// kube-apiserver encodes its Go structs: `kind`, `apiVersion`, `metadata`, then `spec`,
+/// `status` and a list's `items` (each item likewise), then the other fields by name. Custom
+/// objects are unstructured maps upstream, which encode with their keys sorted: [`json`].
+pub fn builtin_json(status: u16, body: &Value) -> Response<Body> {
+    let mut bytes = Vec::with_capacity(1024);
+    if serde_json::to_writer(&mut bytes, &GoOrder(body)).is_err() {
+        bytes.clear();
+    }
+    bytes_response(status, "application/json", Bytes::from(bytes))
+}
+
+/// The fields a Go API struct encodes first, in its order: the embedded `TypeMeta`, then
+/// `ObjectMeta` (or `ListMeta`), then `Spec`, `Status` or a list's `Items`.
+const GO_LEADING: [&str; 6] = ["kind", "apiVersion", "metadata", "spec", "status", "items"];
+
+/// Serializes an object with [`GO_LEADING`] first (a list's items likewise), without a copy.
+struct GoOrder<'a>(&'a Value);
+
+impl serde::Serialize for GoOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(map) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut out = s.serialize_map(Some(map.len()))?;
+        for key in GO_LEADING {
+            match map.get(key) {
+                Some(Value::Array(items)) if key == "items" => {
+                    let items: Vec<GoOrder<'_>> = items.iter().map(GoOrder).collect();
+                    out.serialize_entry(key, &items)?;
+                }
+                Some(v) => out.serialize_entry(key, v)?,
+                None => {}
+            }
+        }
+        for (k, v) in map
+            .iter()
+            .filter(|(k, _)| !GO_LEADING.contains(&k.as_str()))
+        {
+            out.serialize_entry(k, v)?;
+        }
+        out.end()
+    }
+}
+
 /// A response with the given content type.
 pub fn bytes_response(status: u16, content_type: &str, body: Bytes) -> Response<Body> {
     let mut resp = Response::new(Full::new(body).boxed_unsync());

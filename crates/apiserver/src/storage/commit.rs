@@ -424,10 +424,13 @@ pub(crate) fn update_with(
     check_precondition(res, &old, &body)?;
     let mut new = match subresource {
         None => prepare_main_update(res, &old, body),
+        Some(sub @ ("approval" | "ephemeralcontainers" | "resize")) => {
+            prepare_subresource_update(sub, &old, body)
+        }
         Some(_) => prepare_status_update(res, &old, body),
     };
     rules::normalize(res, &mut new)?;
-    if !res.custom && subresource.is_none() {
+    if !res.custom && (subresource.is_none() || subresource == Some("ephemeralcontainers")) {
         // Upstream defaults every decoded object, so an update that leaves out a defaulted
         // field reads it as its default, not as a change.
         let mut next_ip = st.next_cluster_ip;
@@ -572,6 +575,7 @@ pub(crate) fn current(
         None => {}
         Some("status") if res.status_subresource => {}
         Some("scale") if res.scale.is_some() => {}
+        Some(sub) if rules::own_update_subresource(res, sub) => {}
         Some(_) => return Err(super::not_served()),
     }
     st.get(&res_key(res), key)
@@ -652,6 +656,77 @@ fn prepare_status_update(res: &ResourceInfo, old: &Value, body: Value) -> Value 
     new
 }
 
+/// The proposed object of a subresource update: the stored object with the part of the body
+/// the subresource writes, as upstream's strategy for it prepares the update: `status` the
+/// status; a CertificateSigningRequest's `approval` the status' conditions; a pod's
+/// `ephemeralcontainers` its `spec.ephemeralContainers`, and its `resize` the `resources` and
+/// `resizePolicy` of the containers and sidecars (matched by name; unknown names are ignored).
+fn prepare_subresource_update(sub: &str, old: &Value, body: Value) -> Value {
+    /// Sets the field at `path` (dotted, from `obj`) to `value`, or removes it.
+    fn replace(obj: &mut Value, path: &str, value: Option<&Value>) {
+        match value {
+            Some(v) => meta::set_path(obj, path, v.clone()),
+            None => {
+                let (parent, key) = path.rsplit_once('.').unwrap_or(("", path));
+                let parent = match parent {
+                    "" => Some(obj),
+                    p => obj.pointer_mut(&p.replace('.', "/")),
+                };
+                if let Some(map) = parent.and_then(Value::as_object_mut) {
+                    map.remove(key);
+                }
+            }
+        }
+    }
+    let mut new = old.clone();
+    match sub {
+        "approval" => replace(
+            &mut new,
+            ".status.conditions",
+            body.pointer("/status/conditions"),
+        ),
+        "ephemeralcontainers" => replace(
+            &mut new,
+            ".spec.ephemeralContainers",
+            body.pointer("/spec/ephemeralContainers"),
+        ),
+        "resize" => {
+            for key in ["containers", "initContainers"] {
+                let wanted = body
+                    .pointer(&format!("/spec/{key}"))
+                    .and_then(Value::as_array);
+                let Some(containers) = new
+                    .pointer_mut(&format!("/spec/{key}"))
+                    .and_then(Value::as_array_mut)
+                else {
+                    continue;
+                };
+                for c in containers.iter_mut() {
+                    // Of the init containers, only sidecars run long enough to be resized.
+                    if key == "initContainers"
+                        && c.get("restartPolicy").and_then(Value::as_str) != Some("Always")
+                    {
+                        continue;
+                    }
+                    let name = c.get("name").cloned();
+                    let Some(w) = wanted
+                        .into_iter()
+                        .flatten()
+                        .find(|w| w.get("name") == name.as_ref())
+                    else {
+                        continue;
+                    };
+                    for field in ["resources", "resizePolicy"] {
+                        replace(c, field, w.get(field));
+                    }
+                }
+            }
+        }
+        _ => replace(&mut new, ".status", body.get("status")),
+    }
+    new
+}
+
 /// Validates a proposed update of the object or its `subresource`, runs admission on it, and
 /// commits it: generation, no-op detection, finalizer removal of a deleting object, then the
 /// follow-ups (GC, namespace and CRD re-checks).
@@ -688,6 +763,8 @@ pub(crate) fn commit_update(
     }
     if res.custom {
         errs.extend(crd::validate_custom(st, res, &mut new, Some(&old), opts)?);
+    } else if let Some(sub_errs) = validation::validate_subresource(res, subresource, &new, &old) {
+        errs.extend(sub_errs);
     } else if subresource != Some("binding") {
         // A binding sets the node of a pod, which the pod's update rules forbid: upstream's
         // binding strategy does not run them either.

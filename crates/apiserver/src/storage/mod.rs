@@ -417,6 +417,12 @@ impl Storage {
         }
     }
 
+    /// Creates the `default/kubernetes` Service, its Endpoints and EndpointSlice for a server
+    /// listening on `addr`, as kube-apiserver's bootstrap controller does at start.
+    pub fn install_kubernetes_service(&self, addr: std::net::SocketAddr) {
+        write::create_kubernetes_service(&mut self.state.lock(), addr);
+    }
+
     /// Runs `f` on the state, first checking that `res` is still served.
     fn with<T>(
         &self,

@@ -39,7 +39,7 @@ fn default_pod_spec(spec: &mut Value) {
     default_at(spec, "schedulerName", json!("default-scheduler"));
     default_at(spec, "terminationGracePeriodSeconds", json!(30));
     default_at(spec, "securityContext", json!({}));
-    for list in ["containers", "initContainers"] {
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
         if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
             for c in cs.iter_mut().filter(|c| c.is_object()) {
                 default_at(c, "terminationMessagePath", json!("/dev/termination-log"));
@@ -235,6 +235,17 @@ pub(crate) fn normalize(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiEr
         }
     }
     Ok(())
+}
+
+/// Whether `sub` is a subresource of `res` whose updates write only their own part of the
+/// object, beside `status` and `scale`: a CertificateSigningRequest's `approval` (its
+/// conditions), a pod's `ephemeralcontainers` and `resize`.
+pub(crate) fn own_update_subresource(res: &ResourceInfo, sub: &str) -> bool {
+    match (res.group.as_str(), res.plural.as_str()) {
+        ("", "pods") => matches!(sub, "ephemeralcontainers" | "resize"),
+        ("certificates.k8s.io", "certificatesigningrequests") => sub == "approval",
+        _ => false,
+    }
 }
 
 /// The status an object gets on create when the client's status is dropped (resources with a

@@ -29,6 +29,78 @@ pub(crate) fn create_system_namespaces(st: &mut State) {
     }
 }
 
+/// Creates what kube-apiserver's bootstrap controller keeps in the `default` namespace: the
+/// `kubernetes` Service (ClusterIP, the first address of the service range, port 443 `https` to
+/// the server's port) and its endpoints at `addr` (an unspecified address is named as the
+/// loopback one), as an Endpoints (`endpointslice.kubernetes.io/skip-mirror`) and the
+/// EndpointSlice upstream's endpoints adapter derives from it.
+pub(crate) fn create_kubernetes_service(st: &mut State, addr: std::net::SocketAddr) {
+    let ip = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => std::net::Ipv4Addr::LOCALHOST.into(),
+        ip if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    let (ip, port) = (ip.to_string(), addr.port());
+    let address_type = if addr.is_ipv4() { "IPv4" } else { "IPv6" };
+    let objects = [
+        (
+            ("", "v1", "services"),
+            json!({
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {
+                    "name": "kubernetes", "namespace": "default",
+                    "labels": {"component": "apiserver", "provider": "kubernetes"},
+                },
+                "spec": {
+                    "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+                    "ipFamilyPolicy": "SingleStack",
+                    "sessionAffinity": "None",
+                    "type": "ClusterIP",
+                },
+            }),
+        ),
+        (
+            ("", "v1", "endpoints"),
+            json!({
+                "apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {
+                    "name": "kubernetes", "namespace": "default",
+                    "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"},
+                },
+                "subsets": [{
+                    "addresses": [{"ip": ip}],
+                    "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+                }],
+            }),
+        ),
+        (
+            ("discovery.k8s.io", "v1", "endpointslices"),
+            json!({
+                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                "metadata": {
+                    "name": "kubernetes", "namespace": "default",
+                    "labels": {"kubernetes.io/service-name": "kubernetes"},
+                },
+                "addressType": address_type,
+                "endpoints": [{"addresses": [ip], "conditions": {"ready": true}}],
+                "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            }),
+        ),
+    ];
+    let opts = WriteOptions {
+        field_manager: Some("kube-apiserver".into()),
+        ..WriteOptions::default()
+    };
+    for ((group, version, plural), body) in objects {
+        let Some(res) = st.registry.resolve(group, version, plural).cloned() else {
+            continue;
+        };
+        if let Err(e) = create(st, &res, Some("default"), body, &opts) {
+            tracing::error!("creating the default/kubernetes {plural}: {e}");
+        }
+    }
+}
+
 /// POST.
 pub(crate) fn create(
     st: &mut State,

@@ -1284,6 +1284,165 @@ pub(crate) fn pod(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>) 
     }
 }
 
+/// The annotation of a mirror (static) pod.
+const MIRROR_POD: &str = "kubernetes.io/config.mirror";
+
+/// Whether `pod` is a static pod's mirror.
+fn is_mirror(pod: &Value) -> bool {
+    pod.pointer("/metadata/annotations")
+        .and_then(|a| a.get(MIRROR_POD))
+        .is_some()
+}
+
+/// An update through `pods/ephemeralcontainers` (`ValidatePodEphemeralContainersUpdate`): new
+/// ephemeral containers are named uniquely among all the pod's containers and have an image;
+/// existing ones are neither removed nor changed; static pods have none.
+pub(crate) fn ephemeral_containers_update(obj: &Value, old: &Value, errs: &mut Vec<FieldError>) {
+    if is_mirror(old) {
+        errs.push(FieldError::forbidden(
+            "",
+            "static pods do not support ephemeral containers",
+        ));
+        return;
+    }
+    let empty = Value::Null;
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let spec_at = At::root("spec");
+    let list_at = spec_at.child("ephemeralContainers");
+    let mut names: Vec<&str> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| arr(spec, k))
+        .map(|c| s(c, "name"))
+        .collect();
+    let new_list = arr(spec, "ephemeralContainers");
+    for (i, c) in new_list.iter().enumerate() {
+        let c_at = list_at.index(i);
+        let name = s(c, "name");
+        if name.is_empty() {
+            errs.push(FieldError::required(c_at.child("name").path(), ""));
+        } else if names.contains(&name) {
+            errs.push(FieldError::duplicate(
+                c_at.child("name").path(),
+                &Value::from(name),
+            ));
+        }
+        names.push(name);
+        if s(c, "image").is_empty() {
+            errs.push(FieldError::required(c_at.child("image").path(), ""));
+        }
+    }
+    let old_list = arr(old.get("spec").unwrap_or(&empty), "ephemeralContainers");
+    for was in old_list {
+        let name = s(was, "name");
+        match new_list.iter().find(|c| s(c, "name") == name) {
+            None => errs.push(FieldError::forbidden(
+                list_at.path(),
+                &format!("existing ephemeral containers {name:?} may not be removed\n"),
+            )),
+            Some(now) if now != was => errs.push(FieldError::forbidden(
+                format!("{}[{name}]", list_at.path()),
+                &format!("existing ephemeral containers {name:?} may not be changed\n"),
+            )),
+            Some(_) => {}
+        }
+    }
+}
+
+/// An update through `pods/resize` (`ValidatePodResize`): not for static or Windows pods;
+/// containers keep their order; only the `cpu` and `memory` requests and limits (and the
+/// resize policies) change, and the pod's QoS class stays the same.
+pub(crate) fn resize(obj: &Value, old: &Value, errs: &mut Vec<FieldError>) {
+    if is_mirror(old) {
+        errs.push(FieldError::forbidden("", "static pods cannot be resized"));
+        return;
+    }
+    if old.pointer("/spec/os/name").and_then(Value::as_str) == Some("windows") {
+        errs.push(FieldError::forbidden("", "windows pods cannot be resized"));
+        return;
+    }
+    let empty = Value::Null;
+    let (spec, old_spec) = (
+        obj.get("spec").unwrap_or(&empty),
+        old.get("spec").unwrap_or(&empty),
+    );
+    let (was, now) = (qos_class(old_spec), qos_class(spec));
+    if was != now {
+        errs.push(FieldError::invalid(
+            "spec",
+            &Value::from(now),
+            "Pod QOS Class may not change as a result of resizing",
+        ));
+    }
+    // What may not change: everything but the cpu and memory values and the policies.
+    let fixed = |spec: &Value| {
+        let mut spec = spec.clone();
+        for key in ["containers", "initContainers"] {
+            for c in spec
+                .get_mut(key)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                let Some(c) = c.as_object_mut() else { continue };
+                c.remove("resizePolicy");
+                for kind in ["requests", "limits"] {
+                    if let Some(m) = c
+                        .get_mut("resources")
+                        .and_then(|r| r.get_mut(kind))
+                        .and_then(Value::as_object_mut)
+                    {
+                        m.remove("cpu");
+                        m.remove("memory");
+                    }
+                }
+            }
+        }
+        spec
+    };
+    if fixed(spec) != fixed(old_spec) {
+        errs.push(FieldError::forbidden(
+            "spec",
+            "only cpu and memory resources are mutable",
+        ));
+    }
+}
+
+/// A pod's QoS class from its containers' resources (`ComputePodQOS`): `BestEffort` without
+/// any cpu or memory request or limit, `Guaranteed` when every container limits both and
+/// requests what it limits, else `Burstable`.
+fn qos_class(spec: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|k| arr(spec, k))
+        .collect();
+    let value = |c: &Value, kind: &str, res: &str| {
+        c.pointer(&format!("/resources/{kind}/{res}"))
+            .and_then(Value::as_str)
+            .and_then(Quantity::parse)
+            .filter(|q| q.nanos() != 0)
+    };
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        for res in ["cpu", "memory"] {
+            let (req, lim) = (value(c, "requests", res), value(c, "limits", res));
+            any |= req.is_some() || lim.is_some();
+            match (req, lim) {
+                (_, None) => guaranteed = false,
+                (Some(r), Some(l)) if r.cmp_value(&l) != std::cmp::Ordering::Equal => {
+                    guaranteed = false
+                }
+                _ => {}
+            }
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
 /// The spec rules of `ValidatePodUpdate`: containers neither added nor removed, the
 /// deadline only shortened, tolerations only added, nothing else changed.
 fn pod_update(spec: &Value, old: &Value, at: &At, errs: &mut Vec<FieldError>) {

@@ -12,9 +12,14 @@ pub struct Args {
     /// Address to listen on; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub addr: SocketAddr,
-    /// Where to write the kubeconfig.
+    /// Where to write the kubeconfig: the admin (`crt-admin`, in `system:masters`)
+    /// authenticates with a client certificate, as kind's and k3d's kubeconfigs do.
     #[arg(long, default_value = "crt.kubeconfig")]
     pub kubeconfig_out: PathBuf,
+    /// Where to write the kubeconfig whose admin authenticates with the bearer token
+    /// (default: beside the other, `.token` before its extension: `crt.token.kubeconfig`).
+    #[arg(long)]
+    pub token_kubeconfig_out: Option<PathBuf>,
     /// The bearer token clients must send (random when unset).
     #[arg(long, env = "CRT_TOKEN")]
     pub token: Option<String>,
@@ -29,14 +34,24 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         addr: args.addr.ip(),
         port: args.addr.port(),
         token: args.token,
-        kubeconfig_path: Some(args.kubeconfig_out.clone()),
         ..Config::default()
     };
     let server = Server::start(config)
         .await
         .context("starting the API server")?;
+    let token_path = args
+        .token_kubeconfig_out
+        .unwrap_or_else(|| token_kubeconfig_beside(&args.kubeconfig_out));
+    server
+        .write_kubeconfig(&token_path)
+        .context("writing the token kubeconfig")?;
+    server
+        .write_certificate_kubeconfig(&args.kubeconfig_out)
+        .context("writing the kubeconfig")?;
     let path = std::path::absolute(&args.kubeconfig_out).unwrap_or(args.kubeconfig_out);
+    let token_path = std::path::absolute(&token_path).unwrap_or(token_path);
     println!("crt-apiserver listening on {}", server.url());
+    println!("token kubeconfig written to {}", token_path.display());
     println!("kubeconfig written to {}", path.display());
     println!(
         "try: kubectl --kubeconfig {} get namespaces",
@@ -46,6 +61,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     println!("stopping");
     server.stop().await;
     Ok(())
+}
+
+/// The token kubeconfig's default path: `kubeconfig`'s with `.token` before its extension
+/// (`crt.kubeconfig` -> `crt.token.kubeconfig`), or after its name when it has none.
+fn token_kubeconfig_beside(kubeconfig: &std::path::Path) -> PathBuf {
+    let name = match (kubeconfig.file_stem(), kubeconfig.extension()) {
+        (Some(stem), Some(ext)) => {
+            format!("{}.token.{}", stem.to_string_lossy(), ext.to_string_lossy())
+        }
+        _ => format!(
+            "{}.token",
+            kubeconfig.file_name().unwrap_or_default().to_string_lossy()
+        ),
+    };
+    kubeconfig.with_file_name(name)
 }
 
 /// Ctrl-C (SIGINT) or, on Unix, SIGTERM, listened for from [`Shutdown::listen`] on.
@@ -91,5 +121,24 @@ impl Shutdown {
         {
             tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_kubeconfig_sits_beside_the_kubeconfig() {
+        let beside = |p: &str| token_kubeconfig_beside(std::path::Path::new(p));
+        assert_eq!(
+            beside("crt.kubeconfig"),
+            PathBuf::from("crt.token.kubeconfig")
+        );
+        assert_eq!(
+            beside("/tmp/x/config"),
+            PathBuf::from("/tmp/x/config.token")
+        );
+        assert_eq!(beside("a/kc.yaml"), PathBuf::from("a/kc.token.yaml"));
     }
 }
