@@ -753,6 +753,43 @@ pub(crate) fn register(st: &mut State, crd: &Value) {
     }
     st.registry
         .set_crd(meta::name(crd), resources, compile_schemas(crd));
+    default_stored(st, crd);
+}
+
+/// Objects stored before their schema gained a default read with it, as upstream's storage
+/// defaults every object it decodes: the storage version's defaults are applied to the stored
+/// objects in place, with no new resourceVersion and no event (upstream rewrites nothing).
+fn default_stored(st: &mut State, crd: &Value) {
+    let Some(version) = versions(crd)
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .map(|v| s(v, ".name").to_string())
+    else {
+        return;
+    };
+    let rk = super::convert::storage_key(s(crd, ".spec.group"), s(crd, ".spec.names.plural"));
+    let Some(schema) = st.registry.schema(&rk, &version) else {
+        return;
+    };
+    let Some(objects) = st.data.get_mut(&rk) else {
+        return;
+    };
+    let mut defaulted = Vec::new();
+    for (key, obj) in objects.iter() {
+        let mut v = Value::clone(obj);
+        schema.apply_defaults(&mut v);
+        if v != **obj {
+            defaulted.push((key.clone(), Arc::new(v)));
+        }
+    }
+    if defaulted.is_empty() {
+        return;
+    }
+    for (key, obj) in defaulted {
+        objects.insert(key, obj);
+    }
+    // What readers derived from these objects is stale.
+    st.last_change.insert(rk, st.rv);
 }
 
 /// The compiled schema of every version of a CRD (a CRD is only stored when each one is
