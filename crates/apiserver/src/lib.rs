@@ -43,11 +43,11 @@
 //!   the authenticator, for the audiences it names). Subresources other than `status`,
 //!   `scale`, `pods/binding`, `pods/eviction`, `namespaces/finalize` and
 //!   `serviceaccounts/token` (`pods/log`, `pods/exec`, ...) are published but not served.
-//! - Answers are JSON (protobuf is asked for with a JSON fallback by every client), but for
-//!   `/openapi/v2`, which clients ask for in protobuf only;
-//!   protobuf *request bodies* are decoded for the kinds kubectl's typed commands send
-//!   (`kubectl create namespace|configmap|secret|serviceaccount|service|deployment|job|cronjob`,
-//!   the RBAC kinds, `kubectl auth can-i`'s reviews), any other gets 415.
+//! - Built-in kinds speak protobuf (`application/vnd.kubernetes.protobuf`, as client-go's
+//!   typed clients and kubectl do) as well as JSON: request bodies, `DeleteOptions` bodies,
+//!   objects, lists, `Status` errors and watch streams, converted by one walk over the kinds'
+//!   upstream message descriptors; custom resources are JSON only (a protobuf body is a 415),
+//!   as upstream. `/openapi/v2` is also served in gnostic's protobuf.
 //! - OpenAPI v3 documents (and `/openapi/v2`, in JSON and in gnostic's protobuf) carry the served kinds' schemas
 //!   (built-in kinds from k8s-openapi, custom resources from their CRD), with merge keys and
 //!   `x-kubernetes-group-version-kind`, so `kubectl explain` works; their PATCH operations

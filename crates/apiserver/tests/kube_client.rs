@@ -26,6 +26,8 @@ mod impersonation;
 mod openapi_v2;
 #[path = "kube_client/pod_actions.rs"]
 mod pod_actions;
+#[path = "kube_client/protobuf.rs"]
+mod protobuf;
 #[path = "kube_client/validation.rs"]
 mod validation;
 #[path = "kube_client/watch_http.rs"]

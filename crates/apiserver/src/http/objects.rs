@@ -80,6 +80,16 @@ where
     if method == Method::GET && watching && sub.is_none() {
         let w = storage.watch_shared(stored, ns, &query.watch_options(name))?;
         let transform = transform_for(state, &res, accept, &query);
+        if accept == Accept::Json
+            && conversion.is_none()
+            && super::protobuf::wants(header(header::ACCEPT))
+            && super::protobuf::has_kind(&res.api_version(), &res.kind)
+        {
+            return Ok(watch::protobuf_response(
+                w,
+                query.timeout_seconds.map(Duration::from_secs),
+            ));
+        }
         if let Some(conversion) = conversion {
             let webhook = conversion.webhook.clone();
             let api_version = res.api_version();
@@ -232,7 +242,7 @@ where
             }
         }
         (&Method::DELETE, Some(name)) if sub.is_none() => {
-            let mut opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(content_type, &body)?;
             opts.user = user.clone();
             let deleted = if storage.has_webhooks() {
                 storage.delete_hooked(stored, ns, name, &opts).await?
@@ -243,7 +253,7 @@ where
             return Ok(with_warnings(answer_with(200, &deleted), &opts.warnings));
         }
         (&Method::DELETE, None) if ns.is_some() || !res.namespaced => {
-            let mut opts = query.delete_options(&body)?;
+            let mut opts = query.delete_options(content_type, &body)?;
             opts.user = user.clone();
             let list = query.list_options();
             let deleted = if storage.has_webhooks() {
@@ -570,13 +580,13 @@ where
 {
     let served = super::reviews::resources();
     let scoped = path.name.is_none() && !path.legacy_watch;
-    let Some(res) = served
+    let known = served
         .iter()
         .find(|r| r.group == path.group && r.version == path.version && r.plural == path.plural)
-        .filter(|r| scoped && r.namespaced == path.namespace.is_some())
-    else {
+        .is_some_and(|r| scoped && r.namespaced == path.namespace.is_some());
+    if !known {
         return Err(not_found());
-    };
+    }
     if req.method() != Method::POST {
         return Err(method_not_allowed());
     }
@@ -587,19 +597,8 @@ where
         .map(String::from);
     let user = super::user_of(&req);
     let body = read_body(req.into_body(), None, state.max_body_bytes).await?;
-    // Protobuf bodies (kubectl's typed clients) are decoded: the access reviews' always (their
-    // answer depends on their spec), the others' when the tables know them, else they are
-    // answered from their kind alone.
-    let review = match content_type.as_deref() {
-        Some(ct) if ct.starts_with("application/vnd.kubernetes.protobuf") => {
-            match super::protobuf::decode(&body) {
-                Ok(decoded) => decoded,
-                Err(err) if res.group == "authorization.k8s.io" => return Err(err),
-                Err(_) => serde_json::json!({ "apiVersion": res.api_version(), "kind": res.kind }),
-            }
-        }
-        ct => decode_object(ct, &body)?,
-    };
+    // JSON, or protobuf as kubectl's typed clients send it.
+    let review = decode_object(content_type.as_deref(), &body)?;
     let reviewer = super::reviews::Reviewer {
         user: &user,
         authn: &state.authn,

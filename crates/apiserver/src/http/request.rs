@@ -307,8 +307,13 @@ impl Query {
         })
     }
 
-    /// The delete options: the query's, overridden by a `DeleteOptions` body when one is sent.
-    pub fn delete_options(&self, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    /// The delete options: the query's, overridden by a `DeleteOptions` body when one is sent
+    /// (JSON, or protobuf by its `Content-Type`).
+    pub fn delete_options(
+        &self,
+        content_type: Option<&str>,
+        body: &[u8],
+    ) -> Result<DeleteOptions, ApiError> {
         let mut opts = DeleteOptions {
             propagation_policy: self.propagation_policy.clone(),
             dry_run: self.dry_run,
@@ -318,8 +323,12 @@ impl Query {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(opts);
         }
-        let body: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("json parse error: {e}")))?;
+        let body: Value = if super::protobuf::is_protobuf(content_type) {
+            super::protobuf::decode(body)?
+        } else {
+            serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("json parse error: {e}")))?
+        };
         if !body.is_object() {
             return Err(ApiError::bad_request(
                 "json parse error: DeleteOptions must be an object",

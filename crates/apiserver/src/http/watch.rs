@@ -46,6 +46,60 @@ pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
     Bytes::from(line)
 }
 
+/// Marks a streaming response (a watch), whose body is never read whole to re-encode it.
+#[derive(Clone, Copy, Debug)]
+pub struct Streaming;
+
+/// The streaming response of a watch in protobuf ([`super::protobuf::watch_frame`]s), for a
+/// built-in kind.
+pub fn protobuf_response(watch: SharedWatch, timeout: Option<Duration>) -> Response<Body> {
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let state = (watch.events, false);
+    let stream = futures::stream::unfold(state, move |(mut events, done)| async move {
+        if done {
+            return None;
+        }
+        let event = match deadline {
+            Some(deadline) => tokio::time::timeout_at(deadline, events.recv())
+                .await
+                .ok()
+                .flatten(),
+            None => events.recv().await,
+        }?;
+        let mut batch = BytesMut::new();
+        let mut next = Some(event);
+        let mut last = false;
+        while let Some(event) = next.take() {
+            let (kind, object) = match event.to_watch_event() {
+                WatchEvent::Added(o) => ("ADDED", o),
+                WatchEvent::Modified(o) => ("MODIFIED", o),
+                WatchEvent::Deleted(o) => ("DELETED", o),
+                WatchEvent::Bookmark(o) => ("BOOKMARK", o),
+                WatchEvent::Error(o) => ("ERROR", o),
+            };
+            batch.extend_from_slice(&super::protobuf::watch_frame(kind, &object));
+            if kind == "ERROR" {
+                last = true;
+                break;
+            }
+            if batch.len() < BATCH_BYTES {
+                next = events.try_recv().ok();
+            }
+        }
+        Some((
+            Ok::<_, Infallible>(Frame::data(batch.freeze())),
+            (events, last),
+        ))
+    });
+    let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(super::protobuf::WATCH_MEDIA_TYPE),
+    );
+    resp.extensions_mut().insert(Streaming);
+    resp
+}
+
 /// How many bytes of already-queued events one frame gathers at most.
 const BATCH_BYTES: usize = 64 * 1024;
 
@@ -97,6 +151,7 @@ pub fn response(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("application/json"),
     );
+    resp.extensions_mut().insert(Streaming);
     resp
 }
 
@@ -150,6 +205,7 @@ pub fn converted_response(
         header::CONTENT_TYPE,
         header::HeaderValue::from_static("application/json"),
     );
+    resp.extensions_mut().insert(Streaming);
     resp
 }
 

@@ -115,20 +115,23 @@ fn watch_on_a_name_narrows_the_field_selector() {
 fn delete_options_from_body_override_query() {
     let q = parse_query(Some("propagationPolicy=Background")).unwrap();
     let o = q
-        .delete_options(br#"{"kind":"DeleteOptions","propagationPolicy":"Foreground","preconditions":{"uid":"u1"},"dryRun":["All"]}"#)
+        .delete_options(None, br#"{"kind":"DeleteOptions","propagationPolicy":"Foreground","preconditions":{"uid":"u1"},"dryRun":["All"]}"#)
         .unwrap();
     assert_eq!(o.propagation_policy.as_deref(), Some("Foreground"));
     assert_eq!(o.precondition_uid.as_deref(), Some("u1"));
     assert!(o.dry_run);
-    assert_eq!(q.delete_options(b"{").unwrap_err().code, 400);
+    assert_eq!(q.delete_options(None, b"{").unwrap_err().code, 400);
     assert_eq!(
-        q.delete_options(br#"{"propagationPolicy":"Sideways"}"#)
+        q.delete_options(None, br#"{"propagationPolicy":"Sideways"}"#)
             .unwrap_err()
             .code,
         422
     );
     assert_eq!(
-        q.delete_options(b"").unwrap().propagation_policy.as_deref(),
+        q.delete_options(None, b"")
+            .unwrap()
+            .propagation_policy
+            .as_deref(),
         Some("Background")
     );
 }
