@@ -105,7 +105,7 @@ pub fn api_versions(server_address: &str) -> Value {
 
 /// The sort key of a Kubernetes version string: GA before beta before alpha, higher numbers
 /// first, anything else last (alphabetically).
-fn version_priority(v: &str) -> (u8, i64, i64, String) {
+pub(crate) fn version_priority(v: &str) -> (u8, i64, i64, String) {
     let parse = || -> Option<(u8, i64, i64)> {
         let rest = v.strip_prefix('v')?;
         let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();

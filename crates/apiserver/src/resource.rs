@@ -37,6 +37,12 @@ pub struct ResourceInfo {
     /// Whether this resource is defined by a CustomResourceDefinition (no strategic merge patch,
     /// schema validation and pruning).
     pub custom: bool,
+    /// The warning every request to this version answers with, when its CRD marks it
+    /// `deprecated` (the CRD's `deprecationWarning`, else upstream's default text).
+    pub deprecation_warning: Option<String>,
+    /// The field labels a CRD version declares in `selectableFields` (`spec.color` for
+    /// `jsonPath: .spec.color`), selectable beside `metadata.name` and `metadata.namespace`.
+    pub selectable_fields: Vec<String>,
     /// The `storageVersionHash` discovery publishes ([`storage_version_hash`] of the group,
     /// version and kind the objects are stored as); `None` for what is never stored (reviews,
     /// `bindings`, `componentstatuses`).
@@ -167,6 +173,8 @@ fn from_row(b: &kinds::Row) -> ResourceInfo {
         scale: (b.flags & kinds::SCALE != 0).then(ScaleInfo::builtin),
         generation: b.flags & kinds::GENERATION != 0,
         custom: false,
+        deprecation_warning: None,
+        selectable_fields: Vec::new(),
         storage_version_hash: b
             .storage_gvk()
             .map(|(g, v, k)| storage_version_hash(g, v, k)),

@@ -143,6 +143,17 @@ pub struct StructuralSchema {
 }
 
 impl StructuralSchema {
+    /// The declared type of the field a simple JSONPath (`.spec.a.b`, property names only)
+    /// names, `""` when the schema leaves it untyped; `None` when the path names no declared
+    /// field (the check upstream's selectable fields make).
+    pub(crate) fn field_type(&self, json_path: &str) -> Option<&str> {
+        let mut node = &self.root;
+        for name in json_path.strip_prefix('.')?.split('.') {
+            node = node.properties.get(name)?;
+        }
+        Some(node.ty.as_deref().unwrap_or(""))
+    }
+
     /// Checks that `schema` (an `openAPIV3Schema` value) is structural, and compiles it.
     pub fn from_value(schema: &Value) -> Result<Self, SchemaError> {
         Self::from_value_at(schema, "")

@@ -50,6 +50,7 @@ pub(crate) use field::{
     validate_name,
 };
 pub(crate) use objectmeta::validate as validate_object_meta;
+pub(crate) use objectmeta::validate_embedded as validate_embedded_object_meta;
 #[allow(unused_imports)]
 pub(crate) use path::Path;
 pub(crate) use quantity::Quantity;

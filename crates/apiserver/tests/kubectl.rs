@@ -10,6 +10,8 @@
 //! and runs that. It has no skip: without python3, or if the install fails, it fails.
 
 mod common;
+#[path = "kubectl/crd_corpus.rs"]
+mod crd_corpus;
 #[path = "kubectl/rbac.rs"]
 mod rbac;
 

@@ -16,6 +16,8 @@ fn info(group: &str, version: &str, plural: &str, kind: &str, namespaced: bool) 
         scale: None,
         generation: true,
         custom: false,
+        deprecation_warning: None,
+        selectable_fields: Vec::new(),
         storage_version_hash: Some(crate::resource::storage_version_hash(group, version, kind)),
     }
 }

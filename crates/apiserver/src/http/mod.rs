@@ -105,7 +105,19 @@ where
     // A deprecated built-in resource warns on every request, answered or refused, as upstream's
     // handler chain does.
     let deprecation = match &route {
-        Route::Resource(res) => crate::kinds::deprecation(&res.group, &res.version, &res.plural),
+        Route::Resource(res) => crate::kinds::deprecation(&res.group, &res.version, &res.plural)
+            .map(str::to_string)
+            .or_else(|| {
+                // A CRD's deprecated version warns the same way (no CRD serves the core group).
+                (!res.group.is_empty())
+                    .then(|| {
+                        state
+                            .storage
+                            .resolve_shared(&res.group, &res.version, &res.plural)
+                    })
+                    .flatten()
+                    .and_then(|r| r.deprecation_warning.clone())
+            }),
         _ => None,
     };
     // Objects, lists and errors of a resource request in protobuf when the client asks for it
@@ -124,7 +136,7 @@ where
         resp = protobuf_answer(resp).await;
     }
     if let Some(warning) = deprecation {
-        response::add_warning(&mut resp, warning);
+        response::add_warning(&mut resp, &warning);
     }
     resp
 }

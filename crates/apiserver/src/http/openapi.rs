@@ -510,6 +510,8 @@ mod tests {
             scale: None,
             generation: false,
             custom,
+            deprecation_warning: None,
+            selectable_fields: Vec::new(),
             storage_version_hash: None,
         }
     }

@@ -416,6 +416,8 @@ fn check_rule(
     {
         Some(rel) if rel.starts_with('[') => format!("{path}{rel}"),
         Some(rel) => child(path, &rel),
+        // Upstream validates the root with a nil field path, which prints as `<nil>`.
+        None if path.is_empty() => "<nil>".to_string(),
         None => path.to_string(),
     };
     let ty = type_of(node, v);
@@ -687,7 +689,7 @@ mod tests {
         let obj = json!({"kind": "Pool", "metadata": {"name": "other"}});
         assert_eq!(
             s.validate(&obj)[0].to_string(),
-            r#"Invalid value: "object": failed rule: self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"#
+            r#"<nil>: Invalid value: "object": failed rule: self.metadata.name.startsWith('pool-') && self.kind == 'Pool'"#
         );
     }
 

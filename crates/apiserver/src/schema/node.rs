@@ -515,12 +515,37 @@ impl Node {
                     );
                 } else if let Some(items) = &self.items {
                     for k in &self.list_map_keys {
-                        if !items.properties.contains_key(k) {
+                        let Some(key) = items.properties.get(k) else {
                             invalid(
                                 errors,
                                 &child(path, "x-kubernetes-list-map-keys"),
                                 &Value::String(k.clone()),
                                 "entries must all be names of item properties",
+                            );
+                            continue;
+                        };
+                        let at = format!("{}.properties[{k}]", child(path, "items"));
+                        if matches!(key.ty.as_deref(), Some("array" | "object")) {
+                            invalid(
+                                errors,
+                                &child(&at, "type"),
+                                &json_str(items.ty.as_deref()),
+                                "must be a scalar type if parent array's x-kubernetes-list-type is map",
+                            );
+                        }
+                        // A key must be present in every item for the items to be told apart.
+                        if !items.required.contains(k) && key.default.is_none() {
+                            required(
+                                errors,
+                                &child(&at, "default"),
+                                "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+                            );
+                        }
+                        if key.nullable {
+                            forbidden(
+                                errors,
+                                &child(&at, "nullable"),
+                                "this property is in x-kubernetes-list-map-keys, so it cannot be nullable",
                             );
                         }
                     }

@@ -446,6 +446,21 @@ fn pruning() {
             "spec.embedded.kind: Required value: must not be empty"
         ]
     );
+    // Its metadata is ObjectMeta, checked as such (its name is optional).
+    let errs = s.validate(
+        &json!({"spec": {"embedded": {"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "a/b", "labels": {"-x-": "1"}, "annotations": {"ok": "1"}}}}}),
+    );
+    let errs: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert_eq!(
+        errs[0],
+        r#"spec.embedded.metadata.name: Invalid value: "a/b": may not contain '/'"#
+    );
+    assert!(
+        errs[1].starts_with(r#"spec.embedded.metadata.labels: Invalid value: "-x-": name part must consist of alphanumeric characters"#),
+        "{errs:?}"
+    );
     // Preserving at the root keeps everything.
     let free = StructuralSchema::from_value(
         &json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),

@@ -280,6 +280,14 @@ fn validate_object(
                 ));
             }
         }
+        if let Some(meta) = m.get("metadata").and_then(Value::as_object) {
+            let at = child(path, "metadata");
+            errors.extend(
+                crate::validation::validate_embedded_object_meta(meta, &at)
+                    .into_iter()
+                    .map(|e| FieldError::new(&e.field, e.reason, e.message)),
+            );
+        }
     }
     let count = (node.min_properties, node.max_properties);
     check_count(errors, path, m.len(), count, "properties");

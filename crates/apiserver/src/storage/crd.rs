@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::meta;
 use super::store::{State, res_key};
 use super::{FieldValidation, WriteOptions};
+use crate::discovery::version_priority;
 use crate::error::ApiError;
 use crate::resource::{ResourceInfo, ScaleInfo};
 use crate::schema::StructuralSchema;
@@ -162,8 +163,45 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
             "must have exactly one version marked as storage version",
         ));
     }
+    // Upstream validates its internal form, where a per-version field that is identical in
+    // every version is hoisted to the spec: its errors are reported at the spec's path.
+    let identical = |field: &str| vs.iter().all(|v| v.get(field) == vs[0].get(field));
+    let schema_hoisted = !vs.is_empty() && identical("schema");
+    let subresources_hoisted = !vs.is_empty() && identical("subresources");
+    let columns_hoisted = !vs.is_empty() && identical("additionalPrinterColumns");
+    let selectable_hoisted = schema_hoisted && identical("selectableFields");
+    if schema_hoisted && let Some(schema) = vs[0].pointer("/schema/openAPIV3Schema") {
+        errs.extend(schema_errors(schema, "spec.validation.openAPIV3Schema"));
+    }
     let mut seen = std::collections::BTreeSet::new();
     for (i, v) in vs.iter().enumerate() {
+        let at = |field: &str, hoisted: bool| match hoisted {
+            true => format!("spec.{field}"),
+            false => format!("spec.versions[{i}].{field}"),
+        };
+        if i == 0 || !subresources_hoisted {
+            errs.extend(validate_subresources(
+                v.get("subresources"),
+                &at("subresources", subresources_hoisted),
+            ));
+        }
+        if i == 0 || !columns_hoisted {
+            errs.extend(validate_printer_columns(
+                v.get("additionalPrinterColumns"),
+                &at("additionalPrinterColumns", columns_hoisted),
+            ));
+        }
+        if (i == 0 || !selectable_hoisted)
+            && let Some(fields) = v.get("selectableFields").and_then(Value::as_array)
+            && let Some(schema) = v.pointer("/schema/openAPIV3Schema")
+            && let Ok(schema) = StructuralSchema::from_value(schema)
+        {
+            errs.extend(validate_selectable_fields(
+                fields,
+                &schema,
+                &at("selectableFields", selectable_hoisted),
+            ));
+        }
         let vname = v.get("name").and_then(Value::as_str).unwrap_or("");
         if vname.is_empty() {
             errs.push(FieldError::required(format!("spec.versions[{i}].name"), ""));
@@ -185,6 +223,7 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
                 format!("spec.versions[{i}].schema.openAPIV3Schema"),
                 "schemas are required",
             )),
+            Some(_) if schema_hoisted => {}
             Some(schema) => {
                 errs.extend(schema_errors(
                     schema,
@@ -205,6 +244,172 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
         ));
     }
     errs.extend(validate_conversion(crd));
+    errs
+}
+
+/// A simple JSONPath as upstream's `validateSimpleJSONPath` accepts it: `.` then names.
+fn simple_json_path_errors(path: &str, field: &str) -> Option<FieldError> {
+    if path.is_empty() {
+        return Some(FieldError::invalid(
+            field,
+            &Value::from(path),
+            "must not be empty",
+        ));
+    }
+    (!path.starts_with('.')).then(|| {
+        FieldError::invalid(
+            field,
+            &Value::from(path),
+            "must be a simple json path starting with .",
+        )
+    })
+}
+
+/// Checks the status and scale subresources as upstream's
+/// `ValidateCustomResourceDefinitionSubresources` does: the scale's replica paths are simple
+/// JSONPaths under `.spec` and `.status`, its label selector path under `.status`.
+fn validate_subresources(subresources: Option<&Value>, at: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let Some(scale) = subresources.and_then(|s| s.get("scale")) else {
+        return errs;
+    };
+    for (field, under, required) in [
+        ("specReplicasPath", ".spec.", true),
+        ("statusReplicasPath", ".status.", true),
+        ("labelSelectorPath", ".status.", false),
+    ] {
+        let path = scale.get(field).and_then(Value::as_str).unwrap_or("");
+        let name = format!("{at}.scale.{field}");
+        if path.is_empty() {
+            if required {
+                errs.push(FieldError::required(name, ""));
+            }
+            continue;
+        }
+        if let Some(e) = simple_json_path_errors(path, &name) {
+            errs.push(e);
+        } else if !path.starts_with(under) {
+            errs.push(FieldError::invalid(
+                &name,
+                &Value::from(path),
+                &format!(
+                    "should be a json path under {}",
+                    under.trim_end_matches('.')
+                ),
+            ));
+        }
+    }
+    errs
+}
+
+/// Checks printer columns as upstream's `ValidateCustomResourceColumnDefinition` does.
+fn validate_printer_columns(columns: Option<&Value>, at: &str) -> Vec<FieldError> {
+    const TYPES: &str = "boolean,date,integer,number,string";
+    const FORMATS: [&str; 8] = [
+        "byte",
+        "date",
+        "date-time",
+        "double",
+        "float",
+        "int32",
+        "int64",
+        "password",
+    ];
+    let mut errs = Vec::new();
+    for (j, col) in columns
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let field = |f: &str| format!("{at}[{j}].{f}");
+        let text = |f: &str| col.get(f).and_then(Value::as_str).unwrap_or("");
+        if text("name").is_empty() {
+            errs.push(FieldError::required(field("name"), ""));
+        }
+        match text("type") {
+            "" => errs.push(FieldError::required(
+                field("type"),
+                &format!("must be one of {TYPES}"),
+            )),
+            t if !TYPES.split(',').any(|k| k == t) => errs.push(FieldError::invalid(
+                field("type"),
+                &Value::from(t),
+                &format!("must be one of {TYPES}"),
+            )),
+            _ => {}
+        }
+        let format = text("format");
+        if !format.is_empty() && !FORMATS.contains(&format) {
+            errs.push(FieldError::invalid(
+                field("format"),
+                &Value::from(format),
+                &format!("must be one of {}", FORMATS.join(",")),
+            ));
+        }
+        // Upstream names the field by its Go name here.
+        let path = text("jsonPath");
+        if path.is_empty() {
+            errs.push(FieldError::required(field("JSONPath"), ""));
+        } else if let Some(e) = simple_json_path_errors(path, &field("JSONPath")) {
+            errs.push(e);
+        }
+    }
+    errs
+}
+
+/// Checks `selectableFields` as upstream's `ValidateCustomResourceSelectableFields` does: each
+/// names a declared field of type string, integer or boolean outside `metadata`, once; at
+/// most 8.
+fn validate_selectable_fields(
+    fields: &[Value],
+    schema: &StructuralSchema,
+    at: &str,
+) -> Vec<FieldError> {
+    const MAX: usize = 8;
+    let mut errs = Vec::new();
+    let mut unique = std::collections::BTreeSet::new();
+    for (i, f) in fields.iter().enumerate() {
+        let name = format!("{at}[{i}].jsonPath");
+        let path = f.get("jsonPath").and_then(Value::as_str).unwrap_or("");
+        if path.is_empty() {
+            errs.push(FieldError::required(name, ""));
+            continue;
+        }
+        let value = Value::from(path);
+        let Some(ty) = schema.field_type(path) else {
+            errs.push(FieldError::invalid(
+                &name,
+                &value,
+                "is an invalid path: does not refer to a valid field",
+            ));
+            continue;
+        };
+        if path == ".metadata" || path.starts_with(".metadata.") {
+            errs.push(FieldError::invalid(
+                &name,
+                &value,
+                "must not point to fields in metadata",
+            ));
+        }
+        if !matches!(ty, "string" | "integer" | "boolean") {
+            errs.push(FieldError::invalid(
+                &name,
+                &value,
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            ));
+        }
+        if !unique.insert(path) {
+            errs.push(FieldError {
+                reason: "FieldValueDuplicate",
+                field: name,
+                message: format!("Duplicate value: {path:?}"),
+            });
+        }
+    }
+    if unique.len() > MAX {
+        errs.push(FieldError::too_many(at, unique.len(), MAX));
+    }
     errs
 }
 
@@ -480,6 +685,15 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
                 scale,
                 generation: true,
                 custom: true,
+                deprecation_warning: deprecation_warning(crd, v),
+                selectable_fields: v
+                    .get("selectableFields")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f.get("jsonPath")?.as_str())
+                    .map(|p| p.trim_start_matches('.').to_string())
+                    .collect(),
                 storage_version_hash: hash.clone(),
             }
         })
@@ -491,6 +705,35 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
         .and_then(|v| v.get("name").and_then(Value::as_str).map(str::to_string));
     out.sort_by_key(|r| Some(&r.version) != storage.as_ref());
     out
+}
+
+/// The warning of a version marked `deprecated`: its `deprecationWarning`, else upstream's
+/// default, which names the newest served version that is not deprecated and is newer than
+/// this one (by Kubernetes version order: GA, then beta, then alpha).
+fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
+    if version.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    if let Some(text) = version.get("deprecationWarning").and_then(Value::as_str) {
+        return Some(text.to_string());
+    }
+    let group = s(crd, ".spec.group");
+    let kind = s(crd, ".spec.names.kind");
+    let name = s(version, ".name");
+    let mut msg = format!("{group}/{name} {kind} is deprecated");
+    let newest = versions(crd)
+        .iter()
+        .filter(|v| {
+            v.get("served").and_then(Value::as_bool) == Some(true)
+                && v.get("deprecated").and_then(Value::as_bool) != Some(true)
+        })
+        .map(|v| s(v, ".name").to_string())
+        .filter(|v| version_priority(v) < version_priority(name))
+        .min_by_key(|v| version_priority(v));
+    if let Some(newest) = newest {
+        msg.push_str(&format!("; use {group}/{newest} {kind}"));
+    }
+    Some(msg)
 }
 
 /// Serves (or re-serves) the resources of a stored CRD; watches of versions no longer served
@@ -510,6 +753,43 @@ pub(crate) fn register(st: &mut State, crd: &Value) {
     }
     st.registry
         .set_crd(meta::name(crd), resources, compile_schemas(crd));
+    default_stored(st, crd);
+}
+
+/// Objects stored before their schema gained a default read with it, as upstream's storage
+/// defaults every object it decodes: the storage version's defaults are applied to the stored
+/// objects in place, with no new resourceVersion and no event (upstream rewrites nothing).
+fn default_stored(st: &mut State, crd: &Value) {
+    let Some(version) = versions(crd)
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .map(|v| s(v, ".name").to_string())
+    else {
+        return;
+    };
+    let rk = super::convert::storage_key(s(crd, ".spec.group"), s(crd, ".spec.names.plural"));
+    let Some(schema) = st.registry.schema(&rk, &version) else {
+        return;
+    };
+    let Some(objects) = st.data.get_mut(&rk) else {
+        return;
+    };
+    let mut defaulted = Vec::new();
+    for (key, obj) in objects.iter() {
+        let mut v = Value::clone(obj);
+        schema.apply_defaults(&mut v);
+        if v != **obj {
+            defaulted.push((key.clone(), Arc::new(v)));
+        }
+    }
+    if defaulted.is_empty() {
+        return;
+    }
+    for (key, obj) in defaulted {
+        objects.insert(key, obj);
+    }
+    // What readers derived from these objects is stale.
+    st.last_change.insert(rk, st.rv);
 }
 
 /// The compiled schema of every version of a CRD (a CRD is only stored when each one is

@@ -107,7 +107,10 @@ impl Selection {
                     .map_err(|e| ApiError::bad_request(e.to_string()))?;
                 let supported = kind_fields(&res.group, &res.kind);
                 for f in sel.fields() {
-                    if f != "metadata.name" && f != "metadata.namespace" && !supported.contains(&f)
+                    if f != "metadata.name"
+                        && f != "metadata.namespace"
+                        && !supported.contains(&f)
+                        && !res.selectable_fields.iter().any(|s| s == f)
                     {
                         return Err(ApiError::bad_request(format!(
                             "field label not supported: {f}"

@@ -976,8 +976,22 @@ pub fn human_duration(secs: i64) -> String {
     }
 }
 
-/// Evaluates a simple JSONPath (`.a.b`, `.a[0].b`, `.a[?(@.k=="v")].b`, optionally wrapped in
-/// `{}`) against `obj`; `None` when nothing matches.
+/// A field name of a JSONPath with its escapes (`\.` for a dot inside the name) undone.
+fn unescape_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    let mut chars = key.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Evaluates a simple JSONPath (`.a.b`, `.a\.b` for a key with a dot, `.a['b.c']`, `.a[0].b`,
+/// `.a[?(@.k=="v")].b`, optionally wrapped in `{}`) against `obj`; `None` when nothing
+/// matches.
 pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
     let path = path.trim().trim_start_matches('{').trim_end_matches('}');
     let path = path.strip_prefix('$').unwrap_or(path);
@@ -985,12 +999,31 @@ pub fn eval_json_path(obj: &Value, path: &str) -> Option<Value> {
     let mut rest = path;
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
+            // The name ends at the first unescaped `.` or `[`.
+            let mut end = r.len();
+            let mut escaped = false;
+            for (i, c) in r.char_indices() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '.' | '[' => {
+                        end = i;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
             let key = &r[..end];
             if !key.is_empty() {
-                cur = cur.get(key)?;
+                cur = cur.get(unescape_key(key).as_str())?;
             }
             rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix("['").or_else(|| rest.strip_prefix("[\"")) {
+            // A quoted name: `['a.b/c']`, whose escapes are undone as in a dotted name.
+            let quote = if rest.starts_with("['") { "']" } else { "\"]" };
+            let end = r.find(quote)?;
+            cur = cur.get(unescape_key(&r[..end]).as_str())?;
+            rest = &r[end + 2..];
         } else if let Some(r) = rest.strip_prefix('[') {
             let end = r.find(']')?;
             let inner = &r[..end];

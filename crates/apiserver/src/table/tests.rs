@@ -15,6 +15,8 @@ fn info(group: &str, plural: &str, custom: bool) -> ResourceInfo {
         scale: None,
         generation: true,
         custom,
+        deprecation_warning: None,
+        selectable_fields: Vec::new(),
         storage_version_hash: None,
     }
 }
@@ -612,4 +614,29 @@ fn more_builtin_columns() {
     let (names, cells) = self::cells("storage.k8s.io", "csinodes", &node);
     assert_eq!(names, ["Name", "Drivers", "Age"]);
     assert_eq!(cells[1], 1);
+}
+
+#[test]
+fn json_paths_reach_keys_with_dots() {
+    let obj = json!({
+        "metadata": {"labels": {"cluster.x-k8s.io/name": "east", "plain": "p"}},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    });
+    for path in [
+        r".metadata.labels['cluster\.x-k8s\.io/name']",
+        ".metadata.labels['cluster.x-k8s.io/name']",
+        r#".metadata.labels["cluster.x-k8s.io/name"]"#,
+        r".metadata.labels.cluster\.x-k8s\.io/name",
+    ] {
+        assert_eq!(eval_json_path(&obj, path), Some(json!("east")), "{path}");
+    }
+    assert_eq!(
+        eval_json_path(&obj, ".metadata.labels['plain']"),
+        Some(json!("p"))
+    );
+    assert_eq!(
+        eval_json_path(&obj, r#".status.conditions[?(@.type=="Ready")].status"#),
+        Some(json!("True"))
+    );
+    assert_eq!(eval_json_path(&obj, ".metadata.labels['missing']"), None);
 }

@@ -122,29 +122,7 @@ pub(crate) fn validate(res: &ResourceInfo, obj: &Value) -> Result<Vec<FieldError
         validate_labels(labels, "metadata.labels", &mut errs);
     }
     if let Some(annotations) = string_map(res, meta, "annotations")? {
-        let mut total = 0;
-        for (k, v) in annotations {
-            total += k.len() + v.as_str().map_or(0, str::len);
-            // Annotation keys are qualified names, case aside.
-            let problems = if k.bytes().any(|c| c.is_ascii_uppercase()) {
-                qualified_name_problems(&k.to_lowercase())
-            } else {
-                qualified_name_problems(k)
-            };
-            for msg in problems {
-                errs.push(FieldError::invalid(
-                    "metadata.annotations",
-                    &Value::from(k.as_str()),
-                    &msg,
-                ));
-            }
-        }
-        if total > TOTAL_ANNOTATION_SIZE_LIMIT {
-            errs.push(FieldError::too_long(
-                "metadata.annotations",
-                TOTAL_ANNOTATION_SIZE_LIMIT,
-            ));
-        }
+        validate_annotations(annotations, "metadata.annotations", &mut errs);
     }
     if let Some(refs) = meta.get("ownerReferences").and_then(Value::as_array) {
         validate_owner_references(refs, &mut errs);
@@ -162,6 +140,55 @@ pub(crate) fn validate(res: &ResourceInfo, obj: &Value) -> Result<Vec<FieldError
         validate_finalizers(list, kube_finalizer_rule(res), &mut errs);
     }
     Ok(errs)
+}
+
+/// `ValidateAnnotations`: every key a qualified name (case aside), at most 256 KiB in all,
+/// reported at `field`.
+fn validate_annotations(annotations: &Map<String, Value>, field: &str, errs: &mut Vec<FieldError>) {
+    let mut total = 0;
+    for (k, v) in annotations {
+        total += k.len() + v.as_str().map_or(0, str::len);
+        let problems = if k.bytes().any(|c| c.is_ascii_uppercase()) {
+            qualified_name_problems(&k.to_lowercase())
+        } else {
+            qualified_name_problems(k)
+        };
+        for msg in problems {
+            errs.push(FieldError::invalid(field, &Value::from(k.as_str()), &msg));
+        }
+    }
+    if total > TOTAL_ANNOTATION_SIZE_LIMIT {
+        errs.push(FieldError::too_long(field, TOTAL_ANNOTATION_SIZE_LIMIT));
+    }
+}
+
+/// The `metadata` of a resource embedded in a custom object (`x-kubernetes-embedded-resource`),
+/// checked as upstream's `validateEmbeddedResource` does: ObjectMeta's rules for labels and
+/// annotations, the name (optional there) as a path segment, all under `field`.
+pub(crate) fn validate_embedded(meta: &Map<String, Value>, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(name) = meta.get("name").and_then(Value::as_str) {
+        let problems: &[(bool, &str)] = &[
+            (name == ".", "may not be '.'"),
+            (name == "..", "may not be '..'"),
+            (name.contains('/'), "may not contain '/'"),
+            (name.contains('%'), "may not contain '%'"),
+        ];
+        for (_, msg) in problems.iter().filter(|(bad, _)| *bad) {
+            errs.push(FieldError::invalid(
+                format!("{field}.name"),
+                &Value::from(name),
+                msg,
+            ));
+        }
+    }
+    if let Some(labels) = meta.get("labels").and_then(Value::as_object) {
+        validate_labels(labels, &format!("{field}.labels"), &mut errs);
+    }
+    if let Some(annotations) = meta.get("annotations").and_then(Value::as_object) {
+        validate_annotations(annotations, &format!("{field}.annotations"), &mut errs);
+    }
+    errs
 }
 
 /// `ValidateLabels`: every key a qualified name, every value a label value, reported at

@@ -32,7 +32,7 @@ fn bounded() -> Value {
 }
 
 const AT: &str =
-    "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+    "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
 
 #[tokio::test]
 async fn crd_rules_are_type_checked_and_cost_estimated_on_write() {
@@ -82,7 +82,7 @@ async fn crd_rules_are_type_checked_and_cost_estimated_on_write() {
     assert_eq!(
         status["details"]["causes"][2],
         json!({"reason": "FieldValueForbidden",
-               "field": "spec.versions[0].schema.openAPIV3Schema",
+               "field": "spec.validation.openAPIV3Schema",
                "message": format!("Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {HINT}")})
     );
 
@@ -146,7 +146,7 @@ async fn transition_rules_are_refused_where_old_values_cannot_be_correlated() {
         let client = client.clone();
         async move { raw(&client, "POST", CRDS, "application/json", body.to_string()).await }
     };
-    let root = "spec.versions[0].schema.openAPIV3Schema";
+    let root = "spec.validation.openAPIV3Schema";
     let item = json!({"type": "object", "maxProperties": 4,
         "properties": {"name": {"type": "string", "maxLength": 16},
                        "port": {"type": "integer",

@@ -272,7 +272,7 @@ fn a_crd_with_a_rule_that_does_not_compile_is_refused() {
     assert_eq!(causes.as_array().unwrap().len(), 1, "{causes}");
     assert_eq!(
         causes[0]["field"],
-        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+        "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
     );
     assert_eq!(causes[0]["reason"], "FieldValueInvalid");
     let msg = causes[0]["message"].as_str().unwrap();
@@ -282,7 +282,7 @@ fn a_crd_with_a_rule_that_does_not_compile_is_refused() {
     );
     assert!(
         err.message.starts_with(
-            r#"CustomResourceDefinition.apiextensions.k8s.io "machinepools.example.com" is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "#
+            r#"CustomResourceDefinition.apiextensions.k8s.io "machinepools.example.com" is invalid: spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "#
         ),
         "{}",
         err.message
@@ -437,7 +437,7 @@ fn tags_crd(list: Value, rule: &str) -> Value {
 }
 
 const TAGS_RULE: &str =
-    "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+    "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
 
 #[test]
 fn a_crd_with_a_rule_that_does_not_type_check_is_refused() {
@@ -519,7 +519,7 @@ fn a_crd_with_a_rule_over_the_cost_budget_is_refused() {
              "message": format!("Forbidden: estimated rule cost exceeds budget by factor of more than 100x {hint}")},
             {"field": TAGS_RULE, "reason": "FieldValueForbidden",
              "message": "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"},
-            {"field": "spec.versions[0].schema.openAPIV3Schema", "reason": "FieldValueForbidden",
+            {"field": "spec.validation.openAPIV3Schema", "reason": "FieldValueForbidden",
              "message": format!("Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {hint}")},
         ])
     );

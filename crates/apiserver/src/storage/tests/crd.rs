@@ -461,3 +461,27 @@ fn a_crd_update_is_defaulted_like_a_create() {
     assert_eq!(updated["spec"]["names"]["singular"], "widget");
     assert_eq!(updated["spec"]["conversion"]["strategy"], "None");
 }
+
+#[test]
+fn objects_read_with_a_default_their_schema_gained_later() {
+    let s = store();
+    let (crd, widgets) = install(&s);
+    let stored = s
+        .create(&widgets, Some("default"), widget("w"), &w())
+        .unwrap();
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let mut updated = crd.clone();
+    updated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["color"] = json!({"type": "string", "default": "blue"});
+    s.update(&crds, None, "widgets.example.com", None, updated, &w())
+        .unwrap();
+    let read = s.get(&widgets, Some("default"), "w", None).unwrap();
+    assert_eq!(read["spec"]["color"], "blue");
+    assert_eq!(read["spec"]["size"], 1);
+    // Nothing was written: the object's resourceVersion is the one it was stored with.
+    assert_eq!(rv_of(&read), rv_of(&stored));
+    let list = s
+        .list(&widgets, Some("default"), &Default::default())
+        .unwrap();
+    assert_eq!(list["items"][0]["spec"]["color"], "blue");
+}
