@@ -97,7 +97,8 @@ pub fn request(data: &[u8]) {
             q.write_options(),
         ));
         let _ = q.field_validation("CreateOptions");
-        let _ = q.delete_options(body);
+        let _ = q.delete_options(None, body);
+        let _ = q.delete_options(Some("application/vnd.kubernetes.protobuf"), body);
     }
     let _ = request::patch_type(Some(&uri_text));
     std::hint::black_box(request::accept(Some(&uri_text)));
