@@ -34,7 +34,7 @@ mod batch;
 mod certificates;
 mod coordination;
 mod core;
-mod cron;
+pub(crate) mod cron;
 mod events;
 mod field;
 mod objectmeta;

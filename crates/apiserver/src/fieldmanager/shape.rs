@@ -74,6 +74,12 @@ impl Shape {
 
     /// How the list at `path` (field names from the root, list items skipped) merges.
     pub fn list<S: AsRef<str>>(&self, path: &[S]) -> ListKind {
+        if self.object_meta_of_custom(path) {
+            // A custom resource's metadata is ObjectMeta whatever its schema says (mostly
+            // `metadata: {type: object}`): finalizers are a set, owner references a map
+            // keyed by uid, as upstream types a CRD's root metadata.
+            return Shape::builtin("", "ConfigMap").list(path);
+        }
         match self {
             Shape::Builtin { keys, .. } => {
                 let path: Vec<&str> = path.iter().map(AsRef::as_ref).collect();
@@ -117,8 +123,17 @@ impl Shape {
         }
     }
 
+    /// Whether `path` is under the root `metadata` of a custom (or untyped) resource.
+    fn object_meta_of_custom<S: AsRef<str>>(&self, path: &[S]) -> bool {
+        !matches!(self, Shape::Builtin { .. })
+            && path.first().is_some_and(|p| p.as_ref() == "metadata")
+    }
+
     /// Whether the object at `path` is atomic (owned and replaced as one field).
     pub fn atomic_map<S: AsRef<str>>(&self, path: &[S]) -> bool {
+        if self.object_meta_of_custom(path) {
+            return false;
+        }
         match self {
             Shape::Builtin {
                 atomic_selector, ..

@@ -271,6 +271,34 @@ fn crd_map_list_merges_by_its_keys() {
     );
 }
 
+/// A custom resource's metadata is ObjectMeta even when its schema says only
+/// `metadata: {type: object}`: finalizers are a set, so a finalizer another manager added
+/// does not conflict with re-applying the same configuration (upstream's e2e "ServerSideApply
+/// should work for CRDs").
+#[test]
+fn a_custom_resources_finalizers_are_a_set() {
+    let schema = json!({"type": "object", "properties": {"metadata": {"type": "object"},
+        "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}});
+    let shape = Shape::Schema(std::sync::Arc::new(schema), String::new());
+    let config = json!({"apiVersion": "x.io/v1", "kind": "X",
+        "metadata": {"name": "x", "finalizers": ["test-finalizer"]}, "spec": {}});
+    let applied = apply(None, &config, &shape, &w("apply_test"), false).unwrap();
+    // Each finalizer is owned on its own (`v:`), not the list as one field.
+    let owned = fields_of(&applied, "apply_test").unwrap();
+    assert!(
+        owned["f:metadata"]["f:finalizers"]["v:\"test-finalizer\""].is_object(),
+        "{owned}"
+    );
+    let mut patched = applied.clone();
+    patched["metadata"]["finalizers"] = json!(["test-finalizer", "another-one"]);
+    record_update(Some(&applied), &mut patched, &shape, &w("patcher"));
+    let again = apply(Some(&patched), &config, &shape, &w("apply_test"), false).unwrap();
+    assert_eq!(
+        again["metadata"]["finalizers"],
+        json!(["test-finalizer", "another-one"])
+    );
+}
+
 #[test]
 fn update_owned_fields_conflict_with_apply() {
     let shape = Shape::builtin("", "ConfigMap");

@@ -101,6 +101,9 @@ where
     if !public && let Some(err) = state.faults.take_failure() {
         return response::error(&err);
     }
+    if let Some(err) = invalid_timeout(&attrs, req.uri().query()) {
+        return response::error(&err);
+    }
     req.extensions_mut().insert(Arc::new(user));
     // A deprecated built-in resource warns on every request, answered or refused, as upstream's
     // handler chain does.
@@ -139,6 +142,30 @@ where
         response::add_warning(&mut resp, &warning);
     }
     resp
+}
+
+/// A `timeout` query parameter that is not a Go duration is a 400 before any handler runs, on
+/// every request that is not long-running (watches, logs, exec, attach, port-forward and
+/// proxy are), as upstream's `WithRequestDeadline` filter answers it.
+fn invalid_timeout(attrs: &RequestAttributes, query: Option<&str>) -> Option<ApiError> {
+    let long_running = attrs.verb == "watch"
+        || matches!(
+            attrs.subresource.as_str(),
+            "log" | "exec" | "attach" | "portforward" | "proxy"
+        );
+    if long_running {
+        return None;
+    }
+    let value = query?
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(k, _)| *k == "timeout")
+        .map(|(_, v)| request::percent_decode(v))
+        .filter(|v| !v.is_empty())?;
+    let why = crate::validation::cron::duration(&value).err()?;
+    Some(ApiError::bad_request(format!(
+        "invalid timeout specified in the request URL - {why}"
+    )))
 }
 
 /// A whole JSON answer re-encoded in protobuf; any other (a watch stream, a custom resource,

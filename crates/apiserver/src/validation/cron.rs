@@ -184,7 +184,7 @@ fn descriptor(spec: &str) -> Result<(), String> {
 }
 
 /// Go's `time.ParseDuration`, for its errors only.
-fn duration(orig: &str) -> Result<(), String> {
+pub(crate) fn duration(orig: &str) -> Result<(), String> {
     let invalid = || format!("time: invalid duration {orig:?}");
     let mut s = orig.strip_prefix(['+', '-']).unwrap_or(orig);
     if s == "0" {

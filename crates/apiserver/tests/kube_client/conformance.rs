@@ -112,6 +112,50 @@ async fn health_endpoints_name_their_checks() {
     assert_eq!((status, body["reason"].as_str()), (404, Some("NotFound")));
 }
 
+/// A `timeout` that is not a Go duration is a 400 (upstream's e2e "Server request timeout
+/// should return HTTP status code 400 if the user specifies an invalid timeout"); `0s` and a
+/// timeout over the maximum are served with the default one.
+#[tokio::test]
+async fn an_invalid_request_timeout_is_a_bad_request() {
+    let server = server().await;
+    let client = client(&server).await;
+    let (status, _, body) =
+        send(&client, "GET", "/api/v1/namespaces?timeout=invalid", "", "").await;
+    assert_eq!(status, 400);
+    assert_eq!(body["reason"], "BadRequest");
+    assert_eq!(
+        body["message"],
+        "invalid timeout specified in the request URL - time: invalid duration \"invalid\""
+    );
+    let (status, _, body) = send(&client, "GET", "/api/v1/namespaces?timeout=10", "", "").await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["message"],
+        "invalid timeout specified in the request URL - time: missing unit in duration \"10\""
+    );
+    for ok in ["0s", "1h30m", "300s"] {
+        let (status, _, _) = send(
+            &client,
+            "GET",
+            &format!("/api/v1/namespaces?timeout={ok}"),
+            "",
+            "",
+        )
+        .await;
+        assert_eq!(status, 200, "{ok}");
+    }
+    // A watch is long-running: no request deadline applies to it.
+    let (status, _, _) = send(
+        &client,
+        "GET",
+        "/api/v1/namespaces?watch=true&timeoutSeconds=1&timeout=invalid",
+        "",
+        "",
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
 /// The CRD schema of upstream's field-validation integration test, with
 /// `x-kubernetes-preserve-unknown-fields` on `spec` when `schemaless`.
 fn crd(group: &str, schemaless: bool) -> String {
