@@ -423,14 +423,16 @@ pub(crate) fn update_with(
     let old = current(st, res, &key, subresource)?;
     check_precondition(res, &old, &body)?;
     let mut new = match subresource {
-        None => prepare_main_update(res, &old, body),
+        // A namespace's `finalize` writes all but the status, as its strategy's
+        // `PrepareForUpdate` says: the main update's preparation.
+        None | Some("finalize") => prepare_main_update(res, &old, body),
         Some(sub @ ("approval" | "ephemeralcontainers" | "resize")) => {
             prepare_subresource_update(sub, &old, body)
         }
         Some(_) => prepare_status_update(res, &old, body),
     };
     rules::normalize(res, &mut new)?;
-    if !res.custom && (subresource.is_none() || subresource == Some("ephemeralcontainers")) {
+    if !res.custom && matches!(subresource, None | Some("ephemeralcontainers" | "finalize")) {
         // Upstream defaults every decoded object, so an update that leaves out a defaulted
         // field reads it as its default, not as a change.
         let mut next_ip = st.next_cluster_ip;

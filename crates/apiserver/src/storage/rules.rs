@@ -239,11 +239,12 @@ pub(crate) fn normalize(res: &ResourceInfo, obj: &mut Value) -> Result<(), ApiEr
 
 /// Whether `sub` is a subresource of `res` whose updates write only their own part of the
 /// object, beside `status` and `scale`: a CertificateSigningRequest's `approval` (its
-/// conditions), a pod's `ephemeralcontainers` and `resize`.
+/// conditions), a pod's `ephemeralcontainers` and `resize`, a namespace's `finalize`.
 pub(crate) fn own_update_subresource(res: &ResourceInfo, sub: &str) -> bool {
     match (res.group.as_str(), res.plural.as_str()) {
         ("", "pods") => matches!(sub, "ephemeralcontainers" | "resize"),
         ("certificates.k8s.io", "certificatesigningrequests") => sub == "approval",
+        ("", "namespaces") => sub == "finalize",
         _ => false,
     }
 }

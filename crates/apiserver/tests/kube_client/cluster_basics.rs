@@ -1,7 +1,7 @@
 //! What clients expect of any cluster, as kube-rs's own cluster tests read it: the
 //! `default/kubernetes` Service and its endpoints, `componentstatuses`, metadata-only answers to
 //! writes, bodies in upstream's field order, and the pod and CSR subresources that write one
-//! part of their object (`ephemeralcontainers`, `resize`, `approval`).
+//! part of their object (`ephemeralcontainers`, `resize`, `approval`, a namespace's `finalize`).
 
 use http_body_util::BodyExt;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
@@ -476,4 +476,55 @@ async fn resize_changes_only_cpu_and_memory_within_the_qos_class() {
         (200, Some("Pod")),
         "{body}"
     );
+}
+
+/// A namespace's `finalize` subresource writes its `spec.finalizers` (upstream's e2e "should
+/// apply a finalizer to a Namespace", through client-go's `Namespaces().Finalize`); the
+/// status stays the stored one, and a finalizer that is not a qualified name is refused.
+#[tokio::test]
+async fn a_namespace_finalize_writes_its_finalizers() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let server = server().await;
+    let client = client(&server).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some("fin".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut ns = namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let finalize = |ns: &Namespace| {
+        http::Request::put("/api/v1/namespaces/fin/finalize")
+            .header("content-type", "application/json")
+            .body(kube_client::client::Body::from(
+                serde_json::to_vec(ns).unwrap(),
+            ))
+            .unwrap()
+    };
+    let spec = ns.spec.get_or_insert_with(Default::default);
+    spec.finalizers
+        .get_or_insert_with(Vec::new)
+        .push("e2e.example.com/fakeFinalizer".into());
+    ns.status = Some(k8s_openapi::api::core::v1::NamespaceStatus {
+        phase: Some("Terminating".into()),
+        ..Default::default()
+    });
+    let (status, body) = send(&client, finalize(&ns)).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let got = namespaces.get("fin").await.unwrap();
+    assert_eq!(
+        got.spec.unwrap().finalizers.unwrap(),
+        ["kubernetes", "e2e.example.com/fakeFinalizer"]
+    );
+    assert_eq!(got.status.unwrap().phase.as_deref(), Some("Active"));
+
+    let mut bad = namespaces.get("fin").await.unwrap();
+    bad.spec.as_mut().unwrap().finalizers = Some(vec!["not a name".into()]);
+    let (status, body) = send(&client, finalize(&bad)).await;
+    assert_eq!(status, 422, "{}", String::from_utf8_lossy(&body));
 }
