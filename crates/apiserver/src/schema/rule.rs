@@ -81,10 +81,11 @@ pub(crate) struct Rule {
     pub(super) go: String,
     /// The source of `messageExpression`, to point at in its type errors.
     pub(super) message_source: Option<String>,
-    /// The rule's static cost estimate at its node, once computed.
-    pub(super) static_cost: super::runtime_cost::StaticCost,
+    /// The rule's static cost estimate at its node, computed (by `runtime_cost`) on its first
+    /// evaluation.
+    pub(super) static_cost: std::sync::OnceLock<u64>,
     /// The same for its `messageExpression`.
-    pub(super) message_static_cost: super::runtime_cost::StaticCost,
+    pub(super) message_static_cost: std::sync::OnceLock<u64>,
 }
 
 impl fmt::Debug for Rule {

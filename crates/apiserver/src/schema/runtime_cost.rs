@@ -30,7 +30,6 @@
 //! is the object validated again with the actual-size accounting, which checks each rule's
 //! cost before evaluating it (so an over-limit rule never runs).
 
-use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -266,9 +265,6 @@ fn scalar_kind(k: &DeclKind) -> DeclKind {
         _ => DeclKind::Dyn,
     }
 }
-
-/// A slot for a rule's static estimate, filled on its first evaluation.
-pub(crate) type StaticCost = OnceLock<u64>;
 
 #[cfg(test)]
 mod tests {
