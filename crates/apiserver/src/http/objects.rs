@@ -568,6 +568,17 @@ fn crd_printer_columns(state: &AppState, res: &ResourceInfo) -> Option<Value> {
         .cloned()
 }
 
+/// Whether every media range of `Accept` asks for a `Table` (`as=Table`), leaving a resource
+/// that has no table form nothing to answer with.
+fn only_tables(accept: Option<&str>) -> bool {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return false;
+    };
+    accept
+        .split(',')
+        .all(|range| range.split(';').any(|p| p.trim() == "as=Table"))
+}
+
 /// `POST` of a self review (the only verb those resources take).
 async fn serve_review<B>(
     state: &AppState,
@@ -589,6 +600,19 @@ where
     }
     if req.method() != Method::POST {
         return Err(method_not_allowed());
+    }
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    if only_tables(accept) {
+        // The reviews convert to no Table: upstream's negotiation finds nothing it can answer.
+        return Err(ApiError::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, \
+             application/vnd.kubernetes.protobuf",
+        ));
     }
     let content_type = req
         .headers()

@@ -30,7 +30,6 @@
 //! is the object validated again with the actual-size accounting, which checks each rule's
 //! cost before evaluating it (so an over-limit rule never runs).
 
-
 use serde_json::Value;
 
 use super::check::{Decl, DeclKind, check};
