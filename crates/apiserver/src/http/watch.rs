@@ -59,13 +59,7 @@ pub fn protobuf_response(watch: SharedWatch, timeout: Option<Duration>) -> Respo
         if done {
             return None;
         }
-        let event = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, events.recv())
-                .await
-                .ok()
-                .flatten(),
-            None => events.recv().await,
-        }?;
+        let event = next_event(&mut events, deadline).await?;
         let mut batch = BytesMut::new();
         let mut next = Some(event);
         let mut last = false;
@@ -100,6 +94,20 @@ pub fn protobuf_response(watch: SharedWatch, timeout: Option<Duration>) -> Respo
     resp
 }
 
+/// The watch's next event, or `None` once it ends or its deadline (`timeoutSeconds`) passes.
+async fn next_event(
+    events: &mut tokio::sync::mpsc::Receiver<crate::storage::SharedEvent>,
+    deadline: Option<tokio::time::Instant>,
+) -> Option<crate::storage::SharedEvent> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .ok()
+            .flatten(),
+        None => events.recv().await,
+    }
+}
+
 /// How many bytes of already-queued events one frame gathers at most.
 const BATCH_BYTES: usize = 64 * 1024;
 
@@ -115,13 +123,7 @@ pub fn response(
         if done {
             return None;
         }
-        let event = match deadline {
-            Some(deadline) => tokio::time::timeout_at(deadline, events.recv())
-                .await
-                .ok()
-                .flatten(),
-            None => events.recv().await,
-        }?;
+        let event = next_event(&mut events, deadline).await?;
         // Everything already queued goes out in one frame (one HTTP chunk, one TLS record
         // run, one socket write), as the real server flushes only once its channel is empty:
         // a streaming list's initial events cost a write per batch, not one per object.
@@ -175,13 +177,7 @@ pub fn converted_response(
             if done {
                 return None;
             }
-            let event = match deadline {
-                Some(deadline) => tokio::time::timeout_at(deadline, events.recv())
-                    .await
-                    .ok()
-                    .flatten(),
-                None => events.recv().await,
-            }?;
+            let event = next_event(&mut events, deadline).await?;
             let converted = match event.to_watch_event() {
                 WatchEvent::Added(o) => convert(o).await.map(WatchEvent::Added),
                 WatchEvent::Modified(o) => convert(o).await.map(WatchEvent::Modified),
