@@ -293,6 +293,9 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
                 let policy = if st.dependents_of(&dep_uid).is_empty() {
                     Policy::Background
                 } else {
+                    if dependent_deleting_in_foreground(st, &dep_uid) {
+                        unblock_owner_refs(st, &dloc, &dep);
+                    }
                     Policy::Foreground
                 };
                 queue.push_back(Task::Delete(dloc, policy));
@@ -305,7 +308,9 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
             }
         }
         if pending {
-            // The removals queue a re-check of this owner.
+            // A removal queues a re-check of this owner; a dependent that is only marked
+            // (held by finalizers) needs one queued after its deletion.
+            queue.push_back(Task::Recheck(uid.to_string()));
             return;
         }
         if !blocking {
@@ -349,6 +354,36 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
         }
         remove_queued(st, &loc, queue);
     } else {
+        st.put(&loc.res, loc.key.clone(), new);
+    }
+}
+
+/// Whether one of the object's dependents is itself waiting for its dependents (deleting with
+/// the `foregroundDeletion` finalizer): the sign of an ownership cycle.
+fn dependent_deleting_in_foreground(st: &State, uid: &str) -> bool {
+    st.dependents_of(uid).iter().any(|d| {
+        st.by_uid(d).is_some_and(|(_, dep)| {
+            meta::is_deleting(&dep) && meta::finalizers(&dep).iter().any(|f| f == FOREGROUND)
+        })
+    })
+}
+
+/// Makes an object's ownerReferences non-blocking before it is deleted in the foreground, as
+/// the garbage collector does when a dependent of it already waits for its own dependents:
+/// otherwise a cycle of blocking references (a owns b owns c owns a) would hold every member
+/// for ever.
+fn unblock_owner_refs(st: &mut State, loc: &Loc, obj: &Value) {
+    let mut refs = meta::owner_refs(obj);
+    let mut changed = false;
+    for r in &mut refs {
+        if r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true) {
+            r["blockOwnerDeletion"] = Value::Bool(false);
+            changed = true;
+        }
+    }
+    if changed {
+        let mut new = obj.clone();
+        meta::set_meta(&mut new, "ownerReferences", Value::from(refs));
         st.put(&loc.res, loc.key.clone(), new);
     }
 }

@@ -240,6 +240,41 @@ fn foreground_deletion_waits_for_blocking_dependents() {
 }
 
 #[test]
+fn foreground_deletion_is_not_blocked_by_an_ownership_cycle() {
+    // Upstream's e2e "should not be blocked by dependency circle": a owns b owns c owns a, each
+    // reference blocking; deleting one in the foreground removes all three.
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let a = create_cm(&s, "a");
+    let b = s
+        .create(&cms, Some("default"), owned_cm("b", &a, true), &w())
+        .unwrap();
+    let c = s
+        .create(&cms, Some("default"), owned_cm("c", &b, true), &w())
+        .unwrap();
+    let refs = owned_cm("a", &c, true)["metadata"]["ownerReferences"].clone();
+    let patch = json!({"metadata": {"ownerReferences": refs}}).to_string();
+    s.patch(
+        &cms,
+        Some("default"),
+        "a",
+        None,
+        PatchType::Merge,
+        patch.as_bytes(),
+        &w(),
+    )
+    .unwrap();
+    let fg = DeleteOptions {
+        propagation_policy: Some("Foreground".into()),
+        ..Default::default()
+    };
+    s.delete(&cms, Some("default"), "a", &fg).unwrap();
+    for name in ["a", "b", "c"] {
+        assert!(!exists(&s, &cms, Some("default"), name), "{name} is gone");
+    }
+}
+
+#[test]
 fn foreground_without_dependents_removes_at_once() {
     let s = store();
     let cms = res(&s, "", "configmaps");
