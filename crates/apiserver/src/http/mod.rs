@@ -1,5 +1,6 @@
 //! The HTTP layer: authentication, fault injection, routing to discovery or to storage, and
-//! response encoding. Every answer is JSON; every failure is a `metav1.Status`.
+//! response encoding. Answers are JSON, or protobuf or YAML when the client asks; every failure
+//! is a `metav1.Status`.
 //!
 //! - [`request`]: path and query parsing, the options storage takes.
 //! - [`response`]: JSON and `Status` responses, body size limits.
@@ -10,6 +11,7 @@
 //! - [`openapi`]: the OpenAPI documents (with the served kinds' schemas) kubectl reads.
 //! - [`reviews`]: `kubectl auth can-i` / `whoami` (self access and subject reviews).
 //! - [`token_request`]: `serviceaccounts/NAME/token` (`kubectl create token`).
+//! - [`yaml`]: YAML request bodies and answers.
 
 use std::sync::Arc;
 
@@ -37,6 +39,7 @@ pub mod response;
 pub mod reviews;
 pub mod token_request;
 pub mod watch;
+pub mod yaml;
 
 pub use request::{Route, parse_path};
 pub use response::Body;
@@ -131,12 +134,20 @@ where
                 .get(header::ACCEPT)
                 .and_then(|v| v.to_str().ok()),
         );
+    let yaml = matches!(route, Route::Resource(_))
+        && yaml::wants(
+            req.headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok()),
+        );
     let mut resp = match dispatch(&state, route, req).await {
         Ok(resp) => resp,
         Err(err) => response::error(&err),
     };
     if proto {
         resp = protobuf_answer(resp).await;
+    } else if yaml {
+        resp = yaml::answer(resp).await;
     }
     if let Some(warning) = deprecation {
         response::add_warning(&mut resp, &warning);

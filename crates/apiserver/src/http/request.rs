@@ -444,7 +444,7 @@ fn object_only(value: Value) -> Result<Value, ApiError> {
     Ok(value)
 }
 
-/// Decodes a create or update body by its `Content-Type`: JSON (also when unset), or the
+/// Decodes a create or update body by its `Content-Type`: JSON (also when unset), YAML, or the
 /// Kubernetes protobuf envelope for the kinds [`super::protobuf`] knows; 415 for anything else.
 pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     decode(content_type, body, None)
@@ -483,11 +483,12 @@ fn decode(
             }
         },
         "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body),
+        "application/yaml" => super::yaml::decode(body),
         _ => Err(ApiError::new(
             415,
             "UnsupportedMediaType",
             format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf; got {raw}"
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {raw}"
             ),
         )),
     }

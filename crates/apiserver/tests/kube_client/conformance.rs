@@ -191,6 +191,74 @@ async fn a_review_asked_only_as_a_table_is_not_acceptable() {
     assert_eq!(resp.status().as_u16(), 201);
 }
 
+/// YAML is a wire format as JSON and protobuf are: a YAML body creates, `Accept:
+/// application/yaml` answers objects, lists and errors in YAML; the 415 for an unknown body
+/// format lists it.
+#[tokio::test]
+async fn yaml_bodies_and_answers() {
+    let server = server().await;
+    let client = client(&server).await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let send_yaml = |method: &str, uri: &str, content_type: &str, body: &str| {
+        http::Request::builder()
+            .method(method)
+            .uri(uri)
+            .header("content-type", content_type)
+            .header("accept", "application/yaml")
+            .body(kube_client::client::Body::from(body.as_bytes().to_vec()))
+            .unwrap()
+    };
+    let read = |resp: http::Response<kube_client::client::Body>| async move {
+        let status = resp.status().as_u16();
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, ct, String::from_utf8(bytes.to_vec()).unwrap())
+    };
+    let body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  n: '1'\n";
+    let resp = client
+        .send(send_yaml("POST", cms, "application/yaml", body))
+        .await
+        .unwrap();
+    let (status, ct, text) = read(resp).await;
+    assert_eq!((status, ct.as_str()), (201, "application/yaml"), "{text}");
+    assert!(text.starts_with("apiVersion: v1\n") || text.starts_with("kind: ConfigMap\n"));
+    let created: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(created["data"]["n"], "1");
+    assert_eq!(created["metadata"]["name"], "from-yaml");
+
+    let resp = client
+        .send(send_yaml("GET", &format!("{cms}/from-yaml"), "", ""))
+        .await
+        .unwrap();
+    let (status, ct, text) = read(resp).await;
+    assert_eq!((status, ct.as_str()), (200, "application/yaml"));
+    let got: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(got["metadata"]["uid"], created["metadata"]["uid"]);
+
+    let resp = client.send(send_yaml("GET", cms, "", "")).await.unwrap();
+    let (_, ct, text) = read(resp).await;
+    assert_eq!(ct, "application/yaml");
+    let list: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(list["kind"], "ConfigMapList");
+
+    let resp = client
+        .send(send_yaml("GET", &format!("{cms}/absent"), "", ""))
+        .await
+        .unwrap();
+    let (status, ct, text) = read(resp).await;
+    assert_eq!((status, ct.as_str()), (404, "application/yaml"));
+    let status_obj: Value = serde_yaml_ng::from_str(&text).unwrap();
+    assert_eq!(status_obj["reason"], "NotFound");
+
+    let (status, _, body) = send(&client, "POST", cms, "text/plain", "x").await;
+    assert_eq!(status, 415);
+    assert_eq!(
+        body["message"],
+        "the body of the request was in an unknown format - accepted media types include: \
+         application/json, application/yaml, application/vnd.kubernetes.protobuf; got text/plain"
+    );
+}
+
 /// The CRD schema of upstream's field-validation integration test, with
 /// `x-kubernetes-preserve-unknown-fields` on `spec` when `schemaless`.
 fn crd(group: &str, schemaless: bool) -> String {
