@@ -115,6 +115,16 @@ where
     if path.legacy_watch {
         return Err(method_not_allowed());
     }
+    let single = match *method {
+        Method::GET | Method::HEAD => Some(name.is_some()),
+        Method::POST | Method::PUT | Method::PATCH => Some(true),
+        _ => None,
+    };
+    if let Some(single) = single
+        && let Some(err) = metadata_shape_mismatch(&res, header(header::ACCEPT), single)
+    {
+        return Err(err);
+    }
     if res.group.is_empty() && res.plural == "componentstatuses" {
         let answer = super::component_statuses::answer(name)?;
         let answer = match transform_for(state, &res, accept, &query) {
@@ -566,6 +576,48 @@ fn crd_printer_columns(state: &AppState, res: &ResourceInfo) -> Option<Value> {
         .find(|v| v.get("name").and_then(Value::as_str) == Some(res.version.as_str()))?
         .get("additionalPrinterColumns")
         .cloned()
+}
+
+/// A 406 when the metadata conversion `Accept` asks for does not fit the answer's shape:
+/// `PartialObjectMetadataList` for a single object, or `PartialObjectMetadata` for a list (a
+/// watch streams single objects, and takes either). The Go type upstream names is the stored
+/// (internal) one.
+fn metadata_shape_mismatch(
+    res: &ResourceInfo,
+    accept: Option<&str>,
+    single: bool,
+) -> Option<ApiError> {
+    let wanted = accept?
+        .split(',')
+        .flat_map(|range| range.split(';').map(str::trim))
+        .find_map(|p| {
+            p.strip_prefix("as=")
+                .filter(|k| *k == "PartialObjectMetadata" || *k == "PartialObjectMetadataList")
+        })?;
+    let go_type = |list: &str| {
+        if res.custom {
+            return format!("*unstructured.Unstructured{list}");
+        }
+        let package = match res.group.as_str() {
+            "" | "events.k8s.io" => "core",
+            "rbac.authorization.k8s.io" => "rbac",
+            "internal.apiserver.k8s.io" => "apiserverinternal",
+            group => group.split('.').next().unwrap_or(group),
+        };
+        format!("*{package}.{}{list}", res.kind)
+    };
+    let message = match (wanted, single) {
+        ("PartialObjectMetadataList", true) => format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+            go_type("")
+        ),
+        ("PartialObjectMetadata", false) => format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({})",
+            go_type("List")
+        ),
+        _ => return None,
+    };
+    Some(ApiError::new(406, "NotAcceptable", message))
 }
 
 /// Whether every media range of `Accept` asks for a `Table` (`as=Table`), leaving a resource

@@ -259,6 +259,70 @@ async fn yaml_bodies_and_answers() {
     );
 }
 
+/// Metadata conversions fit the answer's shape: `PartialObjectMetadataList` for a single
+/// object, or `PartialObjectMetadata` for a list, is a 406 naming the stored Go type; the right
+/// one (and a watch with either) is answered.
+#[tokio::test]
+async fn a_metadata_conversion_of_the_wrong_shape_is_not_acceptable() {
+    let server = server().await;
+    let client = client(&server).await;
+    let get = |uri: &str, accept: &str| {
+        http::Request::get(uri)
+            .header("accept", accept)
+            .body(kube_client::client::Body::empty())
+            .unwrap()
+    };
+    let meta = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+    let meta_list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+    let answer = |resp: http::Response<kube_client::client::Body>| async move {
+        let status = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice::<Value>(&bytes).unwrap_or(Value::Null),
+        )
+    };
+    let ns = "/api/v1/namespaces/default";
+    let (status, body) = answer(client.send(get(ns, meta_list)).await.unwrap()).await;
+    assert_eq!(status, 406);
+    assert_eq!(body["reason"], "NotAcceptable");
+    assert_eq!(
+        body["message"],
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Namespace)"
+    );
+    let (status, body) = answer(
+        client
+            .send(get("/apis/apps/v1/deployments", meta))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, 406);
+    assert_eq!(
+        body["message"],
+        "you requested PartialObjectMetadata, but the requested object is a list (*apps.DeploymentList)"
+    );
+    let (status, body) = answer(client.send(get(ns, meta)).await.unwrap()).await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (200, Some("PartialObjectMetadata"))
+    );
+    let (status, body) = answer(
+        client
+            .send(get("/api/v1/namespaces", meta_list))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["kind"].as_str()),
+        (200, Some("PartialObjectMetadataList"))
+    );
+    let watch = "/api/v1/namespaces?watch=true&timeoutSeconds=1";
+    let resp = client.send(get(watch, meta)).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+}
+
 /// The CRD schema of upstream's field-validation integration test, with
 /// `x-kubernetes-preserve-unknown-fields` on `spec` when `schemaless`.
 fn crd(group: &str, schemaless: bool) -> String {
