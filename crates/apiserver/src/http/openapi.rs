@@ -207,11 +207,20 @@ fn crd_schema<'a>(crds: &'a [Value], r: &ResourceInfo) -> Option<&'a Value> {
         .pointer("/schema/openAPIV3Schema")
 }
 
-/// A custom kind's schema, wrapped as upstream wraps it.
-fn custom_schema(crds: &[Value], r: &ResourceInfo) -> Value {
+/// A custom kind's schema, wrapped as upstream wraps it. Swagger 2.0 gets what kubectl's
+/// client-side validation copes with (apiextensions' `ToStructuralOpenAPIV2`): a root keeping
+/// unknown fields is a bare `object`, and [`to_v2`] simplifies the rest.
+fn custom_schema(crds: &[Value], r: &ResourceInfo, flavor: Flavor) -> Value {
+    let gvk = json!([{ "group": r.group, "version": r.version, "kind": r.kind }]);
     let mut schema = crd_schema(crds, r)
         .cloned()
         .unwrap_or_else(|| json!({ "type": "object" }));
+    if flavor == Flavor::V2 {
+        if preserves_unknown(&schema) {
+            return json!({ "type": "object", "x-kubernetes-group-version-kind": gvk });
+        }
+        to_v2(&mut schema);
+    }
     let Some(obj) = schema.as_object_mut() else {
         return schema;
     };
@@ -232,17 +241,77 @@ fn custom_schema(crds: &[Value], r: &ResourceInfo) -> Value {
         props.insert("kind".into(), field("kind"));
         props.insert("metadata".into(), field("metadata"));
     }
-    obj.insert(
-        "x-kubernetes-group-version-kind".into(),
-        json!([{ "group": r.group, "version": r.version, "kind": r.kind }]),
-    );
+    obj.insert("x-kubernetes-group-version-kind".into(), gvk);
     schema
+}
+
+fn preserves_unknown(schema: &Value) -> bool {
+    schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
+}
+
+/// A structural schema as Swagger 2.0 publishes it, at every depth: no junctors (`allOf`,
+/// `oneOf`, `anyOf`, `not`); a nullable node untyped, without `items` or `properties`; a node
+/// keeping unknown fields without `items` or `properties` (and untyped when an object); an
+/// array without `items` untyped; nullable properties no longer `required`.
+fn to_v2(schema: &mut Value) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    for junctor in ["allOf", "oneOf", "anyOf", "not"] {
+        obj.remove(junctor);
+    }
+    if obj.remove("nullable") == Some(Value::Bool(true)) {
+        obj.remove("type");
+        obj.remove("items");
+        obj.remove("properties");
+    }
+    let preserve = obj.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    if preserve {
+        obj.remove("items");
+        obj.remove("properties");
+    }
+    let is = |obj: &Map<String, Value>, t: &str| obj.get("type").and_then(Value::as_str) == Some(t);
+    if (is(obj, "array") && !obj.contains_key("items")) || (preserve && is(obj, "object")) {
+        obj.remove("type");
+    }
+    let nullable = |v: &Value| v.get("nullable") == Some(&Value::Bool(true));
+    let nullable_props: Vec<String> = obj
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .filter(|(_, p)| nullable(p))
+                .map(|(k, _)| k.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    let nullable_values = obj.get("additionalProperties").is_some_and(nullable);
+    if let Some(Value::Array(required)) = obj.get_mut("required") {
+        required.retain(|f| {
+            !f.as_str()
+                .is_some_and(|f| nullable_props.iter().any(|p| p == f))
+        });
+    }
+    if nullable_values || obj.get("required").is_some_and(|r| r == &json!([])) {
+        obj.remove("required");
+    }
+    if let Some(Value::Object(props)) = obj.get_mut("properties") {
+        props.values_mut().for_each(to_v2);
+    }
+    if let Some(items) = obj.get_mut("items") {
+        to_v2(items);
+    }
+    if let Some(extra @ Value::Object(_)) = obj.get_mut("additionalProperties") {
+        to_v2(extra);
+    }
 }
 
 /// The schemas of one group version's kinds (refs `#/$defs/...`), and each kind's name.
 fn schemas(
     served: &[&ResourceInfo],
     crds: &[Value],
+    flavor: Flavor,
 ) -> (BTreeMap<String, Value>, HashMap<String, String>) {
     let mut out = BTreeMap::new();
     let mut names = HashMap::new();
@@ -250,7 +319,7 @@ fn schemas(
     for r in served {
         if r.custom {
             let name = custom_name(r);
-            out.insert(name.clone(), custom_schema(crds, r));
+            out.insert(name.clone(), custom_schema(crds, r, flavor));
             roots.push(OBJECT_META.to_string());
             names.insert(r.kind.clone(), name);
         } else if let Some(k) = builtin::kind(&r.group, &r.version, &r.kind) {
@@ -392,7 +461,7 @@ struct Document {
 }
 
 fn build_v3(served: &[&ResourceInfo], crds: &[Value]) -> Document {
-    let (mut schemas, names) = schemas(served, crds);
+    let (mut schemas, names) = schemas(served, crds, Flavor::V3);
     for s in schemas.values_mut() {
         rewrite_refs(s, Flavor::V3.prefix(), true);
     }
@@ -477,7 +546,7 @@ pub fn v3_group_version(
 /// `definitions`.
 pub fn v2(resources: &[ResourceInfo], crds: &[Value]) -> Value {
     let served: Vec<&ResourceInfo> = resources.iter().collect();
-    let (mut defs, names) = schemas(&served, crds);
+    let (mut defs, names) = schemas(&served, crds, Flavor::V2);
     for s in defs.values_mut() {
         rewrite_refs(s, Flavor::V2.prefix(), false);
     }
@@ -662,6 +731,43 @@ mod tests {
             before["paths"]["apis/example.com/v1"],
             after["paths"]["apis/example.com/v1"]
         );
+    }
+
+    #[test]
+    fn v2_simplifies_custom_schemas_as_upstream() {
+        let preserving = json!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true });
+        let mut c = crd(json!({}));
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = preserving.clone();
+        let doc = v2(&[widget()], &[c.clone()]);
+        assert_eq!(
+            doc["definitions"]["com.example.v1.Widget"],
+            json!({ "type": "object", "x-kubernetes-group-version-kind":
+                [{ "group": "example.com", "version": "v1", "kind": "Widget" }] })
+        );
+        // Version 3 publishes the schema as written, with the object's fields.
+        let v3 = v3_group_version(&[widget()], &[c], "example.com", "v1").unwrap();
+        let w = &v3["components"]["schemas"]["com.example.v1.Widget"];
+        assert_eq!(w["x-kubernetes-preserve-unknown-fields"], true);
+        assert_eq!(w["properties"]["kind"]["type"], "string");
+
+        let doc = v2(
+            &[widget()],
+            &[crd(json!({
+                "free": { "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                          "properties": { "a": { "type": "string" } } },
+                "maybe": { "type": "string", "nullable": true },
+                "list": { "type": "array", "nullable": true, "items": { "type": "string" } },
+                "either": { "type": "string", "oneOf": [{ "format": "ipv4" }, { "format": "ipv6" }] },
+            }))],
+        );
+        let spec = &doc["definitions"]["com.example.v1.Widget"]["properties"]["spec"]["properties"];
+        assert_eq!(
+            spec["free"],
+            json!({ "x-kubernetes-preserve-unknown-fields": true })
+        );
+        assert_eq!(spec["maybe"], json!({}));
+        assert_eq!(spec["list"], json!({}));
+        assert_eq!(spec["either"], json!({ "type": "string" }));
     }
 
     #[test]
