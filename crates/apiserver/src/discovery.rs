@@ -67,23 +67,49 @@ fn subresources(r: &ResourceInfo) -> Vec<Subresource> {
     subs
 }
 
-/// The `/version` document.
-pub fn version() -> Value {
-    json!({
-        "major": "1",
-        "minor": "33",
-        "emulationMajor": "1",
-        "emulationMinor": "33",
-        "minCompatibilityMajor": "1",
-        "minCompatibilityMinor": "32",
-        "gitVersion": GIT_VERSION,
-        "gitCommit": "0000000000000000000000000000000000000000",
-        "gitTreeState": "clean",
-        "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.24.0",
-        "compiler": "gc",
-        "platform": format!("{}/{}", std::env::consts::OS, go_arch()),
-    })
+/// The `/version` answer as kube-apiserver writes it: `version.Info`'s fields in order, always
+/// indented by two spaces (it is written raw, not negotiated).
+pub fn version_body() -> Vec<u8> {
+    serde_json::to_vec_pretty(&VersionInfo::current()).unwrap_or_default()
+}
+
+/// apimachinery's `version.Info`.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct VersionInfo {
+    major: &'static str,
+    minor: &'static str,
+    emulation_major: &'static str,
+    emulation_minor: &'static str,
+    min_compatibility_major: &'static str,
+    min_compatibility_minor: &'static str,
+    git_version: &'static str,
+    git_commit: &'static str,
+    git_tree_state: &'static str,
+    build_date: &'static str,
+    go_version: &'static str,
+    compiler: &'static str,
+    platform: String,
+}
+
+impl VersionInfo {
+    fn current() -> Self {
+        VersionInfo {
+            major: "1",
+            minor: "33",
+            emulation_major: "1",
+            emulation_minor: "33",
+            min_compatibility_major: "1",
+            min_compatibility_minor: "32",
+            git_version: GIT_VERSION,
+            git_commit: "0000000000000000000000000000000000000000",
+            git_tree_state: "clean",
+            build_date: "2026-01-01T00:00:00Z",
+            go_version: "go1.24.0",
+            compiler: "gc",
+            platform: format!("{}/{}", std::env::consts::OS, go_arch()),
+        }
+    }
 }
 
 fn go_arch() -> &'static str {

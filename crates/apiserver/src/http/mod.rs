@@ -33,6 +33,7 @@ mod duplicates;
 mod health;
 pub mod objects;
 pub mod openapi;
+mod pretty;
 pub mod protobuf;
 pub mod request;
 pub mod response;
@@ -134,6 +135,7 @@ where
                 .get(header::ACCEPT)
                 .and_then(|v| v.to_str().ok()),
         );
+    let pretty = pretty::wanted(req.uri().query(), req.headers());
     let yaml = matches!(route, Route::Resource(_))
         && yaml::wants(
             req.headers()
@@ -148,6 +150,8 @@ where
         resp = protobuf_answer(resp).await;
     } else if yaml {
         resp = yaml::answer(resp).await;
+    } else if pretty {
+        resp = pretty::answer(resp).await;
     }
     if let Some(warning) = deprecation {
         response::add_warning(&mut resp, &warning);
@@ -293,7 +297,14 @@ where
             );
             return Ok(resp);
         }
-        Route::Version => discovery::version(),
+        Route::Version => {
+            let body = discovery::version_body();
+            return Ok(response::bytes_response(
+                200,
+                "application/json",
+                body.into(),
+            ));
+        }
         Route::CoreApi | Route::Apis => {
             if let Some(v) = discovery::wants_aggregated(accept) {
                 let doc = discovery::aggregated(&resources(), route == Route::CoreApi, v);

@@ -32,8 +32,9 @@ pub fn json(status: u16, body: &Value) -> Response<Body> {
 }
 
 /// A response with a built-in object (or a list of them) in `body`, its fields in the order
-/// kube-apiserver encodes its Go structs: `kind`, `apiVersion`, `metadata`, then `spec`,
-/// `status` and a list's `items` (each item likewise), then the other fields by name. Custom
+/// kube-apiserver encodes its Go structs: `kind`, `apiVersion`, `metadata` (its own fields in
+/// `ObjectMeta`'s order), then `spec`, `status` and a list's `items` (each item likewise), then
+/// the other fields by name. Custom
 /// objects are unstructured maps upstream, which encode with their keys sorted: [`json`].
 pub fn builtin_json(status: u16, body: &Value) -> Response<Body> {
     let mut bytes = Vec::with_capacity(1024);
@@ -63,6 +64,7 @@ impl serde::Serialize for GoOrder<'_> {
                     let items: Vec<GoOrder<'_>> = items.iter().map(GoOrder).collect();
                     out.serialize_entry(key, &items)?;
                 }
+                Some(v) if key == "metadata" => out.serialize_entry(key, &MetaOrder(v))?,
                 Some(v) => out.serialize_entry(key, v)?,
                 None => {}
             }
@@ -70,6 +72,53 @@ impl serde::Serialize for GoOrder<'_> {
         for (k, v) in map
             .iter()
             .filter(|(k, _)| !GO_LEADING.contains(&k.as_str()))
+        {
+            out.serialize_entry(k, v)?;
+        }
+        out.end()
+    }
+}
+
+/// The fields of `ObjectMeta` and `ListMeta` in their Go structs' order (the two share
+/// `selfLink` and `resourceVersion`, in the same relative order).
+const META_ORDER: [&str; 17] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "continue",
+    "remainingItemCount",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// Serializes an object's `metadata` in [`META_ORDER`], any other field after them by name.
+struct MetaOrder<'a>(&'a Value);
+
+impl serde::Serialize for MetaOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(map) = self.0 else {
+            return self.0.serialize(s);
+        };
+        let mut out = s.serialize_map(Some(map.len()))?;
+        for key in META_ORDER {
+            if let Some(v) = map.get(key) {
+                out.serialize_entry(key, v)?;
+            }
+        }
+        for (k, v) in map
+            .iter()
+            .filter(|(k, _)| !META_ORDER.contains(&k.as_str()))
         {
             out.serialize_entry(k, v)?;
         }

@@ -323,6 +323,53 @@ async fn a_metadata_conversion_of_the_wrong_shape_is_not_acceptable() {
     assert_eq!(resp.status().as_u16(), 200);
 }
 
+/// Answers are indented for `curl` (and browsers, `Wget`) and for `?pretty=true`, compact
+/// otherwise; `/version` is always indented, in `version.Info`'s field order.
+#[tokio::test]
+async fn pretty_answers_for_command_line_tools() {
+    let server = server().await;
+    let client = client(&server).await;
+    let get = |uri: &str, agent: &str| {
+        let req = http::Request::get(uri)
+            .header("user-agent", agent)
+            .body(kube_client::client::Body::empty())
+            .unwrap();
+        let client = client.clone();
+        async move {
+            let resp = client.send(req).await.unwrap();
+            let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+            String::from_utf8(bytes.to_vec()).unwrap()
+        }
+    };
+    let ns = "/api/v1/namespaces/default";
+    let text = get(ns, "curl/8.5.0").await;
+    assert!(
+        text.starts_with("{\n  \"kind\": \"Namespace\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {\n    \"name\": \"default\","),
+        "{text}"
+    );
+    assert!(!get(ns, "kube-rs").await.contains('\n'));
+    assert!(
+        !get(&format!("{ns}?pretty=false"), "curl/8.5.0")
+            .await
+            .contains('\n')
+    );
+    assert!(
+        get(&format!("{ns}?pretty=true"), "kube-rs")
+            .await
+            .contains("\n  \"kind\": ")
+    );
+    let missing = get("/api/v1/namespaces/absent", "Wget/1.21").await;
+    assert!(
+        missing.contains("\n  \"reason\": \"NotFound\""),
+        "{missing}"
+    );
+    let version = get("/version", "kube-rs").await;
+    assert!(
+        version.starts_with("{\n  \"major\": \"1\",\n  \"minor\": \"33\",\n  \"emulationMajor\""),
+        "{version}"
+    );
+}
+
 /// The CRD schema of upstream's field-validation integration test, with
 /// `x-kubernetes-preserve-unknown-fields` on `spec` when `schemaless`.
 fn crd(group: &str, schemaless: bool) -> String {
