@@ -95,6 +95,7 @@ pub mod server;
 pub mod storage;
 pub mod table;
 pub mod tls;
+mod uid;
 pub mod user;
 pub(crate) mod validation;
 pub(crate) mod webhook_client;

@@ -43,6 +43,7 @@
 //! webhook makes outside the subresource a request writes (the spec, on a `status` write)
 //! are dropped, as this server's subresource writes keep only their own part.
 
+use crate::uid::new_uid;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -250,20 +251,6 @@ fn forbidden(attrs: &Attributes<'_>, why: &str) -> ApiError {
         ),
     )
     .with_details(details)
-}
-
-/// A new request uid.
-fn new_uid() -> String {
-    let b: [u8; 16] = rand::random();
-    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-4{}-a{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[13..16],
-        &hex[17..20],
-        &hex[20..32]
-    )
 }
 
 /// The AdmissionReview sent for `attrs` as `inv` sees it. `options` is the request's

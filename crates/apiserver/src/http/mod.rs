@@ -75,7 +75,33 @@ impl std::fmt::Debug for AppState {
 /// the anonymous user), its impersonation headers honoured when the user may impersonate,
 /// authorized (upstream's 403 when refused), and then carries its user as an
 /// `Arc<UserInfo>` extension to the handlers.
-pub async fn handle<B>(state: Arc<AppState>, mut req: Request<B>) -> Response<Body>
+///
+/// Every answer carries the headers kube-apiserver's filters add: `Audit-Id` (the request's
+/// own when it sent one, else a new UUID) and `Cache-Control: no-cache, private`.
+pub async fn handle<B>(state: Arc<AppState>, req: Request<B>) -> Response<Body>
+where
+    B: hyper::body::Body + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let audit_id = req
+        .headers()
+        .get("audit-id")
+        .filter(|v| !v.is_empty())
+        .cloned()
+        .or_else(|| http::HeaderValue::from_str(&crate::uid::new_uid()).ok());
+    let mut resp = handle_request(state, req).await;
+    let headers = resp.headers_mut();
+    if let Some(id) = audit_id {
+        headers.insert("audit-id", id);
+    }
+    headers.insert(
+        header::CACHE_CONTROL,
+        http::HeaderValue::from_static("no-cache, private"),
+    );
+    resp
+}
+
+async fn handle_request<B>(state: Arc<AppState>, mut req: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,

@@ -109,22 +109,7 @@ pub(crate) fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
     set_meta(obj, "finalizers", value);
 }
 
-/// A new random (version 4) UUID in its text form (`8-4-4-4-12` lowercase hex digits).
-pub(crate) fn new_uid() -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut b: [u8; 16] = rand::random();
-    b[6] = (b[6] & 0x0f) | 0x40;
-    b[8] = (b[8] & 0x3f) | 0x80;
-    let mut out = String::with_capacity(36);
-    for (i, x) in b.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        out.push(HEX[usize::from(x >> 4)] as char);
-        out.push(HEX[usize::from(x & 0xf)] as char);
-    }
-    out
-}
+pub(crate) use crate::uid::new_uid;
 
 /// Now, as RFC 3339 with second precision (`2024-01-02T03:04:05Z`), as `metav1.Time` is sent.
 pub(crate) fn now() -> String {

@@ -370,6 +370,39 @@ async fn pretty_answers_for_command_line_tools() {
     );
 }
 
+/// Every answer carries an `Audit-Id` (the client's own when it sends one) and
+/// `Cache-Control: no-cache, private`, errors included.
+#[tokio::test]
+async fn answers_carry_audit_id_and_cache_control() {
+    let server = server().await;
+    let client = client(&server).await;
+    let get = |uri: &str, audit: Option<&str>| {
+        let mut req = http::Request::get(uri);
+        if let Some(id) = audit {
+            req = req.header("audit-id", id);
+        }
+        client.send(req.body(kube_client::client::Body::empty()).unwrap())
+    };
+    for uri in [
+        "/api/v1/namespaces/default",
+        "/api/v1/namespaces/absent",
+        "/version",
+    ] {
+        let resp = get(uri, None).await.unwrap();
+        let id = resp.headers()["audit-id"].to_str().unwrap().to_string();
+        assert_eq!((id.len(), &id[14..15]), (36, "4"), "{uri}: {id}");
+        assert_eq!(
+            resp.headers()["cache-control"],
+            "no-cache, private",
+            "{uri}"
+        );
+    }
+    let resp = get("/api/v1/namespaces", Some("my-audit-id"))
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["audit-id"], "my-audit-id");
+}
+
 /// The CRD schema of upstream's field-validation integration test, with
 /// `x-kubernetes-preserve-unknown-fields` on `spec` when `schemaless`.
 fn crd(group: &str, schemaless: bool) -> String {
