@@ -26,11 +26,12 @@
 //! that is not structural is a 422 on the CRD itself, with the errors' paths relative to
 //! `spec.versions[i].schema.openAPIV3Schema`.
 //!
-//! Validation includes the CEL rules of `x-kubernetes-validations` (module `cel`): they are
+//! Validation includes the CEL rules of `x-kubernetes-validations` (module
+//! `validation_rules`, on the CEL engine of [`crate::cel`]): they are
 //! compiled by [`from_value`](StructuralSchema::from_value), which refuses, as a real server
 //! does, a rule that does not parse, nests deeper than 250 levels, does not type-check against the schema of its node
-//! (`check`: undefined fields, operators on the wrong types, a result that is not a `bool`)
-//! or whose estimated cost is over budget (`cost`: 10M per rule, 100M per schema, sized by
+//! (`cel::check`: undefined fields, operators on the wrong types, a result that is not a
+//! `bool`) or whose estimated cost is over budget (`cel::cost`: 10M per rule, 100M per schema, sized by
 //! `maxItems`, `maxProperties` and `maxLength`), and evaluated by
 //! [`validate`](StructuralSchema::validate), and on
 //! update by [`validate_update`](StructuralSchema::validate_update), which also runs the
@@ -61,21 +62,18 @@
 //! ```
 
 pub mod builtin;
-pub(crate) mod cel;
-mod cel_lib;
-mod check;
-mod cost;
 mod crd_rules;
+pub(crate) mod decl;
 pub mod decode;
 mod format;
 mod node;
 mod path;
 mod prune;
-pub(crate) mod rule;
-mod runtime_cost;
+mod rule;
 #[cfg(test)]
 mod tests;
 mod validate;
+mod validation_rules;
 
 use std::fmt;
 
@@ -168,7 +166,7 @@ impl StructuralSchema {
         let root = Node::parse(schema, "", &mut errors);
         if errors.is_empty() {
             check_defaults(&root, "", "", &mut errors);
-            cel::check_field_paths(&root, "", &mut errors);
+            validation_rules::check_field_paths(&root, "", &mut errors);
         }
         if errors.is_empty() {
             crd_rules::check_schema(&root, base, &mut errors);
@@ -218,7 +216,7 @@ impl StructuralSchema {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
         if !blocks_rules(&errors) {
-            cel::validate(&self.root, obj, None, "", &mut errors);
+            validation_rules::validate(&self.root, obj, None, "", &mut errors);
         }
         errors
     }
@@ -254,7 +252,7 @@ impl StructuralSchema {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
         if !blocks_rules(&errors) {
-            cel::validate(&self.root, obj, Some(old), "", &mut errors);
+            validation_rules::validate(&self.root, obj, Some(old), "", &mut errors);
         }
         errors
     }
