@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Warnings;
 use super::convert::{to_version, to_version_shared};
 use super::meta;
+use super::options::Warnings;
 use super::store::{Data, Registry, State, res_key};
 use crate::admission::{self, Attributes, Operation, policy, webhook};
 use crate::error::ApiError;

@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 
 use super::convert::{self, to_version};
 use super::gc::{self, Task};
+use super::options::WriteOptions;
 use super::store::{ObjKey, State, obj_key, res_key};
-use super::{WriteOptions, admit, crd, meta, rules};
+use super::{admit, crd, meta, rules};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
@@ -578,7 +579,7 @@ pub(crate) fn current(
         Some("status") if res.status_subresource => {}
         Some("scale") if res.scale.is_some() => {}
         Some(sub) if rules::own_update_subresource(res, sub) => {}
-        Some(_) => return Err(super::not_served()),
+        Some(_) => return Err(super::options::not_served()),
     }
     st.get(&res_key(res), key)
         .cloned()

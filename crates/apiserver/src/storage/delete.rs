@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 
 use super::convert::to_version;
 use super::gc::{Outcome, Policy, delete_one, finalizers_for, held_by_spec, marked, run_queue};
+use super::options::{DeleteOptions, ListOptions};
 use super::rules::SYSTEM_NAMESPACES;
 use super::store::{Loc, State, obj_key, res_key};
-use super::{DeleteOptions, ListOptions, admit, meta, select::Selection};
+use super::{admit, meta, select::Selection};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
