@@ -7,8 +7,8 @@
 
 use cel::Program;
 
-use super::FieldError;
 use super::decl::decl_of;
+use super::error::FieldError;
 use super::node::{ListType, Node};
 use crate::cel::check::{MAX_REQUEST_SIZE_BYTES, TypeError};
 use crate::cel::cost::PER_CRD_LIMIT;
@@ -184,7 +184,7 @@ fn check_node(
                     "FieldValueInvalid",
                     format!(
                         "Invalid value: {}: oldSelf cannot be used on the uncorrelatable portion of the schema within {}",
-                        super::quote(&rule.source),
+                        super::error::quote(&rule.source),
                         at_crd.full(within)
                     ),
                 ));

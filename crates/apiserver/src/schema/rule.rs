@@ -14,7 +14,7 @@ use std::sync::Arc;
 use cel::Program;
 use serde_json::{Map, Value};
 
-use super::FieldError;
+use super::error::FieldError;
 use crate::cel::parse::{error_at, free_idents, parse};
 /// One `x-kubernetes-validations` entry, compiled.
 pub(crate) struct Rule {
@@ -55,7 +55,7 @@ pub(super) const REASONS: [&str; 4] = [
 /// Go's `%#v` of an `apiextensions.ValidationRule`, the value upstream prints in a CRD's
 /// rule errors.
 pub(super) fn go_rule(m: &Map<String, Value>) -> String {
-    let s = |k: &str| super::quote(m.get(k).and_then(Value::as_str).unwrap_or(""));
+    let s = |k: &str| super::error::quote(m.get(k).and_then(Value::as_str).unwrap_or(""));
     let reason = match m.get("reason").and_then(Value::as_str) {
         Some(r) => format!("\"{r}\""),
         None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
@@ -172,13 +172,14 @@ pub(crate) fn parse_rules(
             Some(r) => match REASONS.iter().find(|x| **x == r) {
                 Some(x) => x,
                 None => {
-                    let supported: Vec<String> = REASONS.iter().map(|x| super::quote(x)).collect();
+                    let supported: Vec<String> =
+                        REASONS.iter().map(|x| super::error::quote(x)).collect();
                     errors.push(FieldError::new(
                         &format!("{here}.reason"),
                         "FieldValueNotSupported",
                         format!(
                             "Unsupported value: {}: supported values: {}",
-                            super::quote(&r),
+                            super::error::quote(&r),
                             supported.join(", ")
                         ),
                     ));

@@ -33,8 +33,8 @@ use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Value as Cel};
 use serde_json::Value;
 
-use super::FieldError;
 use super::decl::decl_of;
+use super::error::FieldError;
 use super::node::{Additional, ListType, Node};
 use super::rule::Rule;
 use crate::cel::check::{Decl, check};
@@ -58,7 +58,7 @@ pub(crate) fn check_field_paths(node: &Node, path: &str, errors: &mut Vec<FieldE
                 "FieldValueInvalid",
                 format!(
                     "Invalid value: {}: fieldPath must be a valid path: {why}",
-                    super::quote(fp)
+                    super::error::quote(fp)
                 ),
             ));
         }
@@ -222,13 +222,13 @@ fn walk(
                             Charge::OutOfBudget => "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string(),
                             Charge::OverCallLimit => format!(
                                 "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
-                                super::quote(rule.message_source.as_deref().unwrap_or_default())
+                                super::error::quote(rule.message_source.as_deref().unwrap_or_default())
                             ),
                         };
                         Err(Some(FieldError::new(
                             field,
                             "FieldValueInvalid",
-                            format!("Invalid value: {}: {detail}", super::quote(&ty)),
+                            format!("Invalid value: {}: {detail}", super::error::quote(&ty)),
                         )))
                     };
                     if check_rule(rule, node, v, old, path, &mut message_meter, errors) {
@@ -242,7 +242,7 @@ fn walk(
                         "FieldValueInvalid",
                         format!(
                             "Invalid value: {}: validation failed due to running out of cost budget, no further validation rules will be run",
-                            super::quote(&type_of(node, v))
+                            super::error::quote(&type_of(node, v))
                         ),
                     ));
                     return;
@@ -253,7 +253,7 @@ fn walk(
                         "FieldValueInvalid",
                         format!(
                             "Invalid value: {}: 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                            super::quote(&type_of(node, v)),
+                            super::error::quote(&type_of(node, v)),
                             rule.error_string()
                         ),
                     ));
@@ -372,7 +372,7 @@ fn check_rule(
             "FieldValueInvalid",
             format!(
                 "Invalid value: {}: rule did not evaluate to a bool: {other:?}",
-                super::quote(&ty)
+                super::error::quote(&ty)
             ),
         )),
         Err(e) => {
@@ -397,7 +397,7 @@ fn check_rule(
             errors.push(FieldError::new(
                 &field,
                 "FieldValueInvalid",
-                format!("Invalid value: {}: {detail}", super::quote(&ty)),
+                format!("Invalid value: {}: {detail}", super::error::quote(&ty)),
             ))
         }
     }
@@ -459,8 +459,8 @@ fn field_error(field: &str, reason: &'static str, ty: &str, detail: &str) -> Fie
     let message = match reason {
         "FieldValueForbidden" => format!("Forbidden: {detail}"),
         "FieldValueRequired" => format!("Required value: {detail}"),
-        "FieldValueDuplicate" => format!("Duplicate value: {}", super::quote(ty)),
-        _ => format!("Invalid value: {}: {detail}", super::quote(ty)),
+        "FieldValueDuplicate" => format!("Duplicate value: {}", super::error::quote(ty)),
+        _ => format!("Invalid value: {}: {detail}", super::error::quote(ty)),
     };
     FieldError::new(field, reason, message)
 }

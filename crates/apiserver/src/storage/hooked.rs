@@ -32,8 +32,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::admit::{self, Webhooks};
+use super::handle::Storage;
 use super::options::{DeleteOptions, FieldValidation, ListOptions, PatchType, WriteOptions};
-use super::{Storage, commit, meta, scale};
+use super::{commit, meta, scale};
 use crate::admission::webhook::{self, Caller, Request};
 use crate::admission::{Attributes, Operation};
 use crate::error::ApiError;

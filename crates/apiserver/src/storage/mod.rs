@@ -93,6 +93,7 @@ mod delete;
 mod events;
 mod evict;
 mod gc;
+mod handle;
 mod hooked;
 mod meta;
 mod options;
@@ -117,6 +118,7 @@ use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
+pub use handle::Storage;
 pub(crate) use hooked::Write;
 pub(crate) use options::apply_patch;
 use options::not_served;
@@ -128,12 +130,6 @@ pub(crate) use shared::Frame;
 pub use shared::{SharedEvent, SharedWatch};
 use store::State;
 pub(crate) use webhook::Conversion;
-
-/// The object store. Cheap to clone; clones share the same data.
-#[derive(Clone)]
-pub struct Storage {
-    state: Arc<Mutex<State>>,
-}
 
 impl std::fmt::Debug for Storage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
