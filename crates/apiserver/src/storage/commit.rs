@@ -143,24 +143,6 @@ fn scope_namespace(
     Ok(ns.to_string())
 }
 
-/// Namespace lifecycle: the namespace must exist (404) and not be terminating (403).
-fn check_namespace_open(st: &State, ns: &str) -> Result<(), ApiError> {
-    let Some(nsobj) = st.get("namespaces", &(String::new(), ns.to_string())) else {
-        return Err(ApiError::not_found("namespaces", ns));
-    };
-    if meta::is_deleting(nsobj) {
-        return Err(ApiError::new(
-            403,
-            "Forbidden",
-            format!(
-                "unable to create new content in namespace {ns} because it is being terminated"
-            ),
-        )
-        .with_details(json!({"name": ns, "kind": "namespaces"})));
-    }
-    Ok(())
-}
-
 /// `metadata.<field>` when set to something other than `null`, taken out of `obj`.
 fn take_meta(obj: &mut Value, field: &str) -> Option<Value> {
     obj.get_mut("metadata")?
@@ -318,9 +300,6 @@ pub(crate) fn commit_create(
         name,
         next_ip,
     } = prepared;
-    if res.namespaced {
-        check_namespace_open(st, &ns)?;
-    }
     if res.custom
         && st
             .get(gc::CRD_KEY, &(String::new(), res_key(res)))

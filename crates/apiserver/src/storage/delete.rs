@@ -78,15 +78,7 @@ pub(crate) fn delete(
         return Err(ApiError::conflict(&gr, name, &why));
     }
     let policy = Policy::parse(opts.propagation_policy.as_deref())?;
-    if res.group.is_empty() && res.plural == "namespaces" && SYSTEM_NAMESPACES[..3].contains(&name)
-    {
-        return Err(ApiError::new(
-            403,
-            "Forbidden",
-            format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
-        )
-        .with_details(json!({"name": name, "kind": "namespaces"})));
-    }
+    // The immortal namespaces are refused by the admission chain (NamespaceLifecycle).
     admit::admit(
         st,
         res,

@@ -65,7 +65,8 @@
 //! ClusterRole aggregation, is run by `Storage::with` after any write that changed a
 //! ClusterRole), which store through `store.rs` (data, resourceVersion, the last change of
 //! each resource, indexes, snapshots) and `events.rs` (committed events,
-//! window, fan-out to watchers). Admission: `admit.rs` calls `crate::admission` from every
+//! window, fan-out to watchers). Admission: `admit.rs` runs the admission chain
+//! (`crate::admission::chain`: NamespaceLifecycle, ValidatingAdmissionPolicy) from every
 //! commit (create, update, delete, delete collection) once the object is final, with the
 //! store as its `Lookup`; `hooked.rs` is the async write path taken when admission webhooks
 //! are configured (dry run, webhooks outside the lock, exact commit with a resourceVersion
