@@ -2,6 +2,8 @@
 //! validated, and before it is stored. Each admission plugin lives in its own file under
 //! `admission/`:
 //!
+//! - `lifecycle`: NamespaceLifecycle: no content created in a namespace that does not exist
+//!   (404) or is being terminated (403), and the immortal namespaces never deleted (403).
 //! - `policy`: ValidatingAdmissionPolicy and its Binding (`admissionregistration.k8s.io/v1`),
 //!   the CEL policies upstream's `plugin/policy/validating` enforces: `matchConstraints` and
 //!   the binding's `matchResources`, `matchConditions`, `paramKind`/`paramRef`, `variables`,
@@ -21,8 +23,9 @@
 //! storage layer keeps a [`policy::Cache`] so that a policy's CEL is compiled once per
 //! resourceVersion, not once per write.
 //!
-//! Policies run synchronously inside the write, under the store's lock. Webhooks cannot (a
-//! call is a network round trip): when a webhook configuration is stored, the HTTP layer
+//! The in-process plugins ([`Plugin`]s: NamespaceLifecycle, then ValidatingAdmissionPolicy)
+//! run in [`chain`]'s order synchronously inside the write, under the store's lock. Webhooks
+//! cannot (a call is a network round trip): when a webhook configuration is stored, the HTTP layer
 //! takes the storage's async write path (`storage/hooked.rs`), which computes the write as a
 //! dry run, calls [`webhook::mutate`] and [`webhook::validate`] outside the lock with a
 //! snapshot of the store as their [`Lookup`], and commits the final object with the
@@ -34,6 +37,8 @@
 //! are never subject to admission, as upstream exempts them, so that no policy can lock the
 //! server's configuration.
 
+pub(crate) mod chain;
+pub(crate) mod lifecycle;
 pub(crate) mod policy;
 pub(crate) mod webhook;
 
@@ -41,6 +46,7 @@ use std::sync::{Arc, LazyLock};
 
 use serde_json::Value;
 
+use crate::error::ApiError;
 use crate::user::UserInfo;
 
 /// The user of writes that name none (the server's own, and direct storage use): the admin.
@@ -123,6 +129,18 @@ impl Attributes<'_> {
                     | "mutatingwebhookconfigurations"
             )
     }
+}
+
+/// An admission plugin run inside the write (upstream's `admission.Interface` with its
+/// `ValidationInterface`): it says which operations it handles, and validates a request once
+/// its object is final, answering the warnings the write carries or the error that refuses
+/// it. The plugins run in [`chain`]'s fixed order.
+pub(crate) trait Plugin {
+    /// Whether the plugin acts on `operation` (upstream's `Handles`).
+    fn handles(&self, operation: Operation) -> bool;
+    /// The validating phase: the request's warnings, or the error that refuses it.
+    fn validate(&self, attrs: &Attributes<'_>, store: &dyn Lookup)
+    -> Result<Vec<String>, ApiError>;
 }
 
 /// The store, as admission reads it.

@@ -34,89 +34,15 @@ pub mod shape;
 mod tests;
 pub mod update;
 pub mod walk;
+mod writer;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-pub use apply::{Conflict, apply};
+pub use apply::{Conflict, Error, apply};
 pub use update::record_update;
+pub use writer::Writer;
 
 use crate::error::ApiError;
-
-/// Who writes, through what, and when.
-#[derive(Clone, Copy, Debug)]
-pub struct Writer<'a> {
-    /// The field manager.
-    pub manager: &'a str,
-    /// `Some("status")` or `Some("scale")` for writes through a subresource.
-    pub subresource: Option<&'a str>,
-    /// The `apiVersion` the request spoke.
-    pub api_version: &'a str,
-    /// The time to stamp changed entries with (RFC 3339, seconds).
-    pub now: &'a str,
-}
-
-/// Why an apply failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Error {
-    /// Fields the apply would change are owned by other managers (409 Conflict).
-    #[error("{}", conflict_message(.0))]
-    Conflicts(Vec<Conflict>),
-    /// The configuration's lists do not fit their schema (422).
-    #[error("{0}")]
-    Shape(#[from] walk::WalkError),
-}
-
-/// The message the real server gives a failed apply: one conflict on one line, several
-/// grouped by manager (managers sorted).
-fn conflict_message(conflicts: &[Conflict]) -> String {
-    if let [c] = conflicts {
-        return format!(
-            "Apply failed with 1 conflict: conflict with {}: {}",
-            c.manager, c.field
-        );
-    }
-    let mut managers: Vec<&str> = conflicts.iter().map(|c| c.manager.as_str()).collect();
-    managers.sort_unstable();
-    managers.dedup();
-    let mut lines = Vec::new();
-    for m in managers {
-        lines.push(format!("conflicts with {m}:"));
-        for c in conflicts.iter().filter(|c| c.manager == m) {
-            lines.push(format!("- {}", c.field));
-        }
-    }
-    format!(
-        "Apply failed with {} conflicts: {}",
-        conflicts.len(),
-        lines.join("\n")
-    )
-}
-
-impl From<Error> for ApiError {
-    fn from(e: Error) -> Self {
-        match &e {
-            Error::Conflicts(list) => {
-                let causes: Vec<Value> = list
-                    .iter()
-                    .map(|c| {
-                        json!({
-                            "type": "FieldManagerConflict",
-                            "message": format!("conflict with {}", c.manager),
-                            "field": c.field,
-                        })
-                    })
-                    .collect();
-                ApiError::new(409, "Conflict", e.to_string())
-                    .with_details(json!({ "causes": causes }))
-            }
-            Error::Shape(_) => ApiError::new(
-                422,
-                "Invalid",
-                format!("failed to create typed patch object: {e}"),
-            ),
-        }
-    }
-}
 
 /// The default field manager of a request without `fieldManager`: the user agent up to its
 /// first `/`, printable characters only, at most 128 bytes (as the real server derives it).

@@ -81,6 +81,7 @@
 
 pub(crate) mod admission;
 pub mod auth;
+pub(crate) mod cel;
 pub(crate) mod conversion;
 pub mod discovery;
 pub mod error;

@@ -26,11 +26,12 @@
 //! that is not structural is a 422 on the CRD itself, with the errors' paths relative to
 //! `spec.versions[i].schema.openAPIV3Schema`.
 //!
-//! Validation includes the CEL rules of `x-kubernetes-validations` (module `cel`): they are
+//! Validation includes the CEL rules of `x-kubernetes-validations` (module
+//! `validation_rules`, on the CEL engine of [`crate::cel`]): they are
 //! compiled by [`from_value`](StructuralSchema::from_value), which refuses, as a real server
 //! does, a rule that does not parse, nests deeper than 250 levels, does not type-check against the schema of its node
-//! (`check`: undefined fields, operators on the wrong types, a result that is not a `bool`)
-//! or whose estimated cost is over budget (`cost`: 10M per rule, 100M per schema, sized by
+//! (`cel::check`: undefined fields, operators on the wrong types, a result that is not a
+//! `bool`) or whose estimated cost is over budget (`cel::cost`: 10M per rule, 100M per schema, sized by
 //! `maxItems`, `maxProperties` and `maxLength`), and evaluated by
 //! [`validate`](StructuralSchema::validate), and on
 //! update by [`validate_update`](StructuralSchema::validate_update), which also runs the
@@ -61,80 +62,25 @@
 //! ```
 
 pub mod builtin;
-pub(crate) mod cel;
-mod cel_lib;
-mod check;
-mod cost;
 mod crd_rules;
+pub(crate) mod decl;
 pub mod decode;
+mod error;
 mod format;
 mod node;
 mod path;
 mod prune;
-pub(crate) mod rule;
-mod runtime_cost;
+mod rule;
 #[cfg(test)]
 mod tests;
 mod validate;
-
-use std::fmt;
+mod validation_rules;
 
 use serde_json::Value;
 
+pub(crate) use error::quote;
+pub use error::{FieldError, SchemaError};
 use node::Node;
-
-/// One problem with an object (or with a schema), as a `metav1.StatusCause`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
-    /// The field, as the real server writes it: `spec.replicas`, `spec.ports[0].name`,
-    /// `spec.labels.key` (a key under `additionalProperties`), as kube-openapi names them.
-    pub path: String,
-    /// The cause's reason: `FieldValueInvalid`, `FieldValueRequired`,
-    /// `FieldValueNotSupported`, `FieldValueDuplicate`, `FieldValueTooLong`,
-    /// `FieldValueTooMany`, `FieldValueForbidden`.
-    pub reason: &'static str,
-    /// The message without the path, e.g. `Required value` or
-    /// `Invalid value: "string": spec.replicas in body must be of type integer: "string"`.
-    pub message: String,
-}
-
-impl FieldError {
-    pub(crate) fn new(path: &str, reason: &'static str, message: impl Into<String>) -> Self {
-        FieldError {
-            path: path.to_string(),
-            reason,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for FieldError {
-    /// `path: message`, the form the real server joins into a 422's `Status.message`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
-    }
-}
-
-/// A schema that cannot serve: not structural, or with an invalid keyword value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", join(.errors))]
-pub struct SchemaError {
-    /// Every problem found, with paths relative to `openAPIV3Schema`.
-    pub errors: Vec<FieldError>,
-}
-
-fn join(errors: &[FieldError]) -> String {
-    let parts: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    if parts.len() == 1 {
-        parts.into_iter().next().unwrap_or_default()
-    } else {
-        format!("[{}]", parts.join(", "))
-    }
-}
 
 /// A checked structural schema of one CRD version.
 #[derive(Debug, Clone)]
@@ -168,7 +114,7 @@ impl StructuralSchema {
         let root = Node::parse(schema, "", &mut errors);
         if errors.is_empty() {
             check_defaults(&root, "", "", &mut errors);
-            cel::check_field_paths(&root, "", &mut errors);
+            validation_rules::check_field_paths(&root, "", &mut errors);
         }
         if errors.is_empty() {
             crd_rules::check_schema(&root, base, &mut errors);
@@ -218,7 +164,7 @@ impl StructuralSchema {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
         if !blocks_rules(&errors) {
-            cel::validate(&self.root, obj, None, "", &mut errors);
+            validation_rules::validate(&self.root, obj, None, "", &mut errors);
         }
         errors
     }
@@ -254,7 +200,7 @@ impl StructuralSchema {
         let mut errors = Vec::new();
         validate::validate(&self.root, obj, "", true, &mut errors);
         if !blocks_rules(&errors) {
-            cel::validate(&self.root, obj, Some(old), "", &mut errors);
+            validation_rules::validate(&self.root, obj, Some(old), "", &mut errors);
         }
         errors
     }
@@ -311,9 +257,4 @@ fn check_defaults(node: &Node, path: &str, body: &str, errors: &mut Vec<FieldErr
     if let Some(items) = &node.items {
         check_defaults(items, &at("items"), &format!("{body}[*]"), errors);
     }
-}
-
-/// Quotes a string as Go's `%q` does for printable text.
-pub(crate) fn quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }

@@ -8,9 +8,15 @@
 //! looks at the graph among its child modules: a child's edges are those of all its
 //! descendants, each resolved to the sibling it points into. A strongly connected component of
 //! more than one child is a cycle, and the test fails naming it with one reference (file:line)
-//! per edge. A reference to an ancestor (`super::Thing` defined in the parent) is no edge; a
-//! name the parent imports (`pub use self::store::State`, then `super::State` in a sibling) is
-//! followed to the module that defines it.
+//! per edge.
+//!
+//! A parent's own file is a node of its graph too, named `self`: a child that refers to an item
+//! defined in the parent's file (`super::Thing`, `crate::parent::Thing`; from any depth below
+//! the parent) has an edge to `self`, and the parent's file has an edge to each child it refers
+//! into. A child may so depend on its parent's own items only while the parent's file uses no
+//! child that does; the usual fix is to move the shared item into a leaf module both import. A
+//! name the parent imports (`pub use self::store::State`, then `super::State` in a child) is
+//! followed to the module that defines it: a re-export counts as the module it re-exports.
 //!
 //! Test code may reach anywhere: items under `#[cfg(test)]` and modules named `tests` or
 //! `*_tests` are skipped.
@@ -303,7 +309,12 @@ struct Graph {
     edges: BTreeMap<ModPath, BTreeMap<(String, String), Reference>>,
 }
 
-/// A strongly connected component of more than one child of `parent`.
+/// The node of a parent's graph that stands for the parent's own file (no module can be named
+/// `self`).
+const OWN_FILE: &str = "self";
+
+/// A strongly connected component of more than one child of `parent` (its own file counting
+/// as the child [`OWN_FILE`]).
 #[derive(Debug)]
 struct Cycle {
     parent: ModPath,
@@ -752,12 +763,20 @@ fn analyze(files: &BTreeMap<String, String>, root: &str) -> Result<Graph, String
         };
         let to = target(&abs, &scan.modules, &imports, 0);
         let common = r.from.iter().zip(&to).take_while(|(a, b)| a == b).count();
-        if common < r.from.len() && common < to.len() {
+        // In the graph of the deepest module both are in: the child each side is in, or the
+        // module's own file when that side is the module itself.
+        let side = |path: &ModPath| {
+            path.get(common)
+                .cloned()
+                .unwrap_or_else(|| OWN_FILE.to_string())
+        };
+        let (a, b) = (side(&r.from), side(&to));
+        if a != b {
             graph
                 .edges
                 .entry(r.from[..common].to_vec())
                 .or_default()
-                .entry((r.from[common].clone(), to[common].clone()))
+                .entry((a, b))
                 .or_insert_with(|| r.clone());
         }
     }
@@ -921,13 +940,70 @@ fn finds_a_cycle_between_two_siblings_with_one_reference_per_edge() {
 }
 
 #[test]
-fn super_to_the_parent_itself_is_no_edge() {
+fn super_to_a_parent_that_uses_no_child_is_no_cycle() {
     let cycles = cycles_of(&[
         ("lib.rs", "mod store;\nmod watch;\npub struct Shared;\n"),
         ("store.rs", "use super::Shared;\nuse crate::watch::W;\n"),
         ("watch.rs", "use super::*;\npub struct W(super::Shared);\n"),
     ]);
     assert!(cycles.is_empty(), "{cycles:?}");
+}
+
+#[test]
+fn a_child_using_its_parents_own_items_while_the_parent_uses_it_is_a_cycle() {
+    // storage.rs defines `Options` and calls into `write`, whose child `commit` reads
+    // `Options` through `super::super` and `crate::storage`.
+    let files = [
+        ("lib.rs", "pub mod storage;\n"),
+        (
+            "storage.rs",
+            "mod read;\nmod write;\npub struct Options;\npub use write::put;\n",
+        ),
+        ("storage/write.rs", "mod commit;\npub fn put() {}\n"),
+        (
+            "storage/write/commit.rs",
+            "use super::super::Options;\nfn f() { let _ = crate::storage::Options; }\n",
+        ),
+        ("storage/read.rs", "use super::Options;\n"),
+    ];
+    let cycles = cycles_of(&files);
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert_eq!(cycles[0].parent_name(), "storage");
+    // `read` uses the parent's item too, but the parent does not use `read`.
+    assert_eq!(cycles[0].members, ["self", "write"]);
+    let report = cycles[0].report("src");
+    assert!(
+        report.contains("self -> write: src/storage.rs:4: use write::put"),
+        "{report}"
+    );
+    assert!(
+        report.contains("write -> self: src/storage/write/commit.rs:1: use super::super::Options"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_parents_re_export_counts_as_the_leaf_it_re_exports() {
+    // The same crate with `Options` in a leaf the parent re-exports: no cycle.
+    let cycles = cycles_of(&[
+        ("lib.rs", "pub mod storage;\n"),
+        (
+            "storage/mod.rs",
+            "mod options;\nmod write;\npub use options::Options;\npub use write::put;\n",
+        ),
+        ("storage/options.rs", "pub struct Options;\n"),
+        ("storage/write.rs", "use super::Options;\npub fn put() {}\n"),
+    ]);
+    assert!(cycles.is_empty(), "{cycles:?}");
+    // The crate root counts the same way: `crate::Thing` defined in lib.rs, used by a module
+    // that lib.rs uses.
+    let cycles = cycles_of(&[
+        ("lib.rs", "mod a;\npub struct Thing;\npub use a::f;\n"),
+        ("a.rs", "pub fn f(_: crate::Thing) {}\n"),
+    ]);
+    assert_eq!(cycles.len(), 1, "{cycles:?}");
+    assert_eq!(cycles[0].parent_name(), "crate");
+    assert_eq!(cycles[0].members, ["a", "self"]);
 }
 
 #[test]

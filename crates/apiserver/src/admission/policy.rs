@@ -36,7 +36,7 @@
 //! checking (a non-boolean validation result is a failure, not a compilation error).
 //!
 //! CEL is compiled once per policy resourceVersion ([`Cache`]), with the CRD rules' language
-//! (`crate::schema::cel`): the same standard library, extensions and Kubernetes libraries.
+//! ([`crate::cel`]): the same standard library, extensions and Kubernetes libraries.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -48,9 +48,10 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::{Attributes, Lookup};
+use crate::cel::library::add_k8s_lists;
+use crate::cel::parse::{ENV, free_idents, parse, position};
+use crate::cel::value::to_cel;
 use crate::error::ApiError;
-use crate::schema::cel::{add_k8s_lists, to_cel};
-use crate::schema::rule::{ENV, free_idents, parse, position};
 use crate::validation::FieldError;
 
 /// The variables a policy's expressions may name.

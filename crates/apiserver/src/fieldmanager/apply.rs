@@ -1,13 +1,77 @@
 //! Server-side apply: merge the applied configuration into the live object, check ownership,
 //! take the applier's fields, and remove the fields it stopped applying that nobody owns.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::fieldpath::{FieldSet, Path, PathElement, path_string};
 use super::managed::{ManagedFields, Operation};
 use super::shape::{ListKind, Shape, item_key};
 use super::walk::{self, list_elements};
-use super::{Error, Writer};
+use super::writer::Writer;
+use crate::error::ApiError;
+
+/// Why an apply failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// Fields the apply would change are owned by other managers (409 Conflict).
+    #[error("{}", conflict_message(.0))]
+    Conflicts(Vec<Conflict>),
+    /// The configuration's lists do not fit their schema (422).
+    #[error("{0}")]
+    Shape(#[from] walk::WalkError),
+}
+
+/// The message the real server gives a failed apply: one conflict on one line, several
+/// grouped by manager (managers sorted).
+fn conflict_message(conflicts: &[Conflict]) -> String {
+    if let [c] = conflicts {
+        return format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            c.manager, c.field
+        );
+    }
+    let mut managers: Vec<&str> = conflicts.iter().map(|c| c.manager.as_str()).collect();
+    managers.sort_unstable();
+    managers.dedup();
+    let mut lines = Vec::new();
+    for m in managers {
+        lines.push(format!("conflicts with {m}:"));
+        for c in conflicts.iter().filter(|c| c.manager == m) {
+            lines.push(format!("- {}", c.field));
+        }
+    }
+    format!(
+        "Apply failed with {} conflicts: {}",
+        conflicts.len(),
+        lines.join("\n")
+    )
+}
+
+impl From<Error> for ApiError {
+    fn from(e: Error) -> Self {
+        match &e {
+            Error::Conflicts(list) => {
+                let causes: Vec<Value> = list
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "type": "FieldManagerConflict",
+                            "message": format!("conflict with {}", c.manager),
+                            "field": c.field,
+                        })
+                    })
+                    .collect();
+                ApiError::new(409, "Conflict", e.to_string())
+                    .with_details(json!({ "causes": causes }))
+            }
+            Error::Shape(_) => ApiError::new(
+                422,
+                "Invalid",
+                format!("failed to create typed patch object: {e}"),
+            ),
+        }
+    }
+}
 
 /// One conflict: the entry's label (as [`super::managed::Entry::label`]) and the field.
 #[derive(Clone, Debug, PartialEq, Eq)]

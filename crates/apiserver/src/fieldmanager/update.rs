@@ -10,11 +10,11 @@
 
 use serde_json::Value;
 
-use super::Writer;
 use super::fieldpath::FieldSet;
 use super::managed::{Entry, Operation, value_is, write_values};
 use super::shape::Shape;
 use super::walk;
+use super::writer::Writer;
 
 /// Sets `new`'s `metadata.managedFields` for a write of `new` over `old` (`None` for a
 /// create): the entries `new` carries when it carries some (a client may edit them), else

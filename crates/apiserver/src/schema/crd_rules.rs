@@ -1,15 +1,18 @@
 //! The checks a CRD's rules pass when it is written, once its schema is structural: every
 //! `x-kubernetes-validations` rule (and messageExpression) type-checked against its node's
-//! declared type ([`check`](super::check)) and its cost estimated ([`cost`](super::cost)),
-//! each rule and the schema's total against upstream's budgets, refused in upstream's words
-//! where a real server would refuse them. It walks the compiled [`Node`]s, so it sits above
-//! `node`, `rule`, `check` and `cost`, none of which imports it.
+//! declared type ([`crate::cel::check`], the type derived by `decl`) and its cost estimated
+//! ([`crate::cel::cost`]), each rule and the schema's total against upstream's budgets,
+//! refused in upstream's words where a real server would refuse them. It walks the compiled
+//! [`Node`]s, so it sits above `node`, `rule` and `decl`, none of which imports it.
 
 use cel::Program;
 
-use super::FieldError;
+use super::decl::decl_of;
+use super::error::FieldError;
 use super::node::{ListType, Node};
-use super::rule::error_at;
+use crate::cel::check::{MAX_REQUEST_SIZE_BYTES, TypeError};
+use crate::cel::cost::PER_CRD_LIMIT;
+use crate::cel::parse::error_at;
 
 /// The running total of a schema's rule costs, and its most expensive rules (upstream's
 /// `TotalCost`).
@@ -23,7 +26,7 @@ impl Total {
     fn observe(&mut self, path: String, cost: u64) {
         self.total = self.total.saturating_add(cost);
         // Rules under 1% of the per-CRD budget are not worth naming.
-        if cost < super::cost::PER_CRD_LIMIT / 100 {
+        if cost < PER_CRD_LIMIT / 100 {
             return;
         }
         self.most_expensive.push((path, cost));
@@ -52,7 +55,7 @@ pub(crate) fn check_schema(root: &Node, base: &str, errors: &mut Vec<FieldError>
         uncorrelatable: None,
     };
     check_node(root, "", Some(1), true, &at, &mut total, errors);
-    if total.total > super::cost::PER_CRD_LIMIT {
+    if total.total > PER_CRD_LIMIT {
         for (path, _) in &total.most_expensive {
             errors.push(FieldError::new(
                 path,
@@ -65,10 +68,10 @@ pub(crate) fn check_schema(root: &Node, base: &str, errors: &mut Vec<FieldError>
             "FieldValueForbidden",
             format!(
                 "Forbidden: {}",
-                super::cost::over_budget(
+                crate::cel::cost::over_budget(
                     "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
                     total.total,
-                    super::cost::PER_CRD_LIMIT
+                    PER_CRD_LIMIT
                 )
             ),
         ));
@@ -116,9 +119,9 @@ fn check_node(
     total: &mut Total,
     errors: &mut Vec<FieldError>,
 ) {
-    use super::check::{Decl, Ty, check};
-    use super::cost::{PER_RULE_LIMIT, estimate, over_budget, times};
     use super::node::Additional;
+    use crate::cel::check::{Ty, check};
+    use crate::cel::cost::{PER_RULE_LIMIT, estimate, over_budget, times};
 
     let child = |key: &str| {
         if path.is_empty() {
@@ -128,10 +131,9 @@ fn check_node(
         }
     };
     if !node.rules.is_empty() {
-        let decl = Decl::of(node, resource_root);
+        let decl = decl_of(node, resource_root);
         // Where an enclosing list or map is unbounded: how many of this node fit a request.
-        let cardinality =
-            cardinality.unwrap_or(super::check::MAX_REQUEST_SIZE_BYTES / (decl.min_size + 1));
+        let cardinality = cardinality.unwrap_or(MAX_REQUEST_SIZE_BYTES / (decl.min_size + 1));
         for rule in &node.rules {
             let at = child(&format!("x-kubernetes-validations[{}]", rule.index));
             let invalid = |field: &str, detail: String| {
@@ -182,7 +184,7 @@ fn check_node(
                     "FieldValueInvalid",
                     format!(
                         "Invalid value: {}: oldSelf cannot be used on the uncorrelatable portion of the schema within {}",
-                        super::quote(&rule.source),
+                        super::error::quote(&rule.source),
                         at_crd.full(within)
                     ),
                 ));
@@ -261,7 +263,7 @@ fn check_node(
 }
 
 /// Type errors as cel-go lists them: by position, one `ERROR:` block each.
-fn display(src: &str, program: &Program, mut errs: Vec<super::check::TypeError>) -> String {
+fn display(src: &str, program: &Program, mut errs: Vec<TypeError>) -> String {
     let offset = |id: u64| program.source_info().offset_for(id);
     errs.sort_by_key(|e| offset(e.id).map_or(0, |(start, _)| start));
     let parts: Vec<String> = errs

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::{FieldError, quote};
+use super::error::{FieldError, quote};
 
 /// `additionalProperties`.
 #[derive(Debug, Clone)]

@@ -1,70 +1,21 @@
-//! The compiled form of one `x-kubernetes-validations` entry: parsing and checking a rule when
-//! its CRD is written (see [`cel`](super::cel) for evaluation). A leaf under `node`, which holds
-//! the compiled rules of each schema node, and `cel`, which evaluates them.
+//! The compiled form of one `x-kubernetes-validations` entry: parsing a rule when its CRD is
+//! written (see [`validation_rules`](super::validation_rules) for evaluation). A leaf under
+//! `node`, which holds the compiled rules of each schema node, and `validation_rules`, which
+//! evaluates them.
 //!
 //! [`parse_rules`] parses each entry as its node is read (syntax errors, undeclared names,
-//! reasons); once the whole schema is structural, `crd_rules::check_schema` type-checks every
-//! rule and estimates its cost. Both run only when a CRD is written; evaluation never repeats
-//! them.
+//! reasons) with the parser of [`crate::cel`]; once the whole schema is structural,
+//! `crd_rules::check_schema` type-checks every rule and estimates its cost. Both run only when
+//! a CRD is written; evaluation never repeats them.
 
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
-use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr};
-use cel::{Env, IdedExpr, Program, Value as Cel};
+use cel::Program;
 use serde_json::{Map, Value};
 
-use super::FieldError;
-
-/// The environment every rule compiles and runs in.
-pub(crate) static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
-    let mut env = Env::stdlib();
-    // Both extensions only declare overloads; neither fails on a fresh stdlib.
-    let _ = env.add_extension(cel::extensions::strings);
-    let _ = env.add_extension(cel::extensions::lists);
-    // Kubernetes' list indexOf/lastIndexOf, beside the strings extension's.
-    for (name, last) in [("indexOf", false), ("lastIndexOf", true)] {
-        let op: cel::common::functions::Function = if last {
-            |args| list_index_of(args, true)
-        } else {
-            |args| list_index_of(args, false)
-        };
-        let _ = env.add_member_overload(
-            name,
-            &format!("list.{name}(dyn)"),
-            cel::common::types::LIST_TYPE,
-            vec![cel::common::types::DYN_TYPE],
-            op,
-        );
-    }
-    Arc::new(env)
-});
-
-/// `list.indexOf(x)` / `list.lastIndexOf(x)`: the index of the first (last) element equal to
-/// `x`, or -1.
-pub(super) fn list_index_of<'b, 'v>(
-    args: Vec<cel::common::value::CowVal<'b, 'v>>,
-    last: bool,
-) -> Result<cel::common::value::CowVal<'b, 'v>, cel::ExecutionError> {
-    let [list, x] = args.as_slice() else {
-        return Err(cel::ExecutionError::invalid_argument_count(2, args.len()));
-    };
-    let list = Cel::try_from(list.as_ref())?;
-    let x = Cel::try_from(x.as_ref())?;
-    let Cel::List(items) = list else {
-        return Err(cel::ExecutionError::function_error("indexOf", "not a list"));
-    };
-    let found = if last {
-        items.iter().rposition(|i| *i == x)
-    } else {
-        items.iter().position(|i| *i == x)
-    };
-    let i = found.map_or(-1, |i| i as i64);
-    Ok(cel::common::value::CowVal::owned(
-        cel::common::types::CelInt::from(i),
-    ))
-}
-
+use super::error::FieldError;
+use crate::cel::parse::{error_at, free_idents, parse};
 /// One `x-kubernetes-validations` entry, compiled.
 pub(crate) struct Rule {
     /// Its index in the node's `x-kubernetes-validations`.
@@ -104,7 +55,7 @@ pub(super) const REASONS: [&str; 4] = [
 /// Go's `%#v` of an `apiextensions.ValidationRule`, the value upstream prints in a CRD's
 /// rule errors.
 pub(super) fn go_rule(m: &Map<String, Value>) -> String {
-    let s = |k: &str| super::quote(m.get(k).and_then(Value::as_str).unwrap_or(""));
+    let s = |k: &str| super::error::quote(m.get(k).and_then(Value::as_str).unwrap_or(""));
     let reason = match m.get("reason").and_then(Value::as_str) {
         Some(r) => format!("\"{r}\""),
         None => "(*apiextensions.FieldValueErrorReason)(nil)".into(),
@@ -140,234 +91,6 @@ pub(super) fn compile(src: &str) -> Result<Program, String> {
         ));
     }
     Ok(p)
-}
-
-/// The deepest an expression nests (each operator, call, selection, list, map or macro is a
-/// level), as cel-go's parser limits it (`parser.MaxRecursionDepth`, 250 by default; neither
-/// apiextensions nor admission changes it).
-pub(crate) const MAX_DEPTH: usize = 250;
-
-/// The most code points an expression may have, as cel-go's parser limits it
-/// (`parser.ExpressionSizeCodePointLimit`, 100,000 by default; neither apiextensions nor
-/// admission changes it).
-pub(crate) const MAX_CODE_POINTS: usize = 100_000;
-
-/// Sources longer than this (in bytes) parse on a thread of their own with
-/// [`PARSE_STACK`] bytes of stack; shorter ones cannot nest deep enough to need it.
-const INLINE_PARSE_BYTES: usize = 256;
-
-/// The stack of the thread a long source parses on. The cel crate's parser and its drop of
-/// the parse tree recurse once per operand of a chain such as `1 + 1 + ... + 1` or
-/// `a.b.c...`, which its own nesting limit does not count. The worst source within
-/// [`MAX_CODE_POINTS`] (a 50,000-term `1<1<...`) needs about 25 MiB in a debug build
-/// (`schema::tests::measure_parse_stack`); this leaves over twice that. The stack is
-/// reserved, not committed: only the pages a parse touches are used.
-const PARSE_STACK: usize = 64 << 20;
-
-/// Parses one CEL expression with cel-go's parser limits: every caller that compiles CEL
-/// (CRD rules and their `messageExpression`s, ValidatingAdmissionPolicy expressions) goes
-/// through here. The error is cel-go's display (`ERROR: <input>:line:col: message`):
-///
-/// - more than [`MAX_CODE_POINTS`]: `expression code point size exceeds limit: size: N,
-///   limit 100000`, checked before parsing, as cel-go does;
-/// - nested past [`MAX_DEPTH`]: `max recursion depth exceeded: 250`, so that the checker,
-///   the cost estimate and the evaluation, which all recurse, stay within their stack.
-///
-/// A long source parses on a dedicated thread with a large stack, where an expression too
-/// deep to keep is also dropped: no input within the size limit overflows the caller's
-/// stack.
-pub(crate) fn parse(src: &str) -> Result<Program, String> {
-    let size = src.chars().count();
-    if size > MAX_CODE_POINTS {
-        return Err(format!(
-            "ERROR: <input>:-1:0: expression code point size exceeds limit: size: {size}, limit {MAX_CODE_POINTS}"
-        ));
-    }
-    if src.len() <= INLINE_PARSE_BYTES {
-        return parse_checked(src);
-    }
-    let owned = src.to_string();
-    std::thread::Builder::new()
-        .name("cel-parse".into())
-        .stack_size(PARSE_STACK)
-        .spawn(move || parse_checked(&owned))
-        .map_err(|e| format!("ERROR: <input>:-1:0: cannot start the parser: {e}"))?
-        .join()
-        .unwrap_or_else(|_| Err("ERROR: <input>:-1:0: the parser failed".to_string()))
-}
-
-/// [`parse`] on the current thread, after the size check.
-pub(super) fn parse_checked(src: &str) -> Result<Program, String> {
-    let p = ENV.compile(src).map_err(|e| display(&e))?;
-    if depth(p.expression()) > MAX_DEPTH {
-        return Err(error_at(
-            src,
-            None,
-            &format!("max recursion depth exceeded: {MAX_DEPTH}"),
-        ));
-    }
-    Ok(p)
-}
-
-/// The cel crate's display of parse errors (`ERROR: <input>:1:3: message`, the line, and a
-/// caret under the column), written here because the crate's own panics on a column past
-/// 65,535 (a formatting width out of range), which a long single-line rule reaches.
-fn display(errors: &cel::ParseErrors) -> String {
-    let mut out = String::new();
-    for (i, e) in errors.errors.iter().enumerate() {
-        if i != 0 {
-            out.push('\n');
-        }
-        let (line, col) = e.pos;
-        out.push_str(&format!("ERROR: <input>:{line}:{col}: {}", e.msg));
-        if let Some(text) = e.source_info.as_ref().and_then(|s| s.snippet(line - 1)) {
-            let dots = ".".repeat(usize::try_from(col).unwrap_or(0).saturating_sub(1));
-            out.push_str(&format!("\n| {text}\n| {dots}^"));
-        }
-    }
-    out
-}
-
-/// How deep `e` nests, counted without recursion (so that any depth is safe to measure).
-pub(super) fn depth(e: &IdedExpr) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(e, 1)];
-    while let Some((e, d)) = stack.pop() {
-        deepest = deepest.max(d);
-        stack.extend(children(e).into_iter().map(|c| (c, d + 1)));
-    }
-    deepest
-}
-
-/// The subexpressions of `e`.
-fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
-    fn entries<'a>(es: &'a [IdedEntryExpr], out: &mut Vec<&'a IdedExpr>) {
-        for e in es {
-            match &e.expr {
-                EntryExpr::StructField(f) => out.push(&f.value),
-                EntryExpr::MapEntry(m) => out.extend([&m.key, &m.value]),
-            }
-        }
-    }
-    let mut out = Vec::new();
-    match &e.expr {
-        Expr::Call(c) => {
-            out.extend(c.target.as_deref());
-            out.extend(&c.args);
-        }
-        Expr::Comprehension(c) => out.extend([
-            &c.iter_range,
-            &c.accu_init,
-            &c.loop_cond,
-            &c.loop_step,
-            &c.result,
-        ]),
-        Expr::List(l) => out.extend(&l.elements),
-        Expr::Map(m) => entries(&m.entries, &mut out),
-        Expr::Struct(st) => entries(&st.entries, &mut out),
-        Expr::Select(sel) => out.push(&sel.operand),
-        _ => {}
-    }
-    out
-}
-
-/// One error as cel-go displays it: `ERROR: <input>:line:col: message`, the line, and a
-/// caret under the column.
-pub(super) fn error_at(src: &str, at: Option<(u32, u32)>, message: &str) -> String {
-    let (line, col, text) = position(src, at);
-    format!(
-        "ERROR: <input>:{line}:{col}: {message}\n | {text}\n | {}^",
-        ".".repeat(col - 1)
-    )
-}
-
-/// Names a rule may use without declaring them: its variables and the type names.
-pub(super) const DECLARED: [&str; 15] = [
-    "self",
-    "oldSelf",
-    // The format library's entry point (`format.dns1123Label()`), and the ip library's
-    // namespace (`ip.isCanonical(s)`).
-    "format",
-    "ip",
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-    "optional",
-];
-
-/// The identifiers of `e` that are neither declared nor bound by a macro's comprehension,
-/// with their expression ids: the cel crate checks no names when it parses, cel-go does.
-pub(crate) fn free_idents(e: &IdedExpr, bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
-    match &e.expr {
-        Expr::Ident(name)
-            if !name.starts_with('@')
-                && !DECLARED.contains(&name.as_str())
-                && !bound.contains(name) =>
-        {
-            out.push((e.id, name.clone()));
-        }
-        Expr::Call(c) => {
-            if let Some(t) = &c.target {
-                free_idents(t, bound, out);
-            }
-            for a in &c.args {
-                free_idents(a, bound, out);
-            }
-        }
-        Expr::Comprehension(c) => {
-            free_idents(&c.iter_range, bound, out);
-            let before = bound.len();
-            bound.push(c.iter_var.clone());
-            bound.extend(c.iter_var2.clone());
-            bound.push(c.accu_var.clone());
-            for x in [&c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
-                free_idents(x, bound, out);
-            }
-            bound.truncate(before);
-        }
-        Expr::List(l) => {
-            for x in &l.elements {
-                free_idents(x, bound, out);
-            }
-        }
-        Expr::Map(m) => entries(&m.entries, bound, out),
-        Expr::Struct(st) => entries(&st.entries, bound, out),
-        Expr::Select(sel) => free_idents(&sel.operand, bound, out),
-        _ => {}
-    }
-}
-
-pub(super) fn entries(es: &[IdedEntryExpr], bound: &mut Vec<String>, out: &mut Vec<(u64, String)>) {
-    for e in es {
-        match &e.expr {
-            EntryExpr::StructField(f) => free_idents(&f.value, bound, out),
-            EntryExpr::MapEntry(m) => {
-                free_idents(&m.key, bound, out);
-                free_idents(&m.value, bound, out);
-            }
-        }
-    }
-}
-
-/// 1-based line and column of a character offset in `src`, and that line's text.
-pub(crate) fn position(src: &str, offset: Option<(u32, u32)>) -> (usize, usize, &str) {
-    let at = offset.map_or(0, |(start, _)| start as usize);
-    let mut seen = 0;
-    for (i, line) in src.split('\n').enumerate() {
-        let len = line.chars().count();
-        if at <= seen + len {
-            return (i + 1, at - seen + 1, line);
-        }
-        seen += len + 1;
-    }
-    (1, 1, src)
 }
 
 pub(super) fn names_old_self(p: &Program) -> bool {
@@ -449,13 +172,14 @@ pub(crate) fn parse_rules(
             Some(r) => match REASONS.iter().find(|x| **x == r) {
                 Some(x) => x,
                 None => {
-                    let supported: Vec<String> = REASONS.iter().map(|x| super::quote(x)).collect();
+                    let supported: Vec<String> =
+                        REASONS.iter().map(|x| super::error::quote(x)).collect();
                     errors.push(FieldError::new(
                         &format!("{here}.reason"),
                         "FieldValueNotSupported",
                         format!(
                             "Unsupported value: {}: supported values: {}",
-                            super::quote(&r),
+                            super::error::quote(&r),
                             supported.join(", ")
                         ),
                     ));

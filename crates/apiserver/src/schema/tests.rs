@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::StructuralSchema;
-use super::rule;
+use crate::cel::parse;
 
 fn schema(spec_props: Value) -> StructuralSchema {
     StructuralSchema::from_value(&json!({
@@ -804,7 +804,7 @@ fn the_deepest_rules_within_the_size_limit_do_not_overflow_the_stack() {
 /// `self.a.a...`, indexes, method calls, comparisons, `!!!...`, `---...`), and those it does
 /// (parentheses, lists, maps, calls).
 pub(crate) fn deepest_sources() -> Vec<(&'static str, String)> {
-    let n = rule::MAX_CODE_POINTS;
+    let n = parse::MAX_CODE_POINTS;
     let nest = |open: &str, inner: &str, close: &str| {
         let k = (n - inner.len()) / (open.len() + close.len());
         format!("{}{inner}{}", open.repeat(k), close.repeat(k))
@@ -844,8 +844,8 @@ fn measure_parse_stack() {
     let r = std::thread::Builder::new()
         .stack_size(kb << 10)
         .spawn(move || {
-            rule::parse_checked(&src)
-                .map(|p| rule::depth(p.expression()))
+            parse::parse_checked(&src)
+                .map(|p| parse::depth(p.expression()))
                 .map_err(|e| {
                     (
                         e.len(),

@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value};
 
+use super::error::{FieldError, quote};
 use super::format::check_format;
 use super::node::{Additional, ListType, Node};
-use super::{FieldError, quote};
 
 fn child(path: &str, key: &str) -> String {
     if path.is_empty() {

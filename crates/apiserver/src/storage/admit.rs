@@ -3,16 +3,18 @@
 //! final (after defaulting and validation, before it is stored), and the checks of the
 //! admission configuration's own objects when they are written.
 //!
-//! A store without any ValidatingAdmissionPolicyBinding pays one map lookup per write.
+//! A store without any ValidatingAdmissionPolicyBinding pays one map lookup per write for the
+//! policies, and one namespace lookup per create of a namespaced object for the lifecycle.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::Warnings;
 use super::convert::{to_version, to_version_shared};
 use super::meta;
+use super::options::Warnings;
 use super::store::{Data, Registry, State, res_key};
+use crate::admission::chain::{self, ValidatingAdmissionPolicy};
 use crate::admission::{self, Attributes, Operation, policy, webhook};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -192,9 +194,9 @@ pub(crate) fn webhooks(st: &State) -> Option<Webhooks> {
     })
 }
 
-/// Runs admission on a write of `res` (`subresource` when it writes one): `object` is what
-/// would be stored (`None` on delete), `old` what is (`None` on create). Warnings go to
-/// `warnings`; a denial is the error.
+/// Runs the admission chain ([`admission::chain`]) on a write of `res` (`subresource` when
+/// it writes one): `object` is what would be stored (`None` on delete), `old` what is (`None`
+/// on create). Warnings go to `warnings`; a refusal is the error.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn admit(
     st: &State,
@@ -207,13 +209,17 @@ pub(crate) fn admit(
     warnings: &Warnings,
     user: Option<&crate::user::UserInfo>,
 ) -> Result<(), ApiError> {
-    let Some(bindings) = st.data.get(BINDINGS).filter(|b| !b.is_empty()) else {
-        return Ok(());
-    };
-    let bindings: Vec<Arc<Value>> = bindings.values().cloned().collect();
     let Some(obj) = object.or(old) else {
         return Ok(());
     };
+    let policies =
+        st.data
+            .get(BINDINGS)
+            .filter(|b| !b.is_empty())
+            .map(|b| ValidatingAdmissionPolicy {
+                cache: &st.policies,
+                bindings: b.values().cloned().collect(),
+            });
     let attrs = Attributes {
         operation,
         group: &res.group,
@@ -229,7 +235,7 @@ pub(crate) fn admit(
         dry_run,
         user: user.unwrap_or(&crate::admission::ADMIN),
     };
-    for w in policy::admit(&st.policies, &bindings, &attrs, &View::of(st))? {
+    for w in chain::validate(&attrs, policies, &View::of(st))? {
         warnings.push(w);
     }
     Ok(())

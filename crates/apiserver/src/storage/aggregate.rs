@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::options::WriteOptions;
 use super::store::State;
-use super::{WriteOptions, apply, select};
+use super::{apply, select};
 
 /// The storage key of ClusterRoles.
 pub(crate) const CLUSTER_ROLES: &str = "clusterroles.rbac.authorization.k8s.io";

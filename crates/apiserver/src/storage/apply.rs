@@ -6,9 +6,10 @@ use serde_json::{Value, json};
 
 use super::commit::{create_with, current, shape_of, update_with, writer};
 use super::convert::to_version;
+use super::options::WriteOptions;
 use super::store::obj_key;
 use super::store::{State, res_key};
-use super::{WriteOptions, meta, scale};
+use super::{meta, scale};
 use crate::error::ApiError;
 use crate::fieldmanager;
 use crate::resource::ResourceInfo;
@@ -168,7 +169,7 @@ fn apply_scale(
 ) -> Result<Value, ApiError> {
     let key = obj_key(res, namespace, name);
     let old = current(st, res, &key, Some("scale"))?;
-    let info = res.scale.clone().ok_or_else(super::not_served)?;
+    let info = res.scale.clone().ok_or_else(super::options::not_served)?;
     let given = config
         .get("apiVersion")
         .and_then(Value::as_str)

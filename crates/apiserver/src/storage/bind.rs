@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::WriteOptions;
 use super::commit::{commit_update, current};
 use super::meta;
+use super::options::WriteOptions;
 use super::store::{State, obj_key};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;

@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 
 use super::convert::{self, to_version};
 use super::gc::{self, Task};
+use super::options::WriteOptions;
 use super::store::{ObjKey, State, obj_key, res_key};
-use super::{WriteOptions, admit, crd, meta, rules};
+use super::{admit, crd, meta, rules};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
@@ -140,24 +141,6 @@ fn scope_namespace(
     }
     meta::set_meta(obj, "namespace", Value::from(ns));
     Ok(ns.to_string())
-}
-
-/// Namespace lifecycle: the namespace must exist (404) and not be terminating (403).
-fn check_namespace_open(st: &State, ns: &str) -> Result<(), ApiError> {
-    let Some(nsobj) = st.get("namespaces", &(String::new(), ns.to_string())) else {
-        return Err(ApiError::not_found("namespaces", ns));
-    };
-    if meta::is_deleting(nsobj) {
-        return Err(ApiError::new(
-            403,
-            "Forbidden",
-            format!(
-                "unable to create new content in namespace {ns} because it is being terminated"
-            ),
-        )
-        .with_details(json!({"name": ns, "kind": "namespaces"})));
-    }
-    Ok(())
 }
 
 /// `metadata.<field>` when set to something other than `null`, taken out of `obj`.
@@ -317,9 +300,6 @@ pub(crate) fn commit_create(
         name,
         next_ip,
     } = prepared;
-    if res.namespaced {
-        check_namespace_open(st, &ns)?;
-    }
     if res.custom
         && st
             .get(gc::CRD_KEY, &(String::new(), res_key(res)))
@@ -578,7 +558,7 @@ pub(crate) fn current(
         Some("status") if res.status_subresource => {}
         Some("scale") if res.scale.is_some() => {}
         Some(sub) if rules::own_update_subresource(res, sub) => {}
-        Some(_) => return Err(super::not_served()),
+        Some(_) => return Err(super::options::not_served()),
     }
     st.get(&res_key(res), key)
         .cloned()

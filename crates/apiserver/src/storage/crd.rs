@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::meta;
+use super::options::{FieldValidation, WriteOptions};
 use super::store::{State, res_key};
-use super::{FieldValidation, WriteOptions};
 use crate::discovery::version_priority;
 use crate::error::ApiError;
 use crate::resource::{ResourceInfo, ScaleInfo};

@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 
 use super::convert::to_version;
 use super::gc::{Outcome, Policy, delete_one, finalizers_for, held_by_spec, marked, run_queue};
+use super::options::{DeleteOptions, ListOptions};
 use super::rules::SYSTEM_NAMESPACES;
 use super::store::{Loc, State, obj_key, res_key};
-use super::{DeleteOptions, ListOptions, admit, meta, select::Selection};
+use super::{admit, meta, select::Selection};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -77,15 +78,7 @@ pub(crate) fn delete(
         return Err(ApiError::conflict(&gr, name, &why));
     }
     let policy = Policy::parse(opts.propagation_policy.as_deref())?;
-    if res.group.is_empty() && res.plural == "namespaces" && SYSTEM_NAMESPACES[..3].contains(&name)
-    {
-        return Err(ApiError::new(
-            403,
-            "Forbidden",
-            format!("namespaces \"{name}\" is forbidden: this namespace may not be deleted"),
-        )
-        .with_details(json!({"name": name, "kind": "namespaces"})));
-    }
+    // The immortal namespaces are refused by the admission chain (NamespaceLifecycle).
     admit::admit(
         st,
         res,

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::WatchEvent;
 use super::convert::to_version;
+use super::options::WatchEvent;
 use super::select::Selection;
 use super::shared::{SharedEvent, Sink};
 

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use super::bind::created_status;
 use super::commit::commit_update;
 use super::gc::namespace_range;
+use super::options::{DeleteOptions, WriteOptions};
 use super::store::{State, obj_key, res_key};
-use super::{DeleteOptions, WriteOptions, delete, meta, select};
+use super::{delete, meta, select};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 

@@ -32,10 +32,9 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::admit::{self, Webhooks};
-use super::{
-    DeleteOptions, FieldValidation, ListOptions, PatchType, Storage, WriteOptions, commit, meta,
-    scale,
-};
+use super::handle::Storage;
+use super::options::{DeleteOptions, FieldValidation, ListOptions, PatchType, WriteOptions};
+use super::{commit, meta, scale};
 use crate::admission::webhook::{self, Caller, Request};
 use crate::admission::{Attributes, Operation};
 use crate::error::ApiError;
@@ -97,7 +96,7 @@ impl Caller for Https<'_> {
 }
 
 /// Adds `warnings` to `to`, each once.
-fn merge(to: &super::Warnings, seen: &mut Vec<String>, warnings: Vec<String>) {
+fn merge(to: &super::options::Warnings, seen: &mut Vec<String>, warnings: Vec<String>) {
     for w in warnings {
         if !seen.contains(&w) {
             seen.push(w.clone());

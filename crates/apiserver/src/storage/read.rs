@@ -10,10 +10,11 @@ use serde_json::{Value, json};
 
 use super::commit::current;
 use super::convert::to_version;
+use super::options::ListOptions;
+use super::scale;
 use super::select::Selection;
 use super::store::obj_key;
 use super::store::{Data, ObjKey, State, res_key};
-use super::{ListOptions, scale};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::validation::{FieldError, invalid_kind};

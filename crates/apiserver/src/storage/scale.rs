@@ -3,9 +3,10 @@
 use serde_json::{Value, json};
 
 use super::commit::{check_precondition, commit_update, current, set_managed};
+use super::meta;
+use super::options::{PatchType, WriteOptions, apply_patch};
 use super::store::State;
 use super::store::obj_key;
-use super::{PatchType, WriteOptions, apply_patch, meta};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 use crate::validation::{FieldError, invalid_kind};
@@ -76,7 +77,7 @@ pub(crate) fn update(
 ) -> Result<Value, ApiError> {
     let key = obj_key(res, namespace, name);
     let old = current(st, res, &key, Some("scale"))?;
-    let info = res.scale.clone().ok_or_else(super::not_served)?;
+    let info = res.scale.clone().ok_or_else(super::options::not_served)?;
     if let Some(kind) = body.get("kind").and_then(Value::as_str)
         && kind != "Scale"
     {

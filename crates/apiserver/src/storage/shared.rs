@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::WatchEvent;
+use super::options::WatchEvent;
 
 /// One event of a shared watch: cheap to clone (an `Arc`), encoded at most once.
 #[derive(Clone, Debug)]
@@ -131,7 +131,7 @@ impl SharedEvent {
     }
 }
 
-/// A running shared watch: as [`Watch`](super::Watch), with [`SharedEvent`]s.
+/// A running shared watch: as [`Watch`](super::options::Watch), with [`SharedEvent`]s.
 #[derive(Debug)]
 pub struct SharedWatch {
     /// The events; the stream ends when the server closes the watch.
@@ -197,7 +197,7 @@ pub(crate) fn channel(shared: bool, capacity: usize) -> (Sink, Receiver) {
 
 /// The caller's end of a watch channel.
 pub(crate) enum Receiver {
-    /// For [`super::Watch`].
+    /// For [`super::options::Watch`].
     Owned(mpsc::Receiver<WatchEvent>),
     /// For [`SharedWatch`].
     Shared(mpsc::Receiver<SharedEvent>),

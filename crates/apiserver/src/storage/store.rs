@@ -12,9 +12,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::StorageConfig;
 use super::events::{Event, EventKind, Watchers, Window};
 use super::meta;
+use super::options::StorageConfig;
 use crate::resource::{ResourceInfo, builtin_resources};
 use crate::schema::StructuralSchema;
 

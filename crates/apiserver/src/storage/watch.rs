@@ -15,10 +15,10 @@ use tokio::sync::oneshot;
 
 use super::convert::to_version_shared;
 use super::events::{Watcher, bookmark, convert};
+use super::options::{WatchEvent, WatchOptions};
 use super::select::Selection;
 use super::shared::{Receiver, Sink, channel};
 use super::store::{State, res_key};
-use super::{WatchEvent, WatchOptions};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 

@@ -8,9 +8,10 @@ use serde_json::{Value, json};
 
 use super::commit::{create_with, current, update_with};
 use super::convert::to_version;
+use super::crd;
+use super::options::{PatchType, WriteOptions, apply_patch};
 use super::rules::SYSTEM_NAMESPACES;
 use super::store::{State, obj_key};
-use super::{PatchType, WriteOptions, apply_patch, crd};
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
 

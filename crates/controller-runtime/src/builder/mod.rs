@@ -140,6 +140,7 @@
 //! ```
 
 mod input;
+mod state;
 mod webhook;
 
 use std::future::Future;
@@ -149,6 +150,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 pub use input::Input;
+pub use state::NoFor;
 pub use webhook::{WebhookBuilder, WebhookFor};
 
 use crate::Request;
@@ -208,10 +210,6 @@ pub enum Error {
         source: manager::Error,
     },
 }
-
-/// The state of a builder without a `for` type yet (see [`ControllerBuilder::for_`]).
-#[derive(Debug)]
-pub struct NoFor(());
 
 /// The state of a builder whose `for` type is `K`: its dynamic type, and the owner handler its
 /// `owns` watches use.

@@ -3,7 +3,7 @@
 
 use std::marker::PhantomData;
 
-use super::NoFor;
+use super::state::NoFor;
 use crate::manager::Manager;
 use crate::webhook::Error;
 use crate::webhook::admission::{Defaulter, Object, Validator, Webhook};

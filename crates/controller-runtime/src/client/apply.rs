@@ -7,7 +7,8 @@ use kube_client::api::{Patch, PatchParams};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Error, Objects};
+use super::error::Error;
+use super::handle::Objects;
 use crate::ObjectKey;
 use crate::cache::CacheObject;
 

@@ -33,6 +33,7 @@
 
 mod apply;
 mod error;
+mod handle;
 mod options;
 mod subresource;
 
@@ -46,18 +47,12 @@ use serde::de::DeserializeOwned;
 
 pub use apply::ApplyOptions;
 pub use error::Error;
+pub use handle::{Client, Objects};
 pub use options::{FieldValidation, WriteDefaults};
 pub use subresource::SubResource;
 
 use crate::ObjectKey;
 use crate::cache::{Cache, CacheObject, ListOptions};
-
-/// Reads from the cache, writes to the API server. Cheap to clone.
-#[derive(Clone)]
-pub struct Client {
-    cache: Cache,
-    defaults: Arc<WriteDefaults>,
-}
 
 impl Client {
     /// A client that reads from `cache` and writes through the cache's kube-client.
@@ -133,12 +128,6 @@ impl Client {
             dt,
         }
     }
-}
-
-/// Reads and writes of one object type; see [`Client::objects`].
-pub struct Objects<K: CacheObject> {
-    client: Client,
-    dt: K::DynamicType,
 }
 
 impl<K: CacheObject> Clone for Objects<K> {

@@ -11,7 +11,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Error, Objects};
+use super::error::Error;
+use super::handle::Objects;
 use crate::ObjectKey;
 use crate::cache::CacheObject;
 

@@ -64,18 +64,21 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Request;
 use crate::handler::EventHandler;
-use crate::metrics::{ControllerMetrics, ControllerSeries};
+use crate::metrics::ControllerMetrics;
 use crate::predicate::BoxPredicate;
 use crate::reconcile::Reconciler;
 use crate::source::{self, Source, Watch};
 use crate::workqueue::{Enqueue, Queue, QueueConfig, QueueItem, QueueOrder, Workqueue};
 
 mod debounce;
+mod inner;
 mod options;
 mod worker;
 
 pub use options::{ControllerOptions, NewQueueFn};
 pub use worker::{ReconcilePanic, ReconcileTimeout};
+
+use inner::{Inner, Sources, State};
 
 /// Why a controller could not be built or started.
 #[derive(Debug, thiserror::Error)]
@@ -146,34 +149,6 @@ impl<T: QueueItem> Clone for Controller<T> {
     }
 }
 
-pub(crate) struct Inner<T: QueueItem> {
-    name: Arc<str>,
-    reconciler: Arc<dyn Reconciler<T>>,
-    options: ControllerOptions<T>,
-    /// Workers learn each key's priority from it and requeue the key at that priority, as
-    /// controller-runtime does, whatever queue it is (built in or from `new_queue`).
-    queue: Arc<dyn Queue<T>>,
-    /// The debounce layer in front of `queue` the watches enqueue through, when
-    /// `ControllerOptions::with_debounce` set a window; workers ask it before reconciling.
-    debounce: Option<Arc<debounce::Debouncer<T>>>,
-    metrics: ControllerSeries,
-    state: Mutex<State<T>>,
-}
-
-struct State<T: QueueItem> {
-    /// `start` was called.
-    started: bool,
-    /// Whether the watches were started (by `warm_up` or `start`), once.
-    sources: Sources,
-    /// The token the watches were started with, for watches added later.
-    ctx: Option<CancellationToken>,
-    /// Watches added before the sources started, by handle id.
-    pending: Vec<(u64, Arc<dyn Watch<T>>)>,
-    /// The started watches' tokens (children of `ctx`), by handle id: cancelling one stops
-    /// that watch's source.
-    running: HashMap<u64, CancellationToken>,
-}
-
 /// Identifies a watch added to a controller, to remove it with [`Controller::remove_watch`].
 ///
 /// Handles are unique across all controllers of the process, so a handle given to another
@@ -197,12 +172,6 @@ impl WatchHandle {
     pub fn describe(&self) -> &str {
         &self.description
     }
-}
-
-enum Sources {
-    NotStarted,
-    Started,
-    Failed(String),
 }
 
 impl<T: QueueItem> fmt::Debug for Controller<T> {

@@ -11,7 +11,7 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::Inner;
+use super::inner::Inner;
 use crate::reconcile::{ReconcileContext, ReconcileError, ReconcileResult};
 use crate::workqueue::{AddOpts, QueueItem};
 

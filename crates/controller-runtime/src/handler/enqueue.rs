@@ -2,7 +2,7 @@
 
 use kube_core::Resource;
 
-use super::EventHandler;
+use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::Request;
 use crate::event::Event;

@@ -4,7 +4,7 @@ use std::fmt;
 
 use kube_core::Resource;
 
-use super::EventHandler;
+use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::event::{CreateEvent, DeleteEvent, Event, GenericEvent, UpdateEvent};
 use crate::workqueue::{Enqueue, QueueItem};

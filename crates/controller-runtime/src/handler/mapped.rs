@@ -5,7 +5,7 @@ use std::fmt;
 
 use kube_core::Resource;
 
-use super::EventHandler;
+use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::event::Event;
 use crate::workqueue::{Enqueue, QueueItem};

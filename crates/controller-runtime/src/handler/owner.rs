@@ -6,7 +6,7 @@ use k8s_openapi::ClusterResourceScope;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube_core::{ApiResource, Resource};
 
-use super::EventHandler;
+use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::Request;
 use crate::event::Event;

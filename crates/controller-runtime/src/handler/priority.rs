@@ -2,7 +2,7 @@
 
 use kube_core::Resource;
 
-use super::EventHandler;
+use super::event_handler::EventHandler;
 use crate::event::Event;
 use crate::workqueue::{AddOpts, Enqueue, LOW_PRIORITY, QueueItem};
 

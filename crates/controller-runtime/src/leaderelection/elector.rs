@@ -8,8 +8,9 @@ use tokio::sync::{Mutex, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::KubeLeaseLock;
+use super::config::{Error, JITTER_FACTOR, LeaderElectionConfig};
 use super::lock::{LeaderElectionRecord, LeaseLock, LockError, Versioned};
-use super::{Error, JITTER_FACTOR, KubeLeaseLock, LeaderElectionConfig};
 
 /// A candidate for leadership of one lease: see the [module docs](super).
 pub struct LeaderElector {

@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Error;
+use super::error::Error;
 use super::runnable::{BoxError, Runnable, RunnableGroup};
 
 /// Waits until a runnable is ready (the cache: synced); `false` when it never will be.

@@ -17,8 +17,27 @@ use http::{Response, StatusCode, Uri};
 use http_body_util::Full;
 use parking_lot::Mutex;
 
-use super::Check;
 use super::http::{Handler, text};
+
+/// A health or readiness check: `Ok(())` when healthy, else why not. It runs on every probe
+/// request, inside the HTTP server: keep it quick and non-blocking (read a flag, not the API
+/// server).
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use controller_runtime::manager::Check;
+///
+/// let warm = Arc::new(AtomicBool::new(false));
+/// let check: Check = Arc::new({
+///     let warm = warm.clone();
+///     move || if warm.load(Ordering::Relaxed) { Ok(()) } else { Err("warming up".into()) }
+/// });
+/// assert!(check().is_err());
+/// warm.store(true, Ordering::Relaxed);
+/// assert!(check().is_ok());
+/// ```
+pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// A named list of checks (healthz or readyz). Cheap to clone; clones share the list.
 #[derive(Clone, Default)]

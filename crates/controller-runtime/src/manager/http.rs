@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Error;
+use super::error::Error;
 use super::runnable::{BoxError, Runnable, RunnableGroup};
 
 /// Answers a GET for a path and query.

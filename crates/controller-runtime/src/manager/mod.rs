@@ -97,6 +97,7 @@
 
 mod address;
 mod controller_defaults;
+mod error;
 mod groups;
 mod healthz;
 mod http;
@@ -120,10 +121,11 @@ use tokio_util::sync::CancellationToken;
 
 pub use address::{BindAddress, InvalidBindAddress};
 pub use controller_defaults::{ControllerDefaults, NewRateLimiterFn};
+pub use error::Error;
+pub use healthz::Check;
 pub use runnable::{Runnable, RunnableGroup, from_fn};
 pub use signal::signal_handler;
 
-use crate::BoxError;
 use crate::cache::{Cache, CacheOptions};
 use crate::client::Client;
 use crate::leaderelection::LeaderElector;
@@ -134,59 +136,6 @@ use crate::sharding::ShardMetrics;
 use crate::webhook::{Options as WebhookOptions, Server as WebhookServer};
 use groups::{Groups, ReadyCheck};
 use healthz::Checks;
-
-/// Why a manager could not be built, or why it stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The kube-client configuration could not be loaded or a client built.
-    #[error("building the kube client: {0}")]
-    Client(#[source] kube_client::Error),
-    /// The kubeconfig could not be read or used.
-    #[error("loading the kubeconfig: {0}")]
-    Kubeconfig(String),
-    /// Two controllers with one name were added to the manager.
-    #[error("a controller named {0:?} already exists in this manager")]
-    DuplicateControllerName(String),
-    /// `start` was called a second time.
-    #[error("the manager was started more than once")]
-    AlreadyStarted,
-    /// A runnable failed; the manager stopped the others.
-    #[error("runnable {name} failed: {source}")]
-    Runnable {
-        /// The runnable's name.
-        name: String,
-        /// Its error.
-        #[source]
-        source: BoxError,
-    },
-    /// The caches did not sync.
-    #[error("the caches did not sync")]
-    CacheSync,
-    /// Leadership was lost: the manager stopped.
-    #[error("leader election lost")]
-    LeaderElectionLost,
-    /// The leader election configuration cannot work.
-    #[error("leader election: {0}")]
-    LeaderElection(#[source] crate::leaderelection::Error),
-    /// A runnable was added while the manager was stopping.
-    #[error("the manager is stopping: no runnable can be added")]
-    Stopping,
-    /// Some runnables did not return within `graceful_shutdown_timeout`; they were abandoned.
-    #[error("runnables did not stop within the graceful shutdown timeout of {0:?}")]
-    ShutdownTimeout(Duration),
-    /// The metrics server's certificate or TLS configuration could not be set up.
-    #[error("setting up the metrics server")]
-    MetricsServer(#[source] crate::metrics::server::Error),
-    /// The HTTP server could not bind its address.
-    #[error("binding {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-}
 
 /// How a [`Manager`] runs. Every field has controller-runtime's default; set the others with
 /// the `with_*` setters (one per field).
@@ -358,26 +307,6 @@ impl ManagerOptions {
         }
     }
 }
-
-/// A health or readiness check: `Ok(())` when healthy, else why not. It runs on every probe
-/// request, inside the HTTP server: keep it quick and non-blocking (read a flag, not the API
-/// server).
-///
-/// ```
-/// use std::sync::Arc;
-/// use std::sync::atomic::{AtomicBool, Ordering};
-/// use controller_runtime::manager::Check;
-///
-/// let warm = Arc::new(AtomicBool::new(false));
-/// let check: Check = Arc::new({
-///     let warm = warm.clone();
-///     move || if warm.load(Ordering::Relaxed) { Ok(()) } else { Err("warming up".into()) }
-/// });
-/// assert!(check().is_err());
-/// warm.store(true, Ordering::Relaxed);
-/// assert!(check().is_ok());
-/// ```
-pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// See the [module docs](self). Cheap to clone; clones are the same manager.
 #[derive(Clone)]

@@ -20,12 +20,13 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::Inner;
+use super::error::Error;
 use super::groups::{Groups, ReadyCheck};
 use super::healthz::probe_handler;
 use super::http::{self, HttpServer};
 use super::profiling;
 use super::runnable::{CacheRunnable, RunnableGroup};
-use super::{Error, Inner};
 
 /// Runs the manager; see the module docs.
 pub(super) async fn start(inner: &Arc<Inner>, ctx: CancellationToken) -> Result<(), Error> {

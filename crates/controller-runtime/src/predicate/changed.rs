@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::Predicate;
+use super::filter::Predicate;
 use crate::event::{Event, Object};
 
 /// Passes updates whose `metadata.generation` changed, i.e. changes to the spec (the API server

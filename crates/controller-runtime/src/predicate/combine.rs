@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{BoxPredicate, Predicate};
+use super::filter::{BoxPredicate, Predicate};
 use crate::event::Event;
 
 /// Every predicate must pass (an empty `and` passes everything). Stops at the first predicate

@@ -1,6 +1,6 @@
 //! The label selector predicate.
 
-use super::Predicate;
+use super::filter::Predicate;
 use crate::event::{Event, Object};
 use crt_labels::LabelSelector;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::{Action, ReconcileContext, ReconcileError, ReconcileResult, Reconciler};
+use super::reconciler::{Action, ReconcileContext, ReconcileError, ReconcileResult, Reconciler};
 use crate::Request;
 use crate::cache::CacheObject;
 use crate::client::Client;

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::{EventRecord, EventType, Reporter};
+use super::record::{EventRecord, EventType, Reporter};
 
 /// What makes two Events identical (see the module docs): everything but times and counts,
 /// with object references compared without their `resourceVersion`.

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::ShardingOptions;
 use super::labels::RING_LABEL;
+use super::options::ShardingOptions;
 use crate::BoxError;
 
 /// A Lease as last observed: its holder and renew time, and when this replica saw them change.

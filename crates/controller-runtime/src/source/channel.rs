@@ -13,7 +13,8 @@ use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Error, EventDispatcher, Source, short_type_name};
+use super::EventDispatcher;
+use super::interface::{Error, Source, short_type_name};
 use crate::event::{Event, GenericEvent};
 use crate::workqueue::QueueItem;
 

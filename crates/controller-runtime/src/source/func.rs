@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::{Error, Watch};
+use super::interface::{Error, Watch};
 use crate::BoxError;
 use crate::Request;
 use crate::workqueue::{Enqueue, QueueItem};

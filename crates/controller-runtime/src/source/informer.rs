@@ -9,7 +9,8 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::{Error, EventDispatcher, Source, short_type_name};
+use super::EventDispatcher;
+use super::interface::{Error, Source, short_type_name};
 use crate::cache::{self, Cache, CacheObject, ResourceEventHandler};
 use crate::event::{CreateEvent, DeleteEvent, Event, UpdateEvent};
 use crate::workqueue::QueueItem;

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
-use super::{Error, EventDispatcher, Source, Watch};
+use super::EventDispatcher;
+use super::interface::{Error, Source, Watch};
 use crate::handler::{BoxEventHandler, EventHandler};
 use crate::predicate::BoxPredicate;
 use crate::workqueue::{Enqueue, QueueItem};

@@ -41,7 +41,7 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tokio_util::sync::CancellationToken;
 
-use super::Error;
+use super::error::Error;
 
 /// What was last read from disk: a change in any of it triggers a reload.
 #[derive(Clone, PartialEq, Eq, Default)]

@@ -57,8 +57,8 @@ use kube_core::conversion::{ConversionRequest, ConversionResponse, ConversionRev
 use kube_core::response::Status;
 use serde_json::Value;
 
-use super::BoxError;
 use super::admission::Object;
+use super::error::BoxError;
 
 /// The path conversion reviews are served at.
 pub const CONVERT_PATH: &str = "/convert";

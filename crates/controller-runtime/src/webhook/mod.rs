@@ -58,53 +58,13 @@ pub mod admission;
 pub mod certwatcher;
 pub mod config;
 pub mod conversion;
+mod error;
 pub mod metrics;
 pub mod server;
-
-use std::net::SocketAddr;
 
 pub use certwatcher::CertWatcher;
 pub use config::ClientConfig;
 pub use metrics::WebhookMetrics;
 pub use server::{Options, Server};
 
-/// A boxed error, as converters return.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// Why a webhook server could not start, or a registration was refused.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The serving certificate or key could not be read or used.
-    #[error("webhook serving certificate: {0}")]
-    Certificate(String),
-    /// The TLS configuration could not be built.
-    #[error("webhook TLS configuration: {0}")]
-    Tls(String),
-    /// The address could not be bound.
-    #[error("binding {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// `start` was called a second time.
-    #[error("the webhook server was started more than once")]
-    AlreadyStarted,
-    /// A webhook is already registered at this path.
-    #[error("a webhook is already registered at {0}")]
-    DuplicatePath(String),
-    /// The path does not start with `/`, or is `/convert` (the conversions' path).
-    #[error("{0:?} cannot be a webhook path: it must start with `/` and not be /convert")]
-    InvalidPath(String),
-    /// A conversion is already registered for this kind.
-    #[error("a conversion is already registered for {kind}.{group}")]
-    DuplicateConversion {
-        /// The kind's group.
-        group: String,
-        /// The kind.
-        kind: String,
-    },
-}
+pub use error::{BoxError, Error};

@@ -32,11 +32,11 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Error;
 use super::admission::Webhook;
 use super::certwatcher::CertWatcher;
 use super::config::{self, ClientConfig};
 use super::conversion::{self, CONVERT_PATH, Conversion, Hub};
+use super::error::Error;
 use super::metrics::WebhookMetrics;
 
 /// controller-runtime's limit on a request body: 7 MiB.

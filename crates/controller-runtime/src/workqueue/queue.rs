@@ -27,11 +27,11 @@ use tokio::time::Instant;
 
 use super::delay::{Attempt, DelayHeap, boxed, ready_time, until_drained, wait_loop};
 use super::hash::Map;
+use super::interface::{AddOpts, Enqueue, Queue, QueueItem};
 use super::metrics::{ProcessingStats, QueueMetrics, WorkqueueMetrics, processing_seconds};
 use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
 use super::ready::{QueueOrder, Ready};
 use super::slots::Slots;
-use super::{AddOpts, Enqueue, Queue, QueueItem};
 
 /// How to build a [`Workqueue`]: `Default`, then builder-style setters.
 ///

@@ -25,10 +25,90 @@
 use base64::Engine;
 use chrono::{DateTime, SecondsFormat};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
-use super::{bad_body, duration};
+use super::descriptors::message_for;
+use super::duration;
 use crate::error::ApiError;
+
+/// The 415 for a body of a kind with no protobuf form.
+fn unsupported(why: impl std::fmt::Display) -> ApiError {
+    ApiError::new(
+        415,
+        "UnsupportedMediaType",
+        format!("protobuf request body not supported: {why}; send application/json"),
+    )
+}
+
+/// The 400 for a protobuf body that does not decode.
+pub(super) fn bad_body(why: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!("unable to decode the protobuf body: {why}"))
+}
+
+/// The prefix of every protobuf-encoded object.
+pub(super) const MAGIC: &[u8] = b"k8s\0";
+
+/// The `runtime.Unknown` envelope of an encoded object (without the magic).
+struct Envelope<'a> {
+    api_version: String,
+    kind: String,
+    raw: &'a [u8],
+}
+
+fn read_envelope(body: &[u8]) -> Result<Envelope<'_>, ApiError> {
+    let data = body
+        .strip_prefix(MAGIC)
+        .ok_or_else(|| bad_body("the body does not start with the k8s protobuf prefix"))?;
+    let mut env = Envelope {
+        api_version: String::new(),
+        kind: String::new(),
+        raw: &[],
+    };
+    let mut r = Reader::new(data);
+    while !r.is_empty() {
+        let (number, wire) = r.key()?;
+        match (number, wire) {
+            (1, 2) => {
+                let mut tm = Reader::new(r.bytes()?);
+                while !tm.is_empty() {
+                    match tm.key()? {
+                        (1, 2) => env.api_version = tm.string()?,
+                        (2, 2) => env.kind = tm.string()?,
+                        (_, wire) => tm.skip(wire)?,
+                    }
+                }
+            }
+            (2, 2) => env.raw = r.bytes()?,
+            (_, wire) => r.skip(wire)?,
+        }
+    }
+    Ok(env)
+}
+
+/// Decodes an encoded object `depth` messages deep (see [`super::decode`]).
+pub(super) fn decode_at(body: &[u8], depth: usize) -> Result<Value, ApiError> {
+    let env = read_envelope(body)?;
+    let desc = message_for(&env.api_version, &env.kind).ok_or_else(|| {
+        unsupported(format!("kind {}/{}", env.api_version, env.kind).trim_start_matches('/'))
+    })?;
+    let mut obj = to_json_at(env.raw, &desc, depth)?;
+    let map = obj.as_object_mut().expect("a message decodes to an object");
+    map.insert("apiVersion".into(), json!(env.api_version));
+    map.insert("kind".into(), json!(env.kind));
+    Ok(obj)
+}
+
+/// An embedded object (a `RawExtension`'s bytes, `depth` messages deep): protobuf with the
+/// prefix, or JSON.
+pub(crate) fn decode_embedded(raw: &[u8], depth: usize) -> Result<Value, ApiError> {
+    if raw.starts_with(MAGIC) {
+        decode_at(raw, depth)
+    } else if raw.is_empty() {
+        Ok(Value::Null)
+    } else {
+        serde_json::from_slice(raw).map_err(|e| bad_body(format!("embedded JSON: {e}")))
+    }
+}
 
 const META: &str = "apimachinery.pkg.apis.meta.v1.";
 const APIEXT_V1: &str = "apiextensions_apiserver.pkg.apis.apiextensions.v1.";
@@ -542,7 +622,7 @@ fn special_to_json(
         }
         Special::RawJson => match bytes(1) {
             None => None,
-            Some(raw) => Some(super::decode_embedded(raw, depth)?),
+            Some(raw) => Some(decode_embedded(raw, depth)?),
         },
         Special::SchemaOrArray | Special::SchemaOrStringArray => {
             let schema_field = desc.get_field(1).expect("schema");

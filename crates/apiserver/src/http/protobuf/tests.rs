@@ -1,3 +1,5 @@
+use serde_json::json;
+
 use super::*;
 
 fn varint(mut v: u64, out: &mut Vec<u8>) {

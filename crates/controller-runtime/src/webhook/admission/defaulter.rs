@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kube_core::admission::Operation;
 
-use super::{Denial, Handler, Object, Request, Response, allow, decode, deny};
+use super::review::{Denial, Handler, Object, Request, Response, allow, decode, deny};
 
 /// Fills in the fields of a `K` on create and update (a mutating webhook). The answer sent to
 /// the API server is the JSON patch from the object received to `obj` after `default` returns;

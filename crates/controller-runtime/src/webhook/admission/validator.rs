@@ -6,7 +6,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use kube_core::admission::Operation;
 
-use super::{Denial, Handler, Object, Request, Response, Warnings, allow, decode, deny};
+use super::review::{Denial, Handler, Object, Request, Response, Warnings, allow, decode, deny};
 
 /// What a validation answers: warnings (allowed), or a [`Denial`] (which carries its own
 /// warnings).

@@ -15,6 +15,10 @@
 //!   list of error messages.
 //! - regex: `s.find(re)`, `s.findAll(re[, limit])`.
 //!
+//! and, apart ([`add_k8s_lists`], the one library admission policies get too), the list
+//! library: `isSorted()`, `sum()`, `min()`, `max()` (its `indexOf`/`lastIndexOf` are
+//! declared in the parse environment).
+//!
 //! Values are the cel crate's opaque values; a string that does not parse is an evaluation
 //! error worded as upstream's (the rule then fails with `... evaluating rule: ...`).
 
@@ -22,6 +26,7 @@ use std::cmp::Ordering;
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use cel::extractors::This;
 use cel::objects::{Key, Map as CelMap, Opaque, OptionalValue};
 use cel::{Context, ExecutionError, FunctionContext, Value as Cel};
 
@@ -46,6 +51,58 @@ pub(crate) fn register(ctx: &mut Context<'_, '_>) {
         );
     }
     ctx.add_variable_from_value("format", Cel::Opaque(Arc::new(FormatLib)));
+}
+
+/// The least (`Less`) or greatest (`Greater`) element of a list; an error when empty.
+fn extreme(l: &[Cel], keep: std::cmp::Ordering) -> Result<Cel, ExecutionError> {
+    let mut best = l
+        .first()
+        .ok_or_else(|| ExecutionError::function_error("min/max", "list is empty"))?;
+    for x in &l[1..] {
+        match x.partial_cmp(best) {
+            Some(o) if o == keep => best = x,
+            Some(_) => {}
+            None => {
+                return Err(ExecutionError::ValuesNotComparable(x.clone(), best.clone()));
+            }
+        }
+    }
+    Ok(best.clone())
+}
+
+/// Kubernetes' list library: `isSorted`, `sum`, `min`, `max` on lists.
+pub(crate) fn add_k8s_lists(ctx: &mut Context<'_, '_>) {
+    let _ = ctx.add_function("min", |This(l): This<Arc<Vec<Cel>>>| {
+        extreme(&l, std::cmp::Ordering::Less)
+    });
+    let _ = ctx.add_function("max", |This(l): This<Arc<Vec<Cel>>>| {
+        extreme(&l, std::cmp::Ordering::Greater)
+    });
+    let _ = ctx.add_function("isSorted", |This(l): This<Arc<Vec<Cel>>>| {
+        l.windows(2)
+            .all(|w| w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Greater))
+    });
+    let _ = ctx.add_function("sum", |This(l): This<Arc<Vec<Cel>>>| -> Cel {
+        let mut int = 0i64;
+        let mut float = 0f64;
+        let mut any_float = false;
+        for x in l.iter() {
+            match x {
+                Cel::Int(i) => int = int.wrapping_add(*i),
+                Cel::UInt(u) => int = int.wrapping_add(*u as i64),
+                Cel::Float(f) => {
+                    any_float = true;
+                    float += f
+                }
+                _ => {}
+            }
+        }
+        if any_float {
+            Cel::Float(float + int as f64)
+        } else {
+            Cel::Int(int)
+        }
+    });
 }
 
 /// A library function: the receiver (for `x.f(...)`) and the arguments.
@@ -794,7 +851,7 @@ fn dns1035_label(s: &str) -> Vec<String> {
 mod tests {
     use cel::{Context, Value as Cel};
 
-    use super::super::rule::ENV;
+    use crate::cel::parse::ENV;
 
     fn eval(expr: &str) -> Result<Cel, String> {
         let mut ctx = Context::with_env(ENV.clone());

@@ -1,5 +1,5 @@
-//! The static cost estimate of a type-checked rule, as a kube-apiserver computes it when a CRD
-//! is written: cel-go's estimator (`checker/cost.go`) with the Kubernetes libraries' call
+//! The static cost estimate of a type-checked expression, as a kube-apiserver computes it when
+//! a CRD is written: cel-go's estimator (`checker/cost.go`) with the Kubernetes libraries' call
 //! estimates and apiextensions' size model.
 //!
 //! Costs and sizes are worst cases. An identifier or a field selection on an object or map
@@ -961,12 +961,9 @@ mod tests {
     /// The estimate of `rule` on a node of `schema` (not a resource root), as upstream's
     /// `Compile` reports it in `MaxCost`.
     fn cost_of(schema: &Value, rule: &str) -> u64 {
-        use crate::schema::check::{Decl, check};
-        let mut errs = Vec::new();
-        let node = crate::schema::node::Node::parse(schema, "", &mut errs);
-        assert!(errs.is_empty(), "{schema}: {errs:?}");
-        let decl = Decl::of(&node, false);
-        let program = crate::schema::rule::parse(rule).expect(rule);
+        use crate::cel::check::check;
+        let decl = crate::schema::decl::decl_of_value(schema);
+        let program = crate::cel::parse::parse(rule).expect(rule);
         let Ok(checked) = check(program.expression(), &decl, false) else {
             panic!("{rule} does not type-check on {schema}");
         };

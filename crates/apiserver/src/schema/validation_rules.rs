@@ -6,7 +6,7 @@
 //! `...x-kubernetes-validations[i].rule`; one over the cost budget with `estimated rule cost
 //! exceeds budget ...`, see `crd_rules::check_schema`), and evaluated on
 //! every write of a custom object with `self` bound to the node's value, within upstream's
-//! runtime cost limits (see `runtime_cost`). A rule that names
+//! runtime cost limits (see [`crate::cel::runtime_cost`]). A rule that names
 //! `oldSelf` is a transition rule: it is evaluated only on update, when the node has an old
 //! value (or always, with `oldSelf` an optional, under `optionalOldSelf`). On update, a node
 //! whose value did not change is not refused by its other rules (ratcheting, on by default
@@ -19,25 +19,30 @@
 //! `upperAscii`, `split`, `join`, `trim`, `replace`, `indexOf`, `lastIndexOf`, `substring`,
 //! `format`) and its lists extension, plus Kubernetes' list library (`isSorted`, `sum`,
 //! `min`, `max`, `indexOf`, `lastIndexOf`), and the quantity, url, ip, cidr, format and regex
-//! (`find`, `findAll`) libraries of `cel_lib`. The cel crate checks no types when
-//! compiling; `rule` checks names (`undeclared reference to 'x'`, as cel-go) and `check`
-//! types (`undefined field 'x'`, `found no matching overload ...`) when the CRD is written.
-//! What `check` lets through as `dyn` (an unknown function, a value of an
+//! (`find`, `findAll`) libraries of [`crate::cel::library`]. The cel crate checks no types
+//! when compiling; `rule` checks names (`undeclared reference to 'x'`, as cel-go) and
+//! [`crate::cel::check`] types (`undefined field 'x'`, `found no matching overload ...`)
+//! when the CRD is written. What the checker lets through as `dyn` (an unknown function, a value of an
 //! `x-kubernetes-int-or-string` field, a missing map key) fails on write instead, as an
 //! evaluation error (`no such key: x evaluating rule: ...`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cel::extractors::This;
 use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Value as Cel};
 use serde_json::Value;
 
-use super::FieldError;
+use super::decl::decl_of;
+use super::error::FieldError;
 use super::node::{Additional, ListType, Node};
-use super::rule::{ENV, Rule};
-use super::runtime_cost::{Charge, Meter, Which};
+use super::rule::Rule;
+use crate::cel::check::{Decl, check};
+use crate::cel::cost::estimate;
+use crate::cel::library::{self, add_k8s_lists};
+use crate::cel::parse::ENV;
+use crate::cel::runtime_cost::{Charge, Meter, sized};
+use crate::cel::value::to_cel;
 
 /// Checks that every rule's `fieldPath` names a field the schema declares (`.a.b`,
 /// `['a.b']`), as upstream does when the CRD is written; `path` is the node's in the schema.
@@ -53,7 +58,7 @@ pub(crate) fn check_field_paths(node: &Node, path: &str, errors: &mut Vec<FieldE
                 "FieldValueInvalid",
                 format!(
                     "Invalid value: {}: fieldPath must be a valid path: {why}",
-                    super::quote(fp)
+                    super::error::quote(fp)
                 ),
             ));
         }
@@ -134,86 +139,6 @@ fn to_cel_typed(node: &Node, v: &Value) -> Cel {
     }
 }
 
-/// A JSON value as CEL sees it: integers as `int`, other numbers as `double`, objects as
-/// maps with string keys.
-pub(crate) fn to_cel(v: &Value) -> Cel {
-    match v {
-        Value::Null => Cel::Null,
-        Value::Bool(b) => Cel::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => Cel::Int(i),
-            None => match n.as_u64() {
-                Some(u) => Cel::UInt(u),
-                None => Cel::Float(n.as_f64().unwrap_or(f64::NAN)),
-            },
-        },
-        Value::String(s) => Cel::String(Arc::new(s.clone())),
-        Value::Array(a) => Cel::List(Arc::new(a.iter().map(to_cel).collect())),
-        Value::Object(m) => {
-            let map: HashMap<Key, Cel> = m
-                .iter()
-                .map(|(k, v)| (Key::from(k.as_str()), to_cel(v)))
-                .collect();
-            Cel::Map(CelMap { map: Arc::new(map) })
-        }
-    }
-}
-
-/// The least (`Less`) or greatest (`Greater`) element of a list; an error when empty.
-fn extreme(l: &[Cel], keep: std::cmp::Ordering) -> Result<Cel, cel::ExecutionError> {
-    let mut best = l
-        .first()
-        .ok_or_else(|| cel::ExecutionError::function_error("min/max", "list is empty"))?;
-    for x in &l[1..] {
-        match x.partial_cmp(best) {
-            Some(o) if o == keep => best = x,
-            Some(_) => {}
-            None => {
-                return Err(cel::ExecutionError::ValuesNotComparable(
-                    x.clone(),
-                    best.clone(),
-                ));
-            }
-        }
-    }
-    Ok(best.clone())
-}
-
-/// Kubernetes' list library: `isSorted`, `sum`, `min`, `max` on lists.
-pub(crate) fn add_k8s_lists(ctx: &mut Context<'_, '_>) {
-    let _ = ctx.add_function("min", |This(l): This<Arc<Vec<Cel>>>| {
-        extreme(&l, std::cmp::Ordering::Less)
-    });
-    let _ = ctx.add_function("max", |This(l): This<Arc<Vec<Cel>>>| {
-        extreme(&l, std::cmp::Ordering::Greater)
-    });
-    let _ = ctx.add_function("isSorted", |This(l): This<Arc<Vec<Cel>>>| {
-        l.windows(2)
-            .all(|w| w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Greater))
-    });
-    let _ = ctx.add_function("sum", |This(l): This<Arc<Vec<Cel>>>| -> Cel {
-        let mut int = 0i64;
-        let mut float = 0f64;
-        let mut any_float = false;
-        for x in l.iter() {
-            match x {
-                Cel::Int(i) => int = int.wrapping_add(*i),
-                Cel::UInt(u) => int = int.wrapping_add(*u as i64),
-                Cel::Float(f) => {
-                    any_float = true;
-                    float += f
-                }
-                _ => {}
-            }
-        }
-        if any_float {
-            Cel::Float(float + int as f64)
-        } else {
-            Cel::Int(int)
-        }
-    });
-}
-
 fn type_of(node: &Node, v: &Value) -> String {
     if let Some(t) = &node.ty {
         return t.clone();
@@ -239,7 +164,7 @@ fn child(path: &str, key: &str) -> String {
 
 /// Evaluates the rules of `node` and of every node under it against `v`, with `old` the
 /// value at the same place before an update (`None` on create, or where there is none),
-/// within upstream's runtime cost limits ([`runtime_cost`](super::runtime_cost)): a first
+/// within upstream's runtime cost limits ([`crate::cel::runtime_cost`]): a first
 /// pass charges each rule its static estimate; if that bound could reach a limit, the
 /// object is validated again charging actual costs.
 pub(crate) fn validate(
@@ -281,23 +206,29 @@ fn walk(
                 continue;
             }
             let resource_root = path.is_empty() || node.embedded;
-            match meter.charge(rule, Which::Rule, node, resource_root, v, old) {
+            match meter.charge(
+                || static_cost(rule, Which::Rule, node, resource_root),
+                || actual_cost(rule, Which::Rule, node, resource_root, v, old),
+            ) {
                 Charge::Run => {
                     let mut message_meter = |field: &str| {
                         let ty = type_of(node, v);
-                        let detail = match meter.charge(rule, Which::Message, node, resource_root, v, old) {
+                        let detail = match meter.charge(
+                            || static_cost(rule, Which::Message, node, resource_root),
+                            || actual_cost(rule, Which::Message, node, resource_root, v, old),
+                        ) {
                             Charge::Run => return Ok(()),
                             Charge::Recount => return Err(None),
                             Charge::OutOfBudget => "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_string(),
                             Charge::OverCallLimit => format!(
                                 "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
-                                super::quote(rule.message_source.as_deref().unwrap_or_default())
+                                super::error::quote(rule.message_source.as_deref().unwrap_or_default())
                             ),
                         };
                         Err(Some(FieldError::new(
                             field,
                             "FieldValueInvalid",
-                            format!("Invalid value: {}: {detail}", super::quote(&ty)),
+                            format!("Invalid value: {}: {detail}", super::error::quote(&ty)),
                         )))
                     };
                     if check_rule(rule, node, v, old, path, &mut message_meter, errors) {
@@ -311,7 +242,7 @@ fn walk(
                         "FieldValueInvalid",
                         format!(
                             "Invalid value: {}: validation failed due to running out of cost budget, no further validation rules will be run",
-                            super::quote(&type_of(node, v))
+                            super::error::quote(&type_of(node, v))
                         ),
                     ));
                     return;
@@ -322,7 +253,7 @@ fn walk(
                         "FieldValueInvalid",
                         format!(
                             "Invalid value: {}: 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {}",
-                            super::quote(&type_of(node, v)),
+                            super::error::quote(&type_of(node, v)),
                             rule.error_string()
                         ),
                     ));
@@ -392,7 +323,7 @@ fn check_rule(
     }
     let mut ctx = Context::with_env(ENV.clone());
     add_k8s_lists(&mut ctx);
-    super::cel_lib::register(&mut ctx);
+    library::register(&mut ctx);
     let view = |x: &Value| {
         if path.is_empty() {
             to_cel_typed(node, &root_view(x))
@@ -441,7 +372,7 @@ fn check_rule(
             "FieldValueInvalid",
             format!(
                 "Invalid value: {}: rule did not evaluate to a bool: {other:?}",
-                super::quote(&ty)
+                super::error::quote(&ty)
             ),
         )),
         Err(e) => {
@@ -466,7 +397,7 @@ fn check_rule(
             errors.push(FieldError::new(
                 &field,
                 "FieldValueInvalid",
-                format!("Invalid value: {}: {detail}", super::quote(&ty)),
+                format!("Invalid value: {}: {detail}", super::error::quote(&ty)),
             ))
         }
     }
@@ -528,8 +459,8 @@ fn field_error(field: &str, reason: &'static str, ty: &str, detail: &str) -> Fie
     let message = match reason {
         "FieldValueForbidden" => format!("Forbidden: {detail}"),
         "FieldValueRequired" => format!("Required value: {detail}"),
-        "FieldValueDuplicate" => format!("Duplicate value: {}", super::quote(ty)),
-        _ => format!("Invalid value: {}: {detail}", super::quote(ty)),
+        "FieldValueDuplicate" => format!("Duplicate value: {}", super::error::quote(ty)),
+        _ => format!("Invalid value: {}: {detail}", super::error::quote(ty)),
     };
     FieldError::new(field, reason, message)
 }
@@ -748,5 +679,188 @@ mod tests {
             "properties[spec].x-kubernetes-validations[1].reason"
         );
         assert_eq!(err.errors[1].reason, "FieldValueNotSupported");
+    }
+}
+
+/// Which expression of a rule is evaluated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Which {
+    /// The rule itself.
+    Rule,
+    /// Its `messageExpression`, evaluated when the rule fails.
+    Message,
+}
+
+/// The static estimate of a rule's expression at its node (as when the CRD was written),
+/// computed once.
+fn static_cost(rule: &Rule, which: Which, node: &Node, resource_root: bool) -> u64 {
+    let slot = match which {
+        Which::Rule => &rule.static_cost,
+        Which::Message => &rule.message_static_cost,
+    };
+    *slot.get_or_init(|| {
+        let decl = decl_of(node, resource_root);
+        cost_at(rule, which, &decl)
+    })
+}
+
+/// The rule's cost with `self` (and `oldSelf`) as long as they actually are.
+fn actual_cost(
+    rule: &Rule,
+    which: Which,
+    node: &Node,
+    resource_root: bool,
+    v: &Value,
+    old: Option<&Value>,
+) -> u64 {
+    let declared = decl_of(node, resource_root);
+    let mut values = vec![v];
+    if rule.transition {
+        values.extend(old);
+    }
+    let decl = sized(&declared, &values);
+    cost_at(rule, which, &decl)
+}
+
+fn cost_at(rule: &Rule, which: Which, decl: &Decl) -> u64 {
+    let program = match which {
+        Which::Rule => &rule.program,
+        Which::Message => match &rule.message_expression {
+            Some(p) => p,
+            None => return 0,
+        },
+    };
+    let expr = program.expression();
+    // A rule that does not check was refused with its CRD; charge it nothing here.
+    match check(expr, decl, rule.optional_old_self) {
+        Ok(checked) => estimate(expr, &checked, decl),
+        Err(_) => 0,
+    }
+}
+
+#[cfg(test)]
+mod runtime_cost_tests {
+    use serde_json::{Value, json};
+
+    use crate::schema::StructuralSchema;
+
+    fn schema(spec: Value) -> StructuralSchema {
+        StructuralSchema::from_value(&json!({"type": "object", "properties": {"spec": spec}}))
+            .unwrap()
+    }
+
+    fn errors(s: &StructuralSchema, spec: Value) -> Vec<String> {
+        s.validate(&json!({"spec": spec}))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_rule_over_the_per_call_limit_stops_validation() {
+        // Upstream's conformance test: the CRD is accepted (its estimate is under the
+        // static limit), and an object with all 725 elements is refused at run time.
+        let rule = "self.largeArray.all(x, self.largeArray.all(y, y == x))";
+        let s = schema(json!({"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.x + self.y > 0"}, {"rule": rule}],
+            "properties": {
+                "x": {"type": "integer"}, "y": {"type": "integer"},
+                "largeArray": {"type": "array", "maxItems": 725, "items": {"type": "integer"}}}}));
+        let small: Vec<i64> = vec![20; 100];
+        assert!(errors(&s, json!({"x": 1, "y": 1, "largeArray": small})).is_empty());
+        let large: Vec<i64> = vec![20; 725];
+        assert_eq!(
+            errors(&s, json!({"x": 0, "y": 0, "largeArray": large})),
+            [
+                r#"spec: Invalid value: "object": failed rule: self.x + self.y > 0"#.to_string(),
+                format!(
+                    r#"spec: Invalid value: "object": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: {rule}"#
+                ),
+            ]
+        );
+    }
+
+    /// A list of lists of up to 100 elements, two rules on each costing up to 50,502 (cel-go's
+    /// count for a nested `all` over n elements: 5n² + 5n + 2); the CRD's static bounds pass.
+    fn lists() -> StructuralSchema {
+        schema(json!({"type": "object", "properties": {"lists": {
+            "type": "array", "maxItems": 190, "items": {
+                "type": "array", "maxItems": 100, "items": {"type": "integer"},
+                "x-kubernetes-validations": [
+                    {"rule": "self.all(x, self.all(y, y == x))"},
+                    {"rule": "self.all(x, self.all(y, x == y))"}]}}}}))
+    }
+
+    #[test]
+    fn the_object_budget_runs_out_at_the_rule_that_overdraws_it() {
+        // Ten rules on each string: `==` on strings costs a tenth per character, so 100,002
+        // on a string of a million characters. The CRD's static bounds pass (four bytes per
+        // character: 400,002 a rule, 24 strings, 9.6M a rule, 96M in all).
+        let rules: Vec<Value> = (0..10).map(|_| json!({"rule": "self == self"})).collect();
+        let s = schema(json!({"type": "object", "properties": {"strings": {
+            "type": "array", "maxItems": 24, "items": {
+                "type": "string", "maxLength": 1_000_000, "x-kubernetes-validations": rules}}}}));
+        let long = "a".repeat(1_000_000);
+        // Nine strings cost 9 × 1,000,020: within the budget.
+        assert!(errors(&s, json!({"strings": vec![long.clone(); 9]})).is_empty());
+        // The tenth string's last rule (100,002) overdraws the 99,802 left: validation stops
+        // there, with one error, and the later strings are not looked at.
+        assert_eq!(
+            errors(&s, json!({"strings": vec![long; 24]})),
+            [
+                r#"spec.strings[9]: Invalid value: "string": validation failed due to running out of cost budget, no further validation rules will be run"#
+            ]
+        );
+    }
+
+    #[test]
+    fn actual_sizes_not_schema_bounds_are_charged() {
+        let s = lists();
+        // 190 lists of 10 elements cost 190 × 2 × 552: the static bound (19.2M) is over the
+        // budget, the actual cost is not, and the rules still run.
+        let mut short = vec![vec![7; 10]; 190];
+        assert!(errors(&s, json!({"lists": short.clone()})).is_empty());
+        short[3][1] = 8;
+        assert_eq!(
+            errors(&s, json!({"lists": short})),
+            [
+                r#"spec.lists[3]: Invalid value: "array": failed rule: self.all(x, self.all(y, y == x))"#,
+                r#"spec.lists[3]: Invalid value: "array": failed rule: self.all(x, self.all(y, x == y))"#
+            ]
+        );
+    }
+
+    #[test]
+    fn costs_at_actual_sizes() {
+        use super::{Which, actual_cost, static_cost};
+        let s = lists();
+        let node = s.root.properties["spec"].properties["lists"]
+            .items
+            .as_deref()
+            .unwrap();
+        let rule = &node.rules[0];
+        let cost = |n: usize| actual_cost(rule, Which::Rule, node, false, &json!(vec![1; n]), None);
+        assert_eq!((cost(1), cost(10), cost(100)), (12, 552, 50_502));
+        assert_eq!(static_cost(rule, Which::Rule, node, false), 50_502);
+    }
+
+    #[test]
+    fn a_failed_rules_message_expression_is_charged_too() {
+        // Three `==` rules (100,002 each on a million characters), one that fails (3), and
+        // its messageExpression, a concatenation costing a tenth per character of its
+        // result (200,002): 500,011 a string. After 19 strings 499,791 is left; the 20th
+        // string's rules leave 199,782, less than its messageExpression costs.
+        let s = schema(json!({"type": "object", "properties": {"strings": {
+            "type": "array", "maxItems": 24, "items": {
+                "type": "string", "maxLength": 1_000_000, "x-kubernetes-validations": [
+                    {"rule": "self == self"}, {"rule": "self == self"}, {"rule": "self == self"},
+                    {"rule": "self == 'x'", "messageExpression": "self + self"}]}}}}));
+        let long = "a".repeat(1_000_000);
+        let got = errors(&s, json!({"strings": vec![long; 24]}));
+        assert_eq!(got.len(), 20, "{:?}", &got[got.len().saturating_sub(2)..]);
+        assert_eq!(
+            got[19],
+            r#"spec.strings[19]: Invalid value: "string": messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run"#
+        );
     }
 }

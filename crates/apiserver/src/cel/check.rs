@@ -1,14 +1,12 @@
-//! Type checking of `x-kubernetes-validations` rules against the schema they sit on, as
-//! cel-go's checker does when a kube-apiserver compiles a CRD's rules.
+//! Type checking of CEL expressions against the declared type of `self`, as cel-go's checker
+//! does when a kube-apiserver compiles a CRD's `x-kubernetes-validations` rules.
 //!
 //! The cel crate parses but checks no types, so this module types a parsed rule over its AST:
-//! `self` and `oldSelf` get the type [`Decl::of`] derives from the structural schema (an
-//! object with its properties, `map(string, T)` under `additionalProperties`, `list(T)` for
-//! arrays, `string`, `int`, `double`, `bool`, `bytes`, `timestamp` and `duration` by type and
-//! format, `dyn` for `x-kubernetes-int-or-string`; the root and embedded resources also get
-//! `apiVersion`, `kind` and `metadata.name`/`generateName`). It reports what cel-go reports,
-//! in its words: `undefined field 'foo'`, `found no matching overload for '_+_' applied to
-//! '(int, string)'`, `type 'string' does not support field selection`, a comprehension over a
+//! `self` and `oldSelf` get a [`Decl`] (the CRD code derives it from the structural schema,
+//! as upstream's `SchemaDeclType`: objects with their fields, `map(string, T)`, `list(T)`,
+//! scalars by type and format, `dyn`). It reports what cel-go reports, in its words:
+//! `undefined field 'foo'`, `found no matching overload for '_+_' applied to '(int,
+//! string)'`, `type 'string' does not support field selection`, a comprehension over a
 //! scalar. Functions it does not model, and every value of type `dyn`, type as `dyn` and are
 //! never refused: a rule a real server accepts is accepted here, while a few it refuses may
 //! pass (the evaluation then fails on write instead).
@@ -19,8 +17,6 @@
 use std::collections::{BTreeMap, HashMap};
 
 use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr};
-
-use super::node::{Additional, Node};
 
 /// The largest request body a kube-apiserver accepts, which bounds every unbounded list, map
 /// and string (`apiserver/pkg/apis/cel.MaxRequestSizeBytes`).
@@ -65,116 +61,15 @@ pub(crate) static MAP_KEY: Decl = Decl {
     max_elements: 0,
 };
 
-fn simple(kind: DeclKind, min_size: u64, max_elements: u64) -> Decl {
-    Decl {
-        kind,
-        min_size,
-        max_elements,
-    }
-}
-
 impl Decl {
-    /// The declared type of `node`; `resource_root` at the root of a custom resource and of
-    /// an embedded resource, where `apiVersion`, `kind` and `metadata.name`/`generateName`
-    /// are always declared.
-    pub(crate) fn of(node: &Node, resource_root: bool) -> Decl {
-        let max_string = MAX_REQUEST_SIZE_BYTES - 2;
-        if node.int_or_string {
-            // Upstream sizes an int-or-string as the longest string a request holds, whatever
-            // its maxLength.
-            return simple(DeclKind::Dyn, 1, max_string);
-        }
-        match node.ty.as_deref() {
-            Some("array") => {
-                let Some(items) = &node.items else {
-                    return simple(DeclKind::Dyn, 2, max_string);
-                };
-                let elem = Decl::of(items, items.embedded);
-                let max = node.max_items.unwrap_or(max_string / (elem.min_size + 1));
-                simple(DeclKind::List(Box::new(elem)), 2, max)
-            }
-            Some("object") => {
-                if let Some(Additional::Schema(s)) = &node.additional {
-                    let value = Decl::of(s, s.embedded);
-                    // A key of at least `""`, its quotes, a colon and a comma per property.
-                    let max = node
-                        .max_properties
-                        .unwrap_or(max_string / (6 + value.min_size));
-                    return simple(DeclKind::Map(Box::new(value)), 2, max);
-                }
-                let mut fields = BTreeMap::new();
-                let mut min_size = 2;
-                for (name, prop) in &node.properties {
-                    let d = Decl::of(prop, prop.embedded);
-                    if node.required.contains(name) && prop.default.is_none() {
-                        min_size += name.len() as u64 + d.min_size + 4;
-                    }
-                    fields.insert(name.clone(), d);
-                }
-                if resource_root && !declares_type_and_object_meta(node) {
-                    let string = || simple(DeclKind::String, 2, max_string);
-                    fields.insert("apiVersion".into(), string());
-                    fields.insert("kind".into(), string());
-                    let meta = BTreeMap::from([
-                        ("name".to_string(), string()),
-                        ("generateName".to_string(), string()),
-                    ]);
-                    fields.insert(
-                        "metadata".into(),
-                        simple(
-                            DeclKind::Object {
-                                fields: meta,
-                                open: false,
-                            },
-                            2,
-                            0,
-                        ),
-                    );
-                }
-                let open = node.preserve_unknown;
-                simple(DeclKind::Object { fields, open }, min_size, 0)
-            }
-            Some("string") => match node.format.as_deref() {
-                Some("byte") => simple(DeclKind::Bytes, 2, node.max_length.unwrap_or(max_string)),
-                // Sizes of RFC 3339 values with their quotes.
-                Some("duration") => simple(DeclKind::Duration, 3, 32),
-                Some("date") => simple(DeclKind::Timestamp, 12, 12),
-                Some("date-time") => simple(DeclKind::Timestamp, 21, 32),
-                _ => {
-                    let max = match (&node.max_length, &node.enumeration) {
-                        // maxLength counts code points, of up to 4 bytes each.
-                        (Some(m), _) => m.saturating_mul(4),
-                        (None, Some(e)) if !e.is_empty() => e
-                            .iter()
-                            .map(|v| v.as_str().map_or(0, |s| s.len() as u64))
-                            .max()
-                            .unwrap_or(0),
-                        _ => max_string,
-                    };
-                    simple(DeclKind::String, 2, max)
-                }
-            },
-            Some("boolean") => simple(DeclKind::Bool, 4, 0),
-            Some("integer") => simple(DeclKind::Int, 1, 0),
-            Some("number") => simple(DeclKind::Double, 1, 0),
-            _ => simple(DeclKind::Dyn, 1, max_string),
+    /// A declaration of `kind` with its size bounds.
+    pub(crate) fn new(kind: DeclKind, min_size: u64, max_elements: u64) -> Decl {
+        Decl {
+            kind,
+            min_size,
+            max_elements,
         }
     }
-}
-
-/// Whether a resource root already declares `apiVersion`, `kind` and `metadata.name` and
-/// `generateName` as strings; upstream then keeps its schema as it is (its other metadata
-/// fields declared too) rather than replacing them.
-fn declares_type_and_object_meta(node: &Node) -> bool {
-    let string = |n: Option<&Node>| n.is_some_and(|n| n.ty.as_deref() == Some("string"));
-    let meta = node.properties.get("metadata");
-    string(node.properties.get("apiVersion"))
-        && string(node.properties.get("kind"))
-        && meta.is_some_and(|m| {
-            m.ty.as_deref() == Some("object")
-                && string(m.properties.get("name"))
-                && string(m.properties.get("generateName"))
-        })
 }
 
 /// A CEL type as the checker sees it.

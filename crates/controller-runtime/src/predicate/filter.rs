@@ -1,0 +1,64 @@
+//! The [`Predicate`] trait every filter of this module implements, and its shared form. A
+//! leaf of `predicate`.
+
+use std::sync::Arc;
+
+use crate::event::Event;
+
+/// A filter on events: whether an event about objects of `K` reaches the handler.
+///
+/// A closure over the event is a predicate (Go's `predicate.Funcs` is a `match` on the event):
+///
+/// ```
+/// use std::sync::Arc;
+/// use controller_runtime::event::{CreateEvent, DeleteEvent, Event};
+/// use controller_runtime::predicate::Predicate;
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// // Ignore deletes we only learned about on relist.
+/// let p = |e: &Event<Pod>| !matches!(e, Event::Delete(d) if d.delete_state_unknown);
+/// let pod = Arc::new(Pod::default());
+/// assert!(!p.filter(&Event::Delete(DeleteEvent { object: pod.clone(), delete_state_unknown: true })));
+/// assert!(p.filter(&Event::Create(CreateEvent { object: pod, is_in_initial_list: false })));
+/// ```
+pub trait Predicate<K: ?Sized>: Send + Sync {
+    /// Whether `event` passes.
+    fn filter(&self, event: &Event<K>) -> bool;
+}
+
+/// A shared, type-erased predicate, as watches hold them.
+pub type BoxPredicate<K> = Arc<dyn Predicate<K>>;
+
+/// Shares and type-erases `predicate`, for a list of predicates: a watch's (as
+/// [`EventDispatcher::new`](crate::source::EventDispatcher::new) takes them), or one given to
+/// [`and`](super::and), [`or`](super::or) and [`not`](super::not). (The builder's [`Input::with_predicate`](crate::builder::Input::with_predicate)
+/// takes a predicate as it is.)
+///
+/// ```
+/// use controller_runtime::predicate::{self, BoxPredicate, GenerationChanged, LabelSelectorPredicate};
+/// use k8s_openapi::api::apps::v1::Deployment;
+///
+/// let predicates: Vec<BoxPredicate<Deployment>> = vec![
+///     predicate::boxed(GenerationChanged),
+///     predicate::boxed(LabelSelectorPredicate::parse("app=web").unwrap()),
+/// ];
+/// # assert_eq!(predicates.len(), 2);
+/// ```
+pub fn boxed<K: ?Sized, P: Predicate<K> + 'static>(predicate: P) -> BoxPredicate<K> {
+    Arc::new(predicate)
+}
+
+impl<K: ?Sized, P: Predicate<K> + ?Sized> Predicate<K> for Arc<P> {
+    fn filter(&self, event: &Event<K>) -> bool {
+        (**self).filter(event)
+    }
+}
+
+impl<K: ?Sized, F> Predicate<K> for F
+where
+    F: Fn(&Event<K>) -> bool + Send + Sync,
+{
+    fn filter(&self, event: &Event<K>) -> bool {
+        self(event)
+    }
+}
