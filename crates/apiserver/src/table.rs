@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::resource::ResourceInfo;
 
-mod columns;
+pub(crate) mod columns;
 
 pub use columns::{age, eval_json_path};
 

@@ -26,42 +26,15 @@ use serde_json::Value;
 use super::meta;
 use crate::resource::ResourceInfo;
 
-/// The metadata fields `ResetObjectMetaForStatus` resets (besides the deletion timestamp and
-/// generation every update keeps).
-const STATUS_META: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
-
 /// A kind's status strategy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Strategy {
-    /// Everything but `spec` may change.
-    Spec,
-    /// `spec` and these metadata fields are kept.
-    SpecAnd(&'static [&'static str]),
-    /// `spec` and all metadata are kept.
-    SpecAndMetadata,
-    /// Only `status` may change (custom resources).
-    StatusOnly,
-}
+pub(crate) use crate::kinds::StatusStrategy as Strategy;
 
 /// The status strategy of `res`.
 pub(crate) fn strategy(res: &ResourceInfo) -> Strategy {
     if res.custom {
         return Strategy::StatusOnly;
     }
-    match (res.group.as_str(), res.plural.as_str()) {
-        ("apps", "deployments") => Strategy::SpecAnd(&["labels"]),
-        ("", "pods") => Strategy::SpecAnd(&["deletionTimestamp", "ownerReferences"]),
-        ("apiextensions.k8s.io", "customresourcedefinitions")
-        | ("apiregistration.k8s.io", "apiservices")
-        | ("storage.k8s.io", "volumeattachments")
-        | ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
-            Strategy::SpecAnd(STATUS_META)
-        }
-        ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
-            Strategy::SpecAndMetadata
-        }
-        _ => Strategy::Spec,
-    }
+    crate::kinds::strategy_of(&res.group, &res.plural).status
 }
 
 /// Whether a status write may set `metadata.<field>` of `res` (server-side apply keeps only
