@@ -1,5 +1,7 @@
 //! `networking.k8s.io/v1`: ingresses, network policies and the service IP ranges.
 
+mod servicecidr;
+
 use super::{GENERATION, Row, STATUS, Strategy, row, strategy::DEFAULT};
 use crate::table::columns::*;
 use serde_json::json;
@@ -12,7 +14,7 @@ pub(crate) const ROWS: &[Row] = &[
     row(G, "v1", "ingresses", "Ingress", true).short(&["ing"]).flags(STATUS | GENERATION).strategy(&INGRESSES),
     row(G, "v1", "ipaddresses", "IPAddress", false).short(&["ip"]),
     row(G, "v1", "networkpolicies", "NetworkPolicy", true).short(&["netpol"]).flags(GENERATION).strategy(&NETWORK_POLICIES),
-    row(G, "v1", "servicecidrs", "ServiceCIDR", false).flags(STATUS),
+    row(G, "v1", "servicecidrs", "ServiceCIDR", false).flags(STATUS).strategy(&servicecidr::STRATEGY),
 ];
 
 // ---- ingressclasses
