@@ -13,6 +13,9 @@ use crate::validation::{FieldError, NameFormat, Validator};
 /// Table columns: `(name, cell)` pairs.
 pub(crate) type Columns = fn() -> Vec<(&'static str, CellFn)>;
 
+/// Rewrites an object as its kind stores it; a 400 when it cannot.
+pub(crate) type Normalize = fn(&mut Value) -> Result<(), ApiError>;
+
 /// The validation of an update through a subresource that validates only what it writes.
 pub(crate) type SubresourceValidator = fn(obj: &Value, old: &Value, errs: &mut Vec<FieldError>);
 
@@ -72,7 +75,7 @@ pub(crate) struct Strategy {
     /// The format `metadata.name` must have.
     pub(crate) name_format: NameFormat,
     /// Rewrites the object as it is stored, before defaulting (a Secret's `stringData`).
-    pub(crate) normalize: Option<fn(&mut Value) -> Result<(), ApiError>>,
+    pub(crate) normalize: Option<Normalize>,
     /// Fills in upstream's defaults on create and update; the counter allocates cluster IPs.
     pub(crate) defaults: Option<fn(obj: &mut Value, next_cluster_ip: &mut u32)>,
     /// The kind's validation beyond metadata.
