@@ -1,48 +1,10 @@
 //! `apiregistration.k8s.io/v1`: API services (stored; nothing is aggregated).
 
-use super::{
-    CAT_API_EXTENSIONS, Row, STATUS, StatusStrategy, Strategy, row, strategy::DEFAULT,
-    strategy::STATUS_META,
-};
-use crate::table::columns::*;
-use serde_json::{Value, json};
+mod apiservice;
+
+use super::{CAT_API_EXTENSIONS, Row, STATUS, row};
 
 #[rustfmt::skip]
 pub(crate) const ROWS: &[Row] = &[
-    row("apiregistration.k8s.io", "v1", "apiservices", "APIService", false).categories(CAT_API_EXTENSIONS).flags(STATUS).strategy(&API_SERVICES),
+    row("apiregistration.k8s.io", "v1", "apiservices", "APIService", false).categories(CAT_API_EXTENSIONS).flags(STATUS).strategy(&apiservice::STRATEGY),
 ];
-
-// ---- apiservices
-
-/// APIServices.
-pub(super) const API_SERVICES: Strategy = Strategy {
-    status: StatusStrategy::SpecAnd(STATUS_META),
-    columns: api_service_columns,
-    ..DEFAULT
-};
-
-fn api_service_columns() -> Vec<(&'static str, CellFn)> {
-    vec![
-        ("Service", |o| match get(o, "/spec/service") {
-            Some(s) if s.is_object() => json!(format!(
-                "{}/{}",
-                s["namespace"].as_str().unwrap_or(""),
-                s["name"].as_str().unwrap_or("")
-            )),
-            _ => json!("Local"),
-        }),
-        ("Available", |o| {
-            let available = get(o, "/status/conditions")
-                .and_then(Value::as_array)
-                .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"));
-            let Some(c) = available else {
-                return json!("Unknown");
-            };
-            let status = c["status"].as_str().unwrap_or("");
-            match c["reason"].as_str().filter(|r| !r.is_empty()) {
-                Some(reason) if status != "True" => json!(format!("{status} ({reason})")),
-                _ => json!(status),
-            }
-        }),
-    ]
-}

@@ -1,47 +1,10 @@
 //! `discovery.k8s.io/v1`: endpoint slices.
 
-use super::{Row, Strategy, row, strategy::DEFAULT};
-use crate::table::columns::*;
-use serde_json::Value;
+mod endpointslice;
+
+use super::{Row, row};
 
 #[rustfmt::skip]
 pub(crate) const ROWS: &[Row] = &[
-    row("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true).strategy(&ENDPOINT_SLICES),
+    row("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", true).strategy(&endpointslice::STRATEGY),
 ];
-
-// ---- endpointslices
-
-/// EndpointSlices.
-pub(super) const ENDPOINT_SLICES: Strategy = Strategy {
-    columns: endpoint_slice_columns,
-    ..DEFAULT
-};
-
-fn endpoint_slice_columns() -> Vec<(&'static str, CellFn)> {
-    vec![
-        ("AddressType", |o| string(o, "/addressType")),
-        ("Ports", |o| {
-            let ports: Vec<String> = get(o, "/ports")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .map(|p| match (&p["port"], p["name"].as_str()) {
-                    (Value::Number(n), _) => n.to_string(),
-                    (_, Some(name)) => name.to_string(),
-                    _ => "*".to_string(),
-                })
-                .collect();
-            list_with_more(&ports)
-        }),
-        ("Endpoints", |o| {
-            let addresses: Vec<String> = get(o, "/endpoints")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .flat_map(|e| e["addresses"].as_array().cloned().unwrap_or_default())
-                .filter_map(|a| a.as_str().map(str::to_string))
-                .collect();
-            list_with_more(&addresses)
-        }),
-    ]
-}

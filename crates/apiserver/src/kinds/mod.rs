@@ -1,26 +1,29 @@
-//! The built-in kinds, one module per API group: what a kube-apiserver 1.33 serves by default
-//! (`kubectl api-resources -o wide` on a fresh cluster) and everything the server does with
-//! each kind's objects.
+//! The built-in kinds: what a kube-apiserver 1.33 serves by default (`kubectl api-resources
+//! -o wide` on a fresh cluster) and everything the server does with each kind's objects.
 //!
-//! A kind is a [`Row`] — how discovery describes it: short names, categories, verbs,
-//! subresources, whether `metadata.generation` is kept — pointing at its [`Strategy`], upstream's
-//! `pkg/registry/<group>/<resource>/strategy.go` as data: name format, normalization, defaults,
-//! validation (create, update and the subresources that validate only what they write), what a
-//! status write keeps, the initial status, field-selector labels, strategic-merge type and
-//! table columns. A kind without behaviour of its own has the [`strategy::DEFAULT`] strategy.
-//! The storage, the table printer, field selectors, validation and the patcher look the
-//! strategy up with [`strategy_of`] / [`strategy_of_kind`] rather than matching kind names;
-//! [`crate::resource::builtin_resources`] turns the rows into the server's resources.
+//! Each API group has a file (`core.rs`, `apps.rs`, ...) listing its kinds as [`Row`]s, in
+//! discovery order: how discovery describes the kind (short names, categories, verbs,
+//! subresources, whether `metadata.generation` is kept) and the kind's [`Strategy`]. A kind
+//! with behaviour of its own has a module under its group (`core/pod.rs`,
+//! `networking/servicecidr.rs`, as upstream's `pkg/registry/<group>/<kind>/strategy.go`)
+//! defining its `STRATEGY`: name format, normalization, defaults, validation (create, update
+//! and the subresources that validate only what they write), what a status write keeps, the
+//! initial status, field-selector labels, strategic-merge type and table columns. Kinds
+//! without one get [`strategy::DEFAULT`]. The storage, the table printer, field selectors,
+//! validation and the patcher look the strategy up with [`strategy_of`] /
+//! [`strategy_of_kind`] rather than matching kind names; [`crate::resource::builtin_resources`]
+//! turns the rows into the server's resources.
 //!
 //! # Adding a built-in kind
-//! Write its module: a `Strategy` const with the fields that differ from [`strategy::DEFAULT`]
-//! and the functions it names (defaults, columns; validation of a size that deserves its own
-//! file goes to `validation/` with the shared rules it reuses), next to the group's file as
-//! `<group>/<kind>.rs` (declared by the group file) or as a section of the group's file for a
-//! small kind. Then add its row, ending in `.strategy(&...)`, to its group's `ROWS` (and a new
-//! group's `ROWS` to [`GROUPS`]); the golden discovery table in `tests.rs` lists it too.
-//! Shared defaulting helpers are in [`defaults`]; table cells are built with
-//! `crate::table::columns`' readers.
+//! Write its module, `<group>/<kind>.rs`: a `pub(crate) const STRATEGY: Strategy` with the
+//! fields that differ from [`strategy::DEFAULT`] and the functions it names (defaults,
+//! validation, columns). Declare it with `mod <kind>;` in the group's file and add its row,
+//! ending in `.strategy(&<kind>::STRATEGY)`, to the group's `ROWS` (a new group's `ROWS` goes
+//! to [`GROUPS`]); the golden discovery table in `tests.rs` lists the row too. Helpers the
+//! kinds share: [`defaults`] (values put where absent, pod spec defaults),
+//! `crate::table::columns` (cell readers and shared printers), `crate::validation` (metadata,
+//! names, quantities, pod specs). `networking/servicecidr.rs` is a complete example, tests
+//! included.
 
 mod admissionregistration;
 mod apiextensions;
