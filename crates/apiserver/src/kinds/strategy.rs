@@ -85,6 +85,9 @@ pub(crate) struct Strategy {
     /// Subresources besides `status` and `scale` whose updates write only their own part of
     /// the object.
     pub(crate) own_subresources: &'static [&'static str],
+    /// A deletion answers with the deleted object rather than a `Status`
+    /// (`ReturnDeletedObject` of the kind's registry).
+    pub(crate) delete_returns_object: bool,
     /// What a status write keeps.
     pub(crate) status: StatusStrategy,
     /// The status a create starts with when the kind has a status subresource (`None`: none).
@@ -117,6 +120,7 @@ pub(crate) const DEFAULT: Strategy = Strategy {
     validate: None,
     subresource_validators: &[],
     own_subresources: &[],
+    delete_returns_object: false,
     status: StatusStrategy::Spec,
     initial_status: Some(empty_status),
     field_labels: &[],

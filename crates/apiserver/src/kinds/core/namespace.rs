@@ -14,6 +14,7 @@ pub(crate) const STRATEGY: Strategy = Strategy {
     initial_status: Some(|| json!({"phase": "Active"})),
     field_labels: &[label("status.phase")],
     columns: namespace_columns,
+    delete_returns_object: true,
     ..DEFAULT
 };
 

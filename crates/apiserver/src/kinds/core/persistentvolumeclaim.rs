@@ -13,6 +13,7 @@ pub(crate) const STRATEGY: Strategy = Strategy {
     initial_status: Some(|| json!({"phase": "Pending"})),
     columns: persistent_volume_claim_columns,
     columns_wide: volume_wide,
+    delete_returns_object: true,
     ..DEFAULT
 };
 

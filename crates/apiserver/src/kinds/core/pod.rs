@@ -33,6 +33,7 @@ pub(crate) const STRATEGY: Strategy = Strategy {
     merge_root: MergeRoot::Pod,
     columns: pod_columns,
     columns_wide: pod_wide,
+    delete_returns_object: true,
     ..DEFAULT
 };
 

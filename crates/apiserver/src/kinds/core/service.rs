@@ -15,6 +15,7 @@ pub(crate) const STRATEGY: Strategy = Strategy {
     initial_status: Some(|| json!({"loadBalancer": {}})),
     merge_root: MergeRoot::Service,
     columns: service_columns,
+    delete_returns_object: true,
     ..DEFAULT
 };
 
