@@ -20,6 +20,8 @@ use super::{
     sub,
 };
 use crate::table::columns::*;
+use chrono::Utc;
+use serde_json::{Value, json};
 
 const PROXY: &[&str] = &["create", "delete", "get", "patch", "update"];
 const CREATE_GET: &[&str] = &["create", "get"];
@@ -90,4 +92,114 @@ pub(super) const EVENT_LABELS: &[FieldLabel] = &[
 /// The `-o wide` columns of volumes and claims.
 pub(super) fn volume_wide() -> Vec<(&'static str, CellFn)> {
     vec![("VolumeMode", |o| or_unset(o, "/spec/volumeMode"))]
+}
+
+/// The columns of core/v1 and events.k8s.io/v1 Events with their priorities: LAST SEEN,
+/// TYPE, REASON, OBJECT, MESSAGE, and for `-o wide` SUBOBJECT, SOURCE, FIRST SEEN and COUNT
+/// (upstream's `printEvent`; the NAME column is added by the caller). An events.k8s.io Event
+/// is read through its core names' counterparts (`regarding`, `note`, `deprecated*`).
+pub(super) fn event_table() -> Vec<(&'static str, CellFn, i64)> {
+    vec![
+        (
+            "Last Seen",
+            |o| {
+                let seen = first_str(
+                    o,
+                    &[
+                        "/series/lastObservedTime",
+                        "/lastTimestamp",
+                        "/deprecatedLastTimestamp",
+                        "/firstTimestamp",
+                        "/deprecatedFirstTimestamp",
+                        "/eventTime",
+                        "/metadata/creationTimestamp",
+                    ],
+                );
+                json!(age(seen.map(|s| json!(s)).as_ref(), Utc::now()))
+            },
+            0,
+        ),
+        ("Type", |o| string(o, "/type"), 0),
+        ("Reason", |o| string(o, "/reason"), 0),
+        (
+            "Object",
+            |o| {
+                let kind = first_str(o, &["/involvedObject/kind", "/regarding/kind"]).unwrap_or("");
+                match first_str(o, &["/involvedObject/name", "/regarding/name"]) {
+                    Some(name) => json!(format!("{}/{name}", kind.to_lowercase())),
+                    None => json!(kind.to_lowercase()),
+                }
+            },
+            0,
+        ),
+        (
+            "Subobject",
+            |o| {
+                json!(
+                    first_str(o, &["/involvedObject/fieldPath", "/regarding/fieldPath"])
+                        .unwrap_or("")
+                )
+            },
+            1,
+        ),
+        (
+            "Source",
+            |o| {
+                let component = first_str(
+                    o,
+                    &[
+                        "/source/component",
+                        "/deprecatedSource/component",
+                        "/reportingController",
+                    ],
+                );
+                let instance = first_str(
+                    o,
+                    &[
+                        "/source/host",
+                        "/deprecatedSource/host",
+                        "/reportingInstance",
+                    ],
+                );
+                json!(match (component, instance) {
+                    (None, None) => String::new(),
+                    (c, None) => c.unwrap_or("").to_string(),
+                    (c, Some(i)) => format!("{}, {i}", c.unwrap_or("")),
+                })
+            },
+            1,
+        ),
+        (
+            "Message",
+            |o| json!(first_str(o, &["/message", "/note"]).unwrap_or("").trim()),
+            0,
+        ),
+        (
+            "First Seen",
+            |o| {
+                let first = first_str(
+                    o,
+                    &["/firstTimestamp", "/deprecatedFirstTimestamp", "/eventTime"],
+                );
+                json!(age(first.map(|s| json!(s)).as_ref(), Utc::now()))
+            },
+            1,
+        ),
+        (
+            "Count",
+            |o| {
+                let count = if o.pointer("/series").is_some_and(Value::is_object) {
+                    int(o, "/series/count")
+                } else {
+                    match int(o, "/count").max(int(o, "/deprecatedCount")) {
+                        // Singleton events of the new API have no count.
+                        0 => 1,
+                        n => n,
+                    }
+                };
+                json!(count)
+            },
+            1,
+        ),
+    ]
 }

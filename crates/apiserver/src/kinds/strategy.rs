@@ -16,6 +16,9 @@ pub(crate) type Columns = fn() -> Vec<(&'static str, CellFn)>;
 /// Rewrites an object as its kind stores it; a 400 when it cannot.
 pub(crate) type Normalize = fn(&mut Value) -> Result<(), ApiError>;
 
+/// A table of a kind's own: its columns with their priorities.
+pub(crate) type Table = fn() -> Vec<(&'static str, CellFn, i64)>;
+
 /// The validation of an update through a subresource that validates only what it writes.
 pub(crate) type SubresourceValidator = fn(obj: &Value, old: &Value, errs: &mut Vec<FieldError>);
 
@@ -96,6 +99,9 @@ pub(crate) struct Strategy {
     pub(crate) field_labels: &'static [FieldLabel],
     /// The strategic-merge-patch type of its objects.
     pub(crate) merge_root: MergeRoot,
+    /// A table of its own replacing NAME, the columns and AGE: these columns, then NAME at
+    /// priority 1 and no AGE (Events, led by LAST SEEN).
+    pub(crate) table: Option<Table>,
     /// Table columns between NAME and AGE.
     pub(crate) columns: Columns,
     /// Priority-0 columns after AGE.
@@ -125,6 +131,7 @@ pub(crate) const DEFAULT: Strategy = Strategy {
     initial_status: Some(empty_status),
     field_labels: &[],
     merge_root: MergeRoot::Object,
+    table: None,
     columns: no_columns,
     columns_after_age: no_columns,
     columns_wide: no_columns,

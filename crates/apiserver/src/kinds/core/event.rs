@@ -8,5 +8,6 @@ use crate::validation;
 pub(crate) const STRATEGY: Strategy = Strategy {
     validate: Some(validation::core::event),
     field_labels: EVENT_LABELS,
+    table: Some(super::event_table),
     ..DEFAULT
 };

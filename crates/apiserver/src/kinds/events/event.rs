@@ -7,5 +7,6 @@ use crate::validation;
 pub(crate) const STRATEGY: Strategy = Strategy {
     validate: Some(validation::events::event),
     field_labels: crate::kinds::core::EVENT_LABELS,
+    table: Some(crate::kinds::core::event_table),
     ..DEFAULT
 };
