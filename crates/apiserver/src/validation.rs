@@ -56,6 +56,7 @@ pub(crate) use objectmeta::validate_embedded as validate_embedded_object_meta;
 pub(crate) use path::Path;
 pub(crate) use quantity::Quantity;
 
+pub(crate) use crate::json::{array_at, at, has, str_at};
 use crate::kinds;
 use crate::resource::ResourceInfo;
 
@@ -95,29 +96,6 @@ pub(crate) fn validate_subresource(
     let mut errs = Vec::new();
     validate(obj, old, &mut errs);
     Some(errs)
-}
-
-/// The value at `path` (keys from the root), if every step exists.
-pub(crate) fn at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(obj, |v, k| v.get(*k))
-}
-
-/// The string at `path`, `""` when absent or not a string.
-pub(crate) fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
-    at(obj, path).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The array at `path`, empty when absent or not an array.
-pub(crate) fn array_at<'a>(obj: &'a Value, path: &[&str]) -> &'a [Value] {
-    at(obj, path)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
-
-/// Whether `path` holds a value other than `null`.
-pub(crate) fn has(obj: &Value, path: &[&str]) -> bool {
-    at(obj, path).is_some_and(|v| !v.is_null())
 }
 
 /// `Invalid value: <new value>: field is immutable` when `path` differs between `old` and

@@ -2,38 +2,9 @@
 //! and upstream's defaults of pod specs (every workload's template) and admission policies'
 //! match resources.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-/// The value at a dotted JSON path (`.spec.replicas`), if every step exists.
-pub(crate) fn get_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    path.trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .try_fold(obj, |v, key| v.get(key))
-}
-
-/// Sets the value at a dotted JSON path, creating objects on the way.
-pub(crate) fn set_path(obj: &mut Value, path: &str, value: Value) {
-    let keys: Vec<&str> = path
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .collect();
-    let mut cur = obj;
-    for (i, key) in keys.iter().enumerate() {
-        if !cur.is_object() {
-            *cur = Value::Object(Map::new());
-        }
-        let map = cur.as_object_mut().expect("made an object above");
-        if i + 1 == keys.len() {
-            map.insert(key.to_string(), value);
-            return;
-        }
-        cur = map
-            .entry(key.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
-    }
-}
+pub(crate) use crate::json::{get_path, set_path};
 
 /// Inserts `value` at `path` when absent.
 pub(crate) fn default_at(obj: &mut Value, path: &str, value: Value) {
