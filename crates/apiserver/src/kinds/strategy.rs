@@ -88,6 +88,9 @@ pub(crate) struct Strategy {
     /// Subresources besides `status` and `scale` whose updates write only their own part of
     /// the object.
     pub(crate) own_subresources: &'static [&'static str],
+    /// Subresources answered by a handler of their own rather than as a write of the object
+    /// (a pod's `binding` and `eviction`, a service account's `token`).
+    pub(crate) action_subresources: &'static [&'static str],
     /// A deletion answers with the deleted object rather than a `Status`
     /// (`ReturnDeletedObject` of the kind's registry).
     pub(crate) delete_returns_object: bool,
@@ -110,6 +113,15 @@ pub(crate) struct Strategy {
     pub(crate) columns_wide: Columns,
 }
 
+impl Strategy {
+    /// Whether the kind serves `subresource`, besides `status` and `scale` (which its row
+    /// declares).
+    pub(crate) fn serves(&self, subresource: &str) -> bool {
+        self.own_subresources.contains(&subresource)
+            || self.action_subresources.contains(&subresource)
+    }
+}
+
 fn no_columns() -> Vec<(&'static str, CellFn)> {
     Vec::new()
 }
@@ -126,6 +138,7 @@ pub(crate) const DEFAULT: Strategy = Strategy {
     validate: None,
     subresource_validators: &[],
     own_subresources: &[],
+    action_subresources: &[],
     delete_returns_object: false,
     status: StatusStrategy::Spec,
     initial_status: Some(empty_status),

@@ -34,6 +34,7 @@ pub(crate) const STRATEGY: Strategy = Strategy {
     columns: pod_columns,
     columns_wide: pod_wide,
     delete_returns_object: true,
+    action_subresources: &["binding", "eviction"],
     ..DEFAULT
 };
 

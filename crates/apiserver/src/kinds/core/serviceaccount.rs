@@ -9,6 +9,7 @@ use serde_json::json;
 pub(crate) const STRATEGY: Strategy = Strategy {
     merge_root: MergeRoot::ServiceAccount,
     columns: service_account_columns,
+    action_subresources: &["token"],
     ..DEFAULT
 };
 
