@@ -88,6 +88,7 @@ pub mod error;
 pub mod faults;
 pub mod fieldmanager;
 pub mod http;
+pub(crate) mod json;
 pub(crate) mod kinds;
 pub mod patch;
 pub mod resource;

@@ -46,6 +46,8 @@
 //! ```
 
 mod merge_keys;
+/// The strategic-merge type at the top of a built-in kind's objects.
+pub(crate) use merge_keys::Ty as MergeRoot;
 mod strategic;
 #[cfg(test)]
 mod tests;

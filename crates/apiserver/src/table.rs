@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::resource::ResourceInfo;
 
-mod columns;
+pub(crate) mod columns;
 
 pub use columns::{age, eval_json_path};
 
@@ -87,9 +87,11 @@ pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<C
         priority: 0,
         cell: Cell::Age,
     };
-    if !res.custom && res.plural == "events" {
+    if !res.custom
+        && let Some(table) = crate::kinds::strategy_of(&res.group, &res.plural).table
+    {
         // Events lead with LAST SEEN and keep their (generated) name for `-o wide`.
-        let mut cols: Vec<Column> = columns::events()
+        let mut cols: Vec<Column> = table()
             .into_iter()
             .map(|(n, f, priority)| Column {
                 priority,

@@ -15,8 +15,9 @@
 //!   and `cron.rs` (CronJob schedules as robfig/cron parses them).
 //! - `at.rs`: [`At`](at::At), a field path kept on the stack and printed only when an error is
 //!   reported, so that valid objects cost no path allocations.
-//!   [`validate`] maps a resource to its group's validator: adding a kind's validation is adding
-//!   a function in its group's file and an arm in [`validator`].
+//!   [`validate`] runs the validator the resource's kind names in its strategy
+//!   (`kinds::Strategy::validate`): adding a kind's validation is adding a function here and
+//!   naming it in the kind's strategy.
 //!
 //! # Invariants
 //! - Validators only read: defaulting happened before (as upstream, validation sees the
@@ -28,20 +29,20 @@
 //!   absent rather than panicking.
 //! - No module here imports `storage`: the storage verbs call validation, not the reverse.
 
-mod apps;
+pub(crate) mod apps;
 mod at;
-mod batch;
-mod certificates;
-mod coordination;
-mod core;
+pub(crate) mod batch;
+pub(crate) mod certificates;
+pub(crate) mod coordination;
+pub(crate) mod core;
 pub(crate) mod cron;
-mod events;
+pub(crate) mod events;
 mod field;
 mod objectmeta;
 mod path;
-mod pod;
+pub(crate) mod pod;
 mod quantity;
-mod rbac;
+pub(crate) mod rbac;
 
 use serde_json::Value;
 
@@ -55,38 +56,17 @@ pub(crate) use objectmeta::validate_embedded as validate_embedded_object_meta;
 pub(crate) use path::Path;
 pub(crate) use quantity::Quantity;
 
+pub(crate) use crate::json::{array_at, at, has, str_at};
+use crate::kinds;
 use crate::resource::ResourceInfo;
 
 /// A kind's validation: the proposed object and, on update, the stored one. Errors are pushed
 /// to the list in upstream's order.
 pub(crate) type Validator = fn(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>);
 
-/// The validator of a built-in resource, if it has rules beyond metadata.
+/// The validator of a built-in resource, if its kind has rules beyond metadata.
 pub(crate) fn validator(res: &ResourceInfo) -> Option<Validator> {
-    Some(match (res.group.as_str(), res.plural.as_str()) {
-        ("", "configmaps") => core::config_map,
-        ("", "secrets") => core::secret,
-        ("", "services") => core::service,
-        ("", "namespaces") => core::namespace,
-        ("", "events") => core::event,
-        ("events.k8s.io", "events") => events::event,
-        ("coordination.k8s.io", "leases") => coordination::lease,
-        ("rbac.authorization.k8s.io", "roles") => rbac::role,
-        ("rbac.authorization.k8s.io", "clusterroles") => rbac::cluster_role,
-        ("rbac.authorization.k8s.io", "rolebindings") => rbac::role_binding,
-        ("rbac.authorization.k8s.io", "clusterrolebindings") => rbac::cluster_role_binding,
-        ("", "pods") => pod::pod,
-        ("", "podtemplates") => pod::pod_template,
-        ("", "replicationcontrollers") => pod::replication_controller,
-        ("", "persistentvolumeclaims") => core::persistent_volume_claim,
-        ("apps", "deployments") => apps::deployment,
-        ("apps", "replicasets") => apps::replica_set,
-        ("apps", "statefulsets") => apps::stateful_set,
-        ("apps", "daemonsets") => apps::daemon_set,
-        ("batch", "jobs") => batch::job,
-        ("batch", "cronjobs") => batch::cron_job,
-        _ => return None,
-    })
+    kinds::strategy_of(&res.group, &res.plural).validate
 }
 
 /// The kind-specific errors of a built-in object (`old` on update). Metadata is checked
@@ -108,41 +88,14 @@ pub(crate) fn validate_subresource(
     obj: &Value,
     old: &Value,
 ) -> Option<Vec<FieldError>> {
+    let subresource = subresource?;
+    let (_, validate) = kinds::strategy_of(&res.group, &res.plural)
+        .subresource_validators
+        .iter()
+        .find(|(name, _)| *name == subresource)?;
     let mut errs = Vec::new();
-    match (res.group.as_str(), res.plural.as_str(), subresource?) {
-        ("certificates.k8s.io", "certificatesigningrequests", "approval") => {
-            certificates::approval(obj, old, &mut errs)
-        }
-        ("", "pods", "ephemeralcontainers") => {
-            pod::ephemeral_containers_update(obj, old, &mut errs)
-        }
-        ("", "pods", "resize") => pod::resize(obj, old, &mut errs),
-        _ => return None,
-    }
+    validate(obj, old, &mut errs);
     Some(errs)
-}
-
-/// The value at `path` (keys from the root), if every step exists.
-pub(crate) fn at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    path.iter().try_fold(obj, |v, k| v.get(*k))
-}
-
-/// The string at `path`, `""` when absent or not a string.
-pub(crate) fn str_at<'a>(obj: &'a Value, path: &[&str]) -> &'a str {
-    at(obj, path).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The array at `path`, empty when absent or not an array.
-pub(crate) fn array_at<'a>(obj: &'a Value, path: &[&str]) -> &'a [Value] {
-    at(obj, path)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
-}
-
-/// Whether `path` holds a value other than `null`.
-pub(crate) fn has(obj: &Value, path: &[&str]) -> bool {
-    at(obj, path).is_some_and(|v| !v.is_null())
 }
 
 /// `Invalid value: <new value>: field is immutable` when `path` differs between `old` and

@@ -2471,3 +2471,41 @@ async fn deprecated_resources_warn() {
     assert!(out.ok, "{}{}", out.stdout, out.stderr);
     assert!(!out.stderr.contains("Warning"), "{}", out.stderr);
 }
+
+/// ServiceCIDRs: `kubectl get` prints their CIDRs, and a bad range is refused with upstream's
+/// message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_cidrs_print_their_ranges_and_refuse_bad_ones() {
+    let server = common::server().await;
+    let Some(k) = Kubectl::new(&server) else {
+        return;
+    };
+    let manifest = |name: &str, cidrs: &str| {
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata:\n  name: {name}\n\
+             spec:\n  cidrs: {cidrs}\n"
+        )
+    };
+    k.ok_with(
+        &["apply", "-f", "-"],
+        Some(&manifest("extra", r#"["10.0.0.0/24", "fd00::/108"]"#)),
+    )
+    .await;
+    let table = k.ok(&["get", "servicecidrs", "extra"]).await;
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "CIDRS", "AGE"]);
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row[..2], ["extra", "10.0.0.0/24,fd00::/108"]);
+    let stderr = k
+        .fails(
+            &["apply", "-f", "-"],
+            Some(&manifest("bad", r#"["10.0.0.1/8"]"#)),
+        )
+        .await;
+    assert_eq!(
+        stderr.trim(),
+        "The ServiceCIDR \"bad\" is invalid: spec.cidrs[0]: Invalid value: \"10.0.0.1/8\": \
+         must not have bits set beyond the prefix length"
+    );
+}

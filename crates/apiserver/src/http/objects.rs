@@ -488,18 +488,7 @@ fn check_scope(res: &ResourceInfo, path: &ResourcePath) -> Result<(), ApiError> 
         None => Ok(()),
         Some("status") if res.status_subresource => Ok(()),
         Some("scale") if res.scale.is_some() => Ok(()),
-        Some("finalize") if res.group.is_empty() && res.plural == "namespaces" => Ok(()),
-        Some("binding" | "eviction" | "ephemeralcontainers" | "resize")
-            if res.group.is_empty() && res.plural == "pods" =>
-        {
-            Ok(())
-        }
-        Some("approval")
-            if res.group == "certificates.k8s.io" && res.plural == "certificatesigningrequests" =>
-        {
-            Ok(())
-        }
-        Some("token") if res.group.is_empty() && res.plural == "serviceaccounts" => Ok(()),
+        Some(sub) if crate::kinds::strategy_of(&res.group, &res.plural).serves(sub) => Ok(()),
         Some(_) => Err(not_found()),
     }
 }

@@ -1,10 +1,29 @@
-//! The built-in kinds, one module per API group: what a kube-apiserver 1.33 serves by default
-//! (`kubectl api-resources -o wide` on a fresh cluster) and how discovery describes each —
-//! short names, categories, verbs, subresources — and whether `metadata.generation` is kept.
+//! The built-in kinds: what a kube-apiserver 1.33 serves by default (`kubectl api-resources
+//! -o wide` on a fresh cluster) and everything the server does with each kind's objects.
 //!
-//! Each group's module holds its [`Row`]s; adding a kind is adding a row to its group's file
-//! (and the group's `ROWS` to [`ROWS`] for a new group). [`crate::resource::builtin_resources`]
+//! Each API group has a file (`core.rs`, `apps.rs`, ...) listing its kinds as [`Row`]s, in
+//! discovery order: how discovery describes the kind (short names, categories, verbs,
+//! subresources, whether `metadata.generation` is kept) and the kind's [`Strategy`]. A kind
+//! with behaviour of its own has a module under its group (`core/pod.rs`,
+//! `networking/servicecidr.rs`, as upstream's `pkg/registry/<group>/<kind>/strategy.go`)
+//! defining its `STRATEGY`: name format, normalization, defaults, validation (create, update
+//! and the subresources that validate only what they write), what a status write keeps, the
+//! initial status, field-selector labels, strategic-merge type and table columns. Kinds
+//! without one get [`strategy::DEFAULT`]. The storage, the table printer, field selectors,
+//! validation and the patcher look the strategy up with [`strategy_of`] /
+//! [`strategy_of_kind`] rather than matching kind names; [`crate::resource::builtin_resources`]
 //! turns the rows into the server's resources.
+//!
+//! # Adding a built-in kind
+//! Write its module, `<group>/<kind>.rs`: a `pub(crate) const STRATEGY: Strategy` with the
+//! fields that differ from [`strategy::DEFAULT`] and the functions it names (defaults,
+//! validation, columns). Declare it with `mod <kind>;` in the group's file and add its row,
+//! ending in `.strategy(&<kind>::STRATEGY)`, to the group's `ROWS` (a new group's `ROWS` goes
+//! to [`GROUPS`]); the golden discovery table in `tests.rs` lists the row too. Helpers the
+//! kinds share: [`defaults`] (values put where absent, pod spec defaults),
+//! `crate::table::columns` (cell readers and shared printers), `crate::validation` (metadata,
+//! names, quantities, pod specs). `networking/servicecidr.rs` is a complete example, tests
+//! included.
 
 mod admissionregistration;
 mod apiextensions;
@@ -26,6 +45,11 @@ mod policy;
 mod rbac;
 mod scheduling;
 mod storage;
+
+pub(crate) mod defaults;
+mod strategy;
+
+pub(crate) use strategy::{FieldLabel, StatusStrategy, Strategy, label};
 
 /// A `status` subresource is served (and status is isolated from the main resource).
 pub(crate) const STATUS: u8 = 1;
@@ -88,8 +112,9 @@ pub(crate) const fn sub(
     }
 }
 
-/// One built-in kind at one version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One built-in kind at one version: its discovery row and, through [`Strategy`], everything
+/// the server does with its objects.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Row {
     pub(crate) group: &'static str,
     pub(crate) version: &'static str,
@@ -106,6 +131,8 @@ pub(crate) struct Row {
     /// The warning every request to this resource answers with, when upstream has deprecated
     /// it (kubectl prints it as `Warning: ...`).
     pub(crate) deprecation: Option<&'static str>,
+    /// How objects of the kind are defaulted, validated, selected, printed and patched.
+    pub(crate) strategy: &'static Strategy,
 }
 
 /// A row with every verb, no short name, category, subresource nor generation.
@@ -128,6 +155,7 @@ pub(crate) const fn row(
         flags: 0,
         extra: &[],
         deprecation: None,
+        strategy: &strategy::DEFAULT,
     }
 }
 
@@ -149,6 +177,10 @@ impl Row {
     }
     pub(crate) const fn extra(self, extra: &'static [Sub]) -> Row {
         Row { extra, ..self }
+    }
+    /// The kind's behaviour beyond discovery.
+    pub(crate) const fn strategy(self, strategy: &'static Strategy) -> Row {
+        Row { strategy, ..self }
     }
     /// Upstream deprecated the resource: every request is answered with this warning.
     pub(crate) const fn deprecated(self, warning: &'static str) -> Row {
@@ -213,6 +245,21 @@ pub(crate) fn rows() -> impl Iterator<Item = &'static Row> {
 /// The row of `group/version/plural`, if built in.
 pub(crate) fn find(group: &str, version: &str, plural: &str) -> Option<&'static Row> {
     rows().find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// The strategy of the built-in resource `group/plural` (any version), or the default one
+/// (no rules beyond the generic ones) when `group/plural` is not built in.
+pub(crate) fn strategy_of(group: &str, plural: &str) -> &'static Strategy {
+    rows()
+        .find(|r| r.group == group && r.plural == plural)
+        .map_or(&strategy::DEFAULT, |r| r.strategy)
+}
+
+/// The strategy of the built-in kind `group`/`kind`, or the default one.
+pub(crate) fn strategy_of_kind(group: &str, kind: &str) -> &'static Strategy {
+    rows()
+        .find(|r| r.group == group && r.kind == kind)
+        .map_or(&strategy::DEFAULT, |r| r.strategy)
 }
 
 #[cfg(test)]

@@ -176,18 +176,7 @@ impl MergeKeys {
     /// (`metadata.ownerReferences` by `uid`, `metadata.finalizers` as a set,
     /// `status.conditions` by `type`).
     pub fn builtin(group: &str, kind: &str) -> MergeKeys {
-        let root = match (group, kind) {
-            ("", "Pod") => Ty::Pod,
-            ("", "PodTemplate") => Ty::PodTemplateKind,
-            ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet")
-            | ("", "ReplicationController")
-            | ("batch", "Job") => Ty::Workload,
-            ("batch", "CronJob") => Ty::CronJob,
-            ("", "Service") => Ty::Service,
-            ("", "Node") => Ty::Node,
-            ("", "ServiceAccount") => Ty::ServiceAccount,
-            _ => Ty::Object,
-        };
+        let root = crate::kinds::strategy_of_kind(group, kind).merge_root;
         MergeKeys { root }
     }
 

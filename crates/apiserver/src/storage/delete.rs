@@ -20,11 +20,7 @@ use crate::resource::ResourceInfo;
 /// Whether the real server answers a deletion of this resource with the deleted object
 /// (`ReturnDeletedObject`) rather than a `Status`.
 fn returns_deleted_object(res: &ResourceInfo) -> bool {
-    res.custom
-        || matches!(
-            (res.group.as_str(), res.plural.as_str()),
-            ("", "pods") | ("", "services") | ("", "namespaces") | ("", "persistentvolumeclaims")
-        )
+    res.custom || crate::kinds::strategy_of(&res.group, &res.plural).delete_returns_object
 }
 
 /// The `Status` answered for a completed deletion.

@@ -3,6 +3,8 @@
 
 use serde_json::{Map, Value};
 
+pub(crate) use crate::json::{get_path, set_path};
+
 /// `metadata.<field>` as a string, if present.
 pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     obj.get("metadata")?.get(field)?.as_str()
@@ -195,37 +197,6 @@ fn equal_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
                     .all(|(k, v)| mb.get(k) == Some(v))
         }
         _ => a == b,
-    }
-}
-
-/// The value at a dotted JSON path such as `.spec.replicas`.
-pub(crate) fn get_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    path.trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .try_fold(obj, |v, key| v.get(key))
-}
-
-/// Sets the value at a dotted JSON path, creating objects on the way.
-pub(crate) fn set_path(obj: &mut Value, path: &str, value: Value) {
-    let keys: Vec<&str> = path
-        .trim_start_matches('.')
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .collect();
-    let mut cur = obj;
-    for (i, key) in keys.iter().enumerate() {
-        if !cur.is_object() {
-            *cur = Value::Object(Map::new());
-        }
-        let map = cur.as_object_mut().expect("made an object above");
-        if i + 1 == keys.len() {
-            map.insert(key.to_string(), value);
-            return;
-        }
-        cur = map
-            .entry(key.to_string())
-            .or_insert_with(|| Value::Object(Map::new()));
     }
 }
 

@@ -6,41 +6,12 @@ use serde_json::Value;
 
 use super::meta;
 use crate::error::ApiError;
+use crate::kinds::{self, FieldLabel};
 use crate::resource::ResourceInfo;
 
-/// Which field labels a kind supports beyond `metadata.name` and `metadata.namespace`.
-fn kind_fields(group: &str, kind: &str) -> &'static [&'static str] {
-    match (group, kind) {
-        ("", "Pod") => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-        ("", "Event") | ("events.k8s.io", "Event") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        ("", "Secret") => &["type"],
-        ("", "Namespace") => &["status.phase"],
-        ("", "Node") => &["spec.unschedulable"],
-        ("", "ReplicationController") | ("apps", "ReplicaSet") => &["status.replicas"],
-        ("batch", "Job") => &["status.successful"],
-        _ => &[],
-    }
+/// The field labels a kind supports beyond `metadata.name` and `metadata.namespace`.
+fn kind_fields(group: &str, kind: &str) -> &'static [FieldLabel] {
+    kinds::strategy_of_kind(group, kind).field_labels
 }
 
 /// The value of a field label on a stored object (events of both APIs are stored in the core
@@ -53,21 +24,14 @@ fn field_value(group: &str, kind: &str, obj: &Value, field: &str) -> Option<Stri
         }
         _ => {}
     }
-    let path = match (group, kind, field) {
-        (_, "Event", "source") => "source.component".to_string(),
-        _ => field.to_string(),
-    };
-    let v = meta::get_path(obj, &path);
+    let label = kind_fields(group, kind).iter().find(|l| l.name == field);
+    let v = meta::get_path(obj, label.map_or(field, |l| l.path));
     let text = match v {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Bool(b)) => b.to_string(),
         Some(Value::Number(n)) => n.to_string(),
-        Some(_) | None => match (kind, field) {
-            // Booleans and counters that default to false / 0 select as such.
-            ("Node", "spec.unschedulable") | ("Pod", "spec.hostNetwork") => "false".into(),
-            ("Job", "status.successful") | ("ReplicaSet", "status.replicas") => "0".into(),
-            _ => String::new(),
-        },
+        // Booleans and counters that default to false / 0 select as such.
+        Some(_) | None => label.map_or("", |l| l.absent).to_string(),
     };
     Some(text)
 }
@@ -109,7 +73,7 @@ impl Selection {
                 for f in sel.fields() {
                     if f != "metadata.name"
                         && f != "metadata.namespace"
-                        && !supported.contains(&f)
+                        && !supported.iter().any(|l| l.name == f)
                         && !res.selectable_fields.iter().any(|s| s == f)
                     {
                         return Err(ApiError::bad_request(format!(

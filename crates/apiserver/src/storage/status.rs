@@ -1,67 +1,33 @@
-//! What a write to the `status` subresource may change, kind by kind: upstream's status
-//! strategies (`PrepareForUpdate` of each registry's `StatusStrategy`, summed up by its
+//! What a write to the `status` subresource may change: upstream's status strategies
+//! (`PrepareForUpdate` of each registry's `StatusStrategy`, summed up by its
 //! `GetResetFields`).
 //!
 //! A status write takes the request's object, then puts back what the kind's strategy
 //! resets from the stored one, always `spec`; the generic update rules (creation timestamp,
-//! deletion timestamp and grace period, generation, uid) apply as on any update. So most
-//! kinds let a status write also change labels, annotations, finalizers and owner
-//! references:
-//!
-//! - `spec` only: namespaces, nodes, persistent volumes and claims, replication controllers,
-//!   resource quotas, services, replica sets, stateful sets, daemon sets, jobs, cron jobs,
-//!   horizontal pod autoscalers, ingresses, service CIDRs, pod disruption budgets;
-//! - `spec` and `metadata.labels`: deployments;
-//! - pods: `spec`, `metadata.deletionTimestamp` and `metadata.ownerReferences`;
-//! - `spec` and the metadata `ResetObjectMetaForStatus` resets (labels, annotations,
-//!   finalizers, owner references): CustomResourceDefinitions, APIServices, volume
-//!   attachments, validating admission policies;
-//! - `spec` and all of `metadata` but `managedFields`: flow schemas and priority level
-//!   configurations;
-//! - custom resources keep only the request's `status` (apiextensions' status strategy copies
-//!   the stored object and sets the status).
+//! deletion timestamp and grace period, generation, uid) apply as on any update. Each
+//! built-in kind names its [`Strategy`] in its `kinds` strategy (`status`): most keep only
+//! `spec`, so a status write also changes labels, annotations, finalizers and owner
+//! references; deployments keep `metadata.labels` too; pods `metadata.deletionTimestamp`
+//! and `metadata.ownerReferences`; CustomResourceDefinitions, APIServices, volume
+//! attachments and validating admission policies the metadata `ResetObjectMetaForStatus`
+//! resets; flow schemas and priority level configurations all of `metadata` but
+//! `managedFields`. Custom resources keep only the request's `status` (apiextensions' status
+//! strategy copies the stored object and sets the status).
 
 use serde_json::Value;
 
 use super::meta;
 use crate::resource::ResourceInfo;
 
-/// The metadata fields `ResetObjectMetaForStatus` resets (besides the deletion timestamp and
-/// generation every update keeps).
-const STATUS_META: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
-
 /// A kind's status strategy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Strategy {
-    /// Everything but `spec` may change.
-    Spec,
-    /// `spec` and these metadata fields are kept.
-    SpecAnd(&'static [&'static str]),
-    /// `spec` and all metadata are kept.
-    SpecAndMetadata,
-    /// Only `status` may change (custom resources).
-    StatusOnly,
-}
+pub(crate) use crate::kinds::StatusStrategy as Strategy;
 
 /// The status strategy of `res`.
 pub(crate) fn strategy(res: &ResourceInfo) -> Strategy {
     if res.custom {
         return Strategy::StatusOnly;
     }
-    match (res.group.as_str(), res.plural.as_str()) {
-        ("apps", "deployments") => Strategy::SpecAnd(&["labels"]),
-        ("", "pods") => Strategy::SpecAnd(&["deletionTimestamp", "ownerReferences"]),
-        ("apiextensions.k8s.io", "customresourcedefinitions")
-        | ("apiregistration.k8s.io", "apiservices")
-        | ("storage.k8s.io", "volumeattachments")
-        | ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
-            Strategy::SpecAnd(STATUS_META)
-        }
-        ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => {
-            Strategy::SpecAndMetadata
-        }
-        _ => Strategy::Spec,
-    }
+    crate::kinds::strategy_of(&res.group, &res.plural).status
 }
 
 /// Whether a status write may set `metadata.<field>` of `res` (server-side apply keeps only

@@ -1,24 +1,30 @@
-//! Per-kind columns of built-in resources, the AGE rendering and the JSONPath subset used by
-//! CRD printer columns.
+//! The cells of built-in resources' table columns, the AGE rendering and the JSONPath subset
+//! used by CRD printer columns.
+//!
+//! Which columns a kind prints is its strategy's (`kinds::Strategy::columns`,
+//! `columns_after_age`, `columns_wide`); the kinds build their cells from the readers here
+//! (`get`, `int`, `string`, `count`, ...) and the printers several kinds share (`selector`,
+//! `containers`, `endpoints`, `hpa_targets`, ...).
 
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-type CellFn = fn(&Value) -> Value;
+/// A column's cell: the value printed for one object.
+pub(crate) type CellFn = fn(&Value) -> Value;
 
-fn get<'a>(obj: &'a Value, pointer: &str) -> Option<&'a Value> {
+pub(crate) fn get<'a>(obj: &'a Value, pointer: &str) -> Option<&'a Value> {
     obj.pointer(pointer)
 }
 
-fn int(obj: &Value, pointer: &str) -> i64 {
+pub(crate) fn int(obj: &Value, pointer: &str) -> i64 {
     get(obj, pointer).and_then(Value::as_i64).unwrap_or(0)
 }
 
-fn string(obj: &Value, pointer: &str) -> Value {
+pub(crate) fn string(obj: &Value, pointer: &str) -> Value {
     json!(get(obj, pointer).and_then(Value::as_str).unwrap_or(""))
 }
 
-fn count(obj: &Value, pointer: &str) -> usize {
+pub(crate) fn count(obj: &Value, pointer: &str) -> usize {
     match get(obj, pointer) {
         Some(Value::Object(m)) => m.len(),
         Some(Value::Array(a)) => a.len(),
@@ -26,401 +32,22 @@ fn count(obj: &Value, pointer: &str) -> usize {
     }
 }
 
-fn ratio(a: i64, b: i64) -> Value {
+pub(crate) fn ratio(a: i64, b: i64) -> Value {
     json!(format!("{a}/{b}"))
 }
 
-fn or_none(v: Value) -> Value {
+pub(crate) fn or_none(v: Value) -> Value {
     if v == json!("") { json!("<none>") } else { v }
 }
 
 /// The columns between NAME and AGE of a built-in resource.
 pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
-    match (group, plural) {
-        ("", "namespaces") => vec![("Status", |o| string(o, "/status/phase"))],
-        ("", "pods") => vec![
-            ("Ready", |o| {
-                let total = count(o, "/spec/containers") as i64;
-                let ready = get(o, "/status/containerStatuses")
-                    .and_then(Value::as_array)
-                    .map(|s| s.iter().filter(|c| c["ready"] == json!(true)).count() as i64)
-                    .unwrap_or(0);
-                ratio(ready, total)
-            }),
-            ("Status", |o| {
-                match get(o, "/status/reason").and_then(Value::as_str) {
-                    Some(reason) => json!(reason),
-                    None if o.pointer("/metadata/deletionTimestamp").is_some() => {
-                        json!("Terminating")
-                    }
-                    None => json!(
-                        get(o, "/status/phase")
-                            .and_then(Value::as_str)
-                            .unwrap_or("Pending")
-                    ),
-                }
-            }),
-            ("Restarts", |o| {
-                let restarts: i64 = get(o, "/status/containerStatuses")
-                    .and_then(Value::as_array)
-                    .map(|s| {
-                        s.iter()
-                            .map(|c| c["restartCount"].as_i64().unwrap_or(0))
-                            .sum()
-                    })
-                    .unwrap_or(0);
-                json!(restarts)
-            }),
-        ],
-        ("", "configmaps") => vec![("Data", |o| {
-            json!(count(o, "/data") + count(o, "/binaryData"))
-        })],
-        ("", "secrets") => vec![
-            ("Type", |o| string(o, "/type")),
-            ("Data", |o| json!(count(o, "/data"))),
-        ],
-        ("", "services") => vec![
-            ("Type", |o| {
-                json!(
-                    get(o, "/spec/type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("ClusterIP")
-                )
-            }),
-            ("Cluster-IP", |o| or_none(string(o, "/spec/clusterIP"))),
-            ("External-IP", |_| json!("<none>")),
-            ("Port(s)", |o| {
-                let ports: Vec<String> = get(o, "/spec/ports")
-                    .and_then(Value::as_array)
-                    .map(|ps| {
-                        ps.iter()
-                            .map(|p| {
-                                format!("{}/{}", p["port"], p["protocol"].as_str().unwrap_or("TCP"))
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                or_none(json!(ports.join(",")))
-            }),
-        ],
-        ("", "serviceaccounts") => vec![("Secrets", |o| json!(count(o, "/secrets")))],
-        ("", "nodes") => vec![("Status", |o| {
-            let ready = get(o, "/status/conditions")
-                .and_then(Value::as_array)
-                .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
-                .map(|c| c["status"] == "True");
-            json!(if ready == Some(true) {
-                "Ready"
-            } else {
-                "NotReady"
-            })
-        })],
-        ("", "persistentvolumeclaims") => vec![
-            ("Status", phase_or_terminating),
-            ("Volume", |o| string(o, "/spec/volumeName")),
-            ("Capacity", |o| {
-                // Only a bound claim shows what it got.
-                if str_at(o, "/spec/volumeName").is_empty() {
-                    json!("")
-                } else {
-                    string(o, "/status/capacity/storage")
-                }
-            }),
-            ("Access Modes", |o| {
-                if str_at(o, "/spec/volumeName").is_empty() {
-                    json!("")
-                } else {
-                    access_modes(o, "/status/accessModes")
-                }
-            }),
-            ("StorageClass", storage_class),
-            ("VolumeAttributesClass", |o| {
-                or_unset(o, "/spec/volumeAttributesClassName")
-            }),
-        ],
-        ("", "persistentvolumes") => vec![
-            ("Capacity", |o| string(o, "/spec/capacity/storage")),
-            ("Access Modes", |o| access_modes(o, "/spec/accessModes")),
-            ("Reclaim Policy", |o| {
-                string(o, "/spec/persistentVolumeReclaimPolicy")
-            }),
-            ("Status", phase_or_terminating),
-            ("Claim", |o| match get(o, "/spec/claimRef") {
-                Some(r) if r.is_object() => json!(format!(
-                    "{}/{}",
-                    r["namespace"].as_str().unwrap_or(""),
-                    r["name"].as_str().unwrap_or("")
-                )),
-                _ => json!(""),
-            }),
-            ("StorageClass", storage_class),
-            ("VolumeAttributesClass", |o| {
-                or_unset(o, "/spec/volumeAttributesClassName")
-            }),
-            ("Reason", |o| string(o, "/status/reason")),
-        ],
-        ("networking.k8s.io", "ingresses") => vec![
-            ("Class", |o| or_none(string(o, "/spec/ingressClassName"))),
-            ("Hosts", ingress_hosts),
-            ("Address", ingress_address),
-            ("Ports", |o| {
-                json!(if count(o, "/spec/tls") > 0 {
-                    "80, 443"
-                } else {
-                    "80"
-                })
-            }),
-        ],
-        ("", "replicationcontrollers") => vec![
-            ("Desired", |o| json!(int(o, "/spec/replicas"))),
-            ("Current", |o| json!(int(o, "/status/replicas"))),
-            ("Ready", |o| json!(int(o, "/status/readyReplicas"))),
-        ],
-        ("apps", "controllerrevisions") => vec![
-            ("Controller", controller_of),
-            ("Revision", |o| json!(int(o, "/revision"))),
-        ],
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => vec![
-            ("Validations", |o| json!(count(o, "/spec/validations"))),
-            ("ParamKind", |o| match get(o, "/spec/paramKind") {
-                Some(p) if p.is_object() => json!(format!(
-                    "{}/{}",
-                    p["apiVersion"].as_str().unwrap_or(""),
-                    p["kind"].as_str().unwrap_or("")
-                )),
-                _ => json!("<unset>"),
-            }),
-        ],
-        ("apiregistration.k8s.io", "apiservices") => vec![
-            ("Service", |o| match get(o, "/spec/service") {
-                Some(s) if s.is_object() => json!(format!(
-                    "{}/{}",
-                    s["namespace"].as_str().unwrap_or(""),
-                    s["name"].as_str().unwrap_or("")
-                )),
-                _ => json!("Local"),
-            }),
-            ("Available", |o| {
-                let available = get(o, "/status/conditions")
-                    .and_then(Value::as_array)
-                    .and_then(|cs| cs.iter().find(|c| c["type"] == "Available"));
-                let Some(c) = available else {
-                    return json!("Unknown");
-                };
-                let status = c["status"].as_str().unwrap_or("");
-                match c["reason"].as_str().filter(|r| !r.is_empty()) {
-                    Some(reason) if status != "True" => json!(format!("{status} ({reason})")),
-                    _ => json!(status),
-                }
-            }),
-        ],
-        ("storage.k8s.io", "volumeattachments") => vec![
-            ("Attacher", |o| string(o, "/spec/attacher")),
-            ("PV", |o| string(o, "/spec/source/persistentVolumeName")),
-            ("Node", |o| string(o, "/spec/nodeName")),
-            ("Attached", |o| {
-                json!(
-                    get(o, "/status/attached")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
-                )
-            }),
-        ],
-        ("storage.k8s.io", "csinodes") => vec![("Drivers", |o| json!(count(o, "/spec/drivers")))],
-        ("networking.k8s.io", "ingressclasses") => vec![
-            ("Controller", |o| string(o, "/spec/controller")),
-            ("Parameters", |o| match get(o, "/spec/parameters") {
-                Some(p) if p.is_object() => {
-                    let group = p["apiGroup"].as_str().unwrap_or("");
-                    let kind = p["kind"].as_str().unwrap_or("");
-                    let name = p["name"].as_str().unwrap_or("");
-                    json!(if group.is_empty() {
-                        format!("{kind}/{name}")
-                    } else {
-                        format!("{kind}.{group}/{name}")
-                    })
-                }
-                _ => json!("<none>"),
-            }),
-        ],
-        ("discovery.k8s.io", "endpointslices") => vec![
-            ("AddressType", |o| string(o, "/addressType")),
-            ("Ports", |o| {
-                let ports: Vec<String> = get(o, "/ports")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .map(|p| match (&p["port"], p["name"].as_str()) {
-                        (Value::Number(n), _) => n.to_string(),
-                        (_, Some(name)) => name.to_string(),
-                        _ => "*".to_string(),
-                    })
-                    .collect();
-                list_with_more(&ports)
-            }),
-            ("Endpoints", |o| {
-                let addresses: Vec<String> = get(o, "/endpoints")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|e| e["addresses"].as_array().cloned().unwrap_or_default())
-                    .filter_map(|a| a.as_str().map(str::to_string))
-                    .collect();
-                list_with_more(&addresses)
-            }),
-        ],
-        ("apps", "deployments") => vec![
-            ("Ready", |o| {
-                ratio(int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))
-            }),
-            ("Up-to-date", |o| json!(int(o, "/status/updatedReplicas"))),
-            ("Available", |o| json!(int(o, "/status/availableReplicas"))),
-        ],
-        ("apps", "replicasets") => vec![
-            ("Desired", |o| json!(int(o, "/spec/replicas"))),
-            ("Current", |o| json!(int(o, "/status/replicas"))),
-            ("Ready", |o| json!(int(o, "/status/readyReplicas"))),
-        ],
-        ("apps", "statefulsets") => {
-            vec![("Ready", |o| {
-                ratio(int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))
-            })]
-        }
-        ("apps", "daemonsets") => vec![
-            ("Desired", |o| {
-                json!(int(o, "/status/desiredNumberScheduled"))
-            }),
-            ("Current", |o| {
-                json!(int(o, "/status/currentNumberScheduled"))
-            }),
-            ("Ready", |o| json!(int(o, "/status/numberReady"))),
-            ("Up-to-date", |o| {
-                json!(int(o, "/status/updatedNumberScheduled"))
-            }),
-            ("Available", |o| json!(int(o, "/status/numberAvailable"))),
-        ],
-        ("batch", "jobs") => vec![("Completions", |o| {
-            let want = get(o, "/spec/completions")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            ratio(int(o, "/status/succeeded"), want)
-        })],
-        ("batch", "cronjobs") => vec![
-            ("Schedule", |o| string(o, "/spec/schedule")),
-            ("Suspend", |o| {
-                json!(
-                    get(o, "/spec/suspend")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
-                        .to_string()
-                        .replace("false", "False")
-                        .replace("true", "True")
-                )
-            }),
-            ("Active", |o| json!(count(o, "/status/active"))),
-        ],
-        ("coordination.k8s.io", "leases") => {
-            vec![("Holder", |o| string(o, "/spec/holderIdentity"))]
-        }
-        ("apiextensions.k8s.io", "customresourcedefinitions") => vec![],
-        ("autoscaling", "horizontalpodautoscalers") => vec![
-            ("Reference", |o| {
-                json!(format!(
-                    "{}/{}",
-                    str_at(o, "/spec/scaleTargetRef/kind"),
-                    str_at(o, "/spec/scaleTargetRef/name")
-                ))
-            }),
-            ("Targets", hpa_targets),
-            ("MinPods", |o| {
-                match get(o, "/spec/minReplicas").and_then(Value::as_i64) {
-                    Some(n) => json!(n.to_string()),
-                    None => json!("<unset>"),
-                }
-            }),
-            ("MaxPods", |o| json!(int(o, "/spec/maxReplicas"))),
-            ("Replicas", |o| json!(int(o, "/status/currentReplicas"))),
-        ],
-        ("networking.k8s.io", "networkpolicies") => {
-            vec![("Pod-Selector", |o| match get(o, "/spec/podSelector") {
-                Some(sel) if sel.as_object().is_some_and(|m| !m.is_empty()) => {
-                    let labels = selector(&json!({"spec": {"selector": sel}}));
-                    if labels == json!("<none>") {
-                        json!("")
-                    } else {
-                        labels
-                    }
-                }
-                _ => json!("<none>"),
-            })]
-        }
-        ("storage.k8s.io", "storageclasses") => vec![
-            ("Provisioner", |o| string(o, "/provisioner")),
-            ("ReclaimPolicy", |o| {
-                json!(
-                    get(o, "/reclaimPolicy")
-                        .and_then(Value::as_str)
-                        .unwrap_or("Delete")
-                )
-            }),
-            ("VolumeBindingMode", |o| {
-                json!(
-                    get(o, "/volumeBindingMode")
-                        .and_then(Value::as_str)
-                        .unwrap_or("Immediate")
-                )
-            }),
-            ("AllowVolumeExpansion", |o| {
-                json!(
-                    get(o, "/allowVolumeExpansion")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
-                )
-            }),
-        ],
-        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => {
-            vec![("Role", |o| {
-                json!(format!(
-                    "{}/{}",
-                    str_at(o, "/roleRef/kind"),
-                    str_at(o, "/roleRef/name")
-                ))
-            })]
-        }
-        (
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations" | "validatingwebhookconfigurations",
-        ) => vec![("Webhooks", |o| json!(count(o, "/webhooks")))],
-        ("scheduling.k8s.io", "priorityclasses") => vec![
-            ("Value", |o| json!(int(o, "/value"))),
-            ("Global-Default", |o| {
-                json!(
-                    get(o, "/globalDefault")
-                        .and_then(Value::as_bool)
-                        .unwrap_or(false)
-                )
-            }),
-        ],
-        ("node.k8s.io", "runtimeclasses") => vec![("Handler", |o| string(o, "/handler"))],
-        ("policy", "poddisruptionbudgets") => vec![
-            ("Min Available", |o| {
-                int_or_string_or_na(o, "/spec/minAvailable")
-            }),
-            ("Max Unavailable", |o| {
-                int_or_string_or_na(o, "/spec/maxUnavailable")
-            }),
-            ("Allowed Disruptions", |o| {
-                json!(int(o, "/status/disruptionsAllowed"))
-            }),
-        ],
-        ("", "endpoints") => vec![("Endpoints", endpoints)],
-        _ => vec![],
-    }
+    (crate::kinds::strategy_of(group, plural).columns)()
 }
 
 /// An IntOrString as Go's `IntOrString.String()` prints it, or `N/A` when unset
 /// (`printPodDisruptionBudget`).
-fn int_or_string_or_na(o: &Value, pointer: &str) -> Value {
+pub(crate) fn int_or_string_or_na(o: &Value, pointer: &str) -> Value {
     match get(o, pointer) {
         Some(Value::Number(n)) => json!(n.to_string()),
         Some(Value::String(s)) => json!(s),
@@ -431,7 +58,7 @@ fn int_or_string_or_na(o: &Value, pointer: &str) -> Value {
 /// The first three `ip:port` pairs of an Endpoints object and a count of the rest, as
 /// `kubectl get endpoints` shows them (upstream's `formatEndpoints`): a subset without ports
 /// lists its addresses alone; no subsets at all is `<none>`.
-fn endpoints(o: &Value) -> Value {
+pub(crate) fn endpoints(o: &Value) -> Value {
     const MAX: usize = 3;
     let Some(subsets) = get(o, "/subsets")
         .and_then(Value::as_array)
@@ -485,13 +112,13 @@ fn endpoints(o: &Value) -> Value {
     }
 }
 
-fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
+pub(crate) fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
     get(o, pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// An HPA's metrics against their targets, as `kubectl get hpa` shows them
 /// (`cpu: 45%/80%, memory: <unknown>/500Mi`), two at most and a count of the rest.
-fn hpa_targets(o: &Value) -> Value {
+pub(crate) fn hpa_targets(o: &Value) -> Value {
     let specs = get(o, "/spec/metrics")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
@@ -570,7 +197,7 @@ fn hpa_targets(o: &Value) -> Value {
     }
 }
 
-fn containers(o: &Value, pointer: &str, field: &str) -> Value {
+pub(crate) fn containers(o: &Value, pointer: &str, field: &str) -> Value {
     let names: Vec<&str> = get(o, pointer)
         .and_then(Value::as_array)
         .map(|cs| cs.iter().filter_map(|c| c[field].as_str()).collect())
@@ -578,7 +205,7 @@ fn containers(o: &Value, pointer: &str, field: &str) -> Value {
     or_none(json!(names.join(",")))
 }
 
-fn selector(o: &Value) -> Value {
+pub(crate) fn selector(o: &Value) -> Value {
     let labels: Vec<String> = get(o, "/spec/selector/matchLabels")
         .and_then(Value::as_object)
         .map(|m| {
@@ -590,147 +217,20 @@ fn selector(o: &Value) -> Value {
     or_none(json!(labels.join(",")))
 }
 
-fn first_str<'a>(o: &'a Value, pointers: &[&str]) -> Option<&'a str> {
+pub(crate) fn first_str<'a>(o: &'a Value, pointers: &[&str]) -> Option<&'a str> {
     pointers
         .iter()
         .find_map(|p| get(o, p).and_then(Value::as_str).filter(|s| !s.is_empty()))
 }
 
-/// The columns of core/v1 and events.k8s.io/v1 Events with their priorities: LAST SEEN,
-/// TYPE, REASON, OBJECT, MESSAGE, and for `-o wide` SUBOBJECT, SOURCE, FIRST SEEN and COUNT
-/// (upstream's `printEvent`; the NAME column is added by the caller). An events.k8s.io Event
-/// is read through its core names' counterparts (`regarding`, `note`, `deprecated*`).
-pub(super) fn events() -> Vec<(&'static str, CellFn, i64)> {
-    vec![
-        (
-            "Last Seen",
-            |o| {
-                let seen = first_str(
-                    o,
-                    &[
-                        "/series/lastObservedTime",
-                        "/lastTimestamp",
-                        "/deprecatedLastTimestamp",
-                        "/firstTimestamp",
-                        "/deprecatedFirstTimestamp",
-                        "/eventTime",
-                        "/metadata/creationTimestamp",
-                    ],
-                );
-                json!(age(seen.map(|s| json!(s)).as_ref(), Utc::now()))
-            },
-            0,
-        ),
-        ("Type", |o| string(o, "/type"), 0),
-        ("Reason", |o| string(o, "/reason"), 0),
-        (
-            "Object",
-            |o| {
-                let kind = first_str(o, &["/involvedObject/kind", "/regarding/kind"]).unwrap_or("");
-                match first_str(o, &["/involvedObject/name", "/regarding/name"]) {
-                    Some(name) => json!(format!("{}/{name}", kind.to_lowercase())),
-                    None => json!(kind.to_lowercase()),
-                }
-            },
-            0,
-        ),
-        (
-            "Subobject",
-            |o| {
-                json!(
-                    first_str(o, &["/involvedObject/fieldPath", "/regarding/fieldPath"])
-                        .unwrap_or("")
-                )
-            },
-            1,
-        ),
-        (
-            "Source",
-            |o| {
-                let component = first_str(
-                    o,
-                    &[
-                        "/source/component",
-                        "/deprecatedSource/component",
-                        "/reportingController",
-                    ],
-                );
-                let instance = first_str(
-                    o,
-                    &[
-                        "/source/host",
-                        "/deprecatedSource/host",
-                        "/reportingInstance",
-                    ],
-                );
-                json!(match (component, instance) {
-                    (None, None) => String::new(),
-                    (c, None) => c.unwrap_or("").to_string(),
-                    (c, Some(i)) => format!("{}, {i}", c.unwrap_or("")),
-                })
-            },
-            1,
-        ),
-        (
-            "Message",
-            |o| json!(first_str(o, &["/message", "/note"]).unwrap_or("").trim()),
-            0,
-        ),
-        (
-            "First Seen",
-            |o| {
-                let first = first_str(
-                    o,
-                    &["/firstTimestamp", "/deprecatedFirstTimestamp", "/eventTime"],
-                );
-                json!(age(first.map(|s| json!(s)).as_ref(), Utc::now()))
-            },
-            1,
-        ),
-        (
-            "Count",
-            |o| {
-                let count = if o.pointer("/series").is_some_and(Value::is_object) {
-                    int(o, "/series/count")
-                } else {
-                    match int(o, "/count").max(int(o, "/deprecatedCount")) {
-                        // Singleton events of the new API have no count.
-                        0 => 1,
-                        n => n,
-                    }
-                };
-                json!(count)
-            },
-            1,
-        ),
-    ]
-}
-
 /// The priority-0 columns that come after AGE (upstream prints AGE second for these).
 pub(super) fn after_age(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
-    match (group, plural) {
-        ("", "resourcequotas") => vec![
-            ("Request", |o| quota_usage(o, false)),
-            ("Limit", |o| quota_usage(o, true)),
-        ],
-        ("certificates.k8s.io", "certificatesigningrequests") => vec![
-            ("SignerName", |o| or_none(string(o, "/spec/signerName"))),
-            ("Requestor", |o| string(o, "/spec/username")),
-            ("RequestedDuration", |o| {
-                match get(o, "/spec/expirationSeconds").and_then(Value::as_i64) {
-                    Some(secs) => json!(human_duration(secs)),
-                    None => json!("<none>"),
-                }
-            }),
-            ("Condition", csr_condition),
-        ],
-        _ => vec![],
-    }
+    (crate::kinds::strategy_of(group, plural).columns_after_age)()
 }
 
 /// `used/hard` of each resource of a quota's `spec.hard`, sorted, as `name: used/hard`: the
 /// `limits.*` ones (`limit`) or the others (upstream's `printResourceQuota`).
-fn quota_usage(o: &Value, limit: bool) -> Value {
+pub(crate) fn quota_usage(o: &Value, limit: bool) -> Value {
     let Some(hard) = get(o, "/spec/hard").and_then(Value::as_object) else {
         return json!("");
     };
@@ -753,7 +253,7 @@ fn quota_usage(o: &Value, limit: bool) -> Value {
 
 /// The controller owning an object as `kind.group/name` (lower-cased kind and group, as
 /// upstream's `formatResourceName`), `<none>` without one.
-fn controller_of(o: &Value) -> Value {
+pub(crate) fn controller_of(o: &Value) -> Value {
     let owner = get(o, "/metadata/ownerReferences")
         .and_then(Value::as_array)
         .and_then(|rs| rs.iter().find(|r| r["controller"] == json!(true)));
@@ -777,7 +277,7 @@ fn controller_of(o: &Value) -> Value {
 
 /// A CSR's condition as `kubectl get csr` shows it: Denied, Approved or Pending, then
 /// `,Failed` and `,Issued` (upstream's `extractCSRStatus`).
-fn csr_condition(o: &Value) -> Value {
+pub(crate) fn csr_condition(o: &Value) -> Value {
     let types: Vec<&str> = get(o, "/status/conditions")
         .and_then(Value::as_array)
         .map(|cs| cs.iter().filter_map(|c| c["type"].as_str()).collect())
@@ -803,7 +303,7 @@ fn csr_condition(o: &Value) -> Value {
 }
 
 /// Access modes abbreviated and ordered as upstream's `GetAccessModesAsString`.
-fn access_modes(o: &Value, pointer: &str) -> Value {
+pub(crate) fn access_modes(o: &Value, pointer: &str) -> Value {
     let modes: Vec<&str> = get(o, pointer)
         .and_then(Value::as_array)
         .map(|m| m.iter().filter_map(Value::as_str).collect())
@@ -822,7 +322,7 @@ fn access_modes(o: &Value, pointer: &str) -> Value {
 }
 
 /// The storage class of a PV or PVC: the beta annotation first, then `spec.storageClassName`.
-fn storage_class(o: &Value) -> Value {
+pub(crate) fn storage_class(o: &Value) -> Value {
     json!(
         first_str(
             o,
@@ -836,7 +336,7 @@ fn storage_class(o: &Value) -> Value {
 }
 
 /// A phase, or `Terminating` once the object is being deleted.
-fn phase_or_terminating(o: &Value) -> Value {
+pub(crate) fn phase_or_terminating(o: &Value) -> Value {
     if o.pointer("/metadata/deletionTimestamp")
         .is_some_and(|t| !t.is_null())
     {
@@ -846,13 +346,13 @@ fn phase_or_terminating(o: &Value) -> Value {
     }
 }
 
-fn or_unset(o: &Value, pointer: &str) -> Value {
+pub(crate) fn or_unset(o: &Value, pointer: &str) -> Value {
     json!(get(o, pointer).and_then(Value::as_str).unwrap_or("<unset>"))
 }
 
 /// Up to three items and a count of the rest (upstream's `listWithMoreString`), `<unset>`
 /// when empty.
-fn list_with_more(items: &[String]) -> Value {
+pub(crate) fn list_with_more(items: &[String]) -> Value {
     const MAX: usize = 3;
     let shown = items[..items.len().min(MAX)].join(",");
     if items.len() > MAX {
@@ -865,7 +365,7 @@ fn list_with_more(items: &[String]) -> Value {
 }
 
 /// An Ingress's hosts: up to three, `*` when no rule names one (upstream's `formatHosts`).
-fn ingress_hosts(o: &Value) -> Value {
+pub(crate) fn ingress_hosts(o: &Value) -> Value {
     const MAX: usize = 3;
     let rules = get(o, "/spec/rules").and_then(Value::as_array);
     let rules = rules.map(Vec::as_slice).unwrap_or_default();
@@ -891,7 +391,7 @@ fn ingress_hosts(o: &Value) -> Value {
 }
 
 /// The load-balancer IPs (else hostnames) of an Ingress, sorted and deduplicated.
-fn ingress_address(o: &Value) -> Value {
+pub(crate) fn ingress_address(o: &Value) -> Value {
     let mut set = std::collections::BTreeSet::new();
     for i in get(o, "/status/loadBalancer/ingress")
         .and_then(Value::as_array)
@@ -907,26 +407,7 @@ fn ingress_address(o: &Value) -> Value {
 
 /// The `-o wide` columns (priority 1) of a built-in resource, after AGE.
 pub(super) fn wide(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
-    match (group, plural) {
-        ("", "pods") => vec![
-            ("IP", |o| or_none(string(o, "/status/podIP"))),
-            ("Node", |o| or_none(string(o, "/spec/nodeName"))),
-        ],
-        ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets")
-        | ("batch", "jobs") => vec![
-            ("Containers", |o| {
-                containers(o, "/spec/template/spec/containers", "name")
-            }),
-            ("Images", |o| {
-                containers(o, "/spec/template/spec/containers", "image")
-            }),
-            ("Selector", selector),
-        ],
-        ("", "persistentvolumes" | "persistentvolumeclaims") => {
-            vec![("VolumeMode", |o| or_unset(o, "/spec/volumeMode"))]
-        }
-        _ => vec![],
-    }
+    (crate::kinds::strategy_of(group, plural).columns_wide)()
 }
 
 /// The AGE of a timestamp, rendered as kubectl renders durations (`42s`, `5m3s`, `7h`, `3d`).
@@ -977,7 +458,7 @@ pub fn human_duration(secs: i64) -> String {
 }
 
 /// A field name of a JSONPath with its escapes (`\.` for a dot inside the name) undone.
-fn unescape_key(key: &str) -> String {
+pub(crate) fn unescape_key(key: &str) -> String {
     let mut out = String::with_capacity(key.len());
     let mut chars = key.chars();
     while let Some(c) = chars.next() {

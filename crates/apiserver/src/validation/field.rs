@@ -221,15 +221,7 @@ pub(crate) enum NameFormat {
 
 /// The name format of a resource.
 pub(crate) fn name_format(res: &ResourceInfo) -> NameFormat {
-    match (res.group.as_str(), res.plural.as_str()) {
-        ("", "namespaces") => NameFormat::Label,
-        ("", "services") => NameFormat::Dns1035,
-        (
-            "rbac.authorization.k8s.io",
-            "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings",
-        ) => NameFormat::PathSegment,
-        _ => NameFormat::Subdomain,
-    }
+    crate::kinds::strategy_of(&res.group, &res.plural).name_format
 }
 
 /// The problems of `name` in `format` as upstream's name functions word them (empty when
