@@ -13,7 +13,8 @@
 //! | [`LabelChanged`] / [`AnnotationChanged`] | updates whose labels / annotations changed |
 //! | [`LabelSelectorPredicate`] | events about objects whose labels match a selector |
 //! | a closure `Fn(&Event<K>) -> bool` | whatever it says |
-//! | [`and`], [`or`], [`not`] | combinations of the above |
+//! | `a.and(b)`, `a.or(b)`, `a.not()` ([`PredicateExt`]) | combinations of the above |
+//! | [`all`], [`any`] | every / any predicate of a list made at run time |
 //!
 //! The `*Changed` predicates only filter updates: creates, deletes and generic events pass.
 //!
@@ -26,14 +27,11 @@
 //! ```
 //! use std::sync::Arc;
 //! use controller_runtime::event::{Event, UpdateEvent};
-//! use controller_runtime::predicate::{self, Predicate};
+//! use controller_runtime::predicate::{GenerationChanged, LabelChanged, Predicate, PredicateExt};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
 //! // Spec changes, or a change of labels.
-//! let p = predicate::or::<ConfigMap>([
-//!     predicate::boxed(predicate::GenerationChanged),
-//!     predicate::boxed(predicate::LabelChanged),
-//! ]);
+//! let p = GenerationChanged.or(LabelChanged);
 //!
 //! let old = Arc::new(ConfigMap::default());
 //! let mut changed = ConfigMap::default();
@@ -53,7 +51,7 @@ mod combine;
 mod selector;
 
 pub use changed::{AnnotationChanged, GenerationChanged, LabelChanged, ResourceVersionChanged};
-pub use combine::{and, not, or};
+pub use combine::{And, Not, Or, PredicateExt, all, any};
 pub use selector::{Error, LabelSelectorPredicate};
 
 /// A filter on events: whether an event about objects of `K` reaches the handler.
@@ -82,8 +80,8 @@ pub type BoxPredicate<K> = Arc<dyn Predicate<K>>;
 
 /// Shares and type-erases `predicate`, for a list of predicates: a watch's (as
 /// [`EventDispatcher::new`](crate::source::EventDispatcher::new) takes them), or one given to
-/// [`and`], [`or`] and [`not`]. (The builder's [`Input::with_predicate`](crate::builder::Input::with_predicate)
-/// takes a predicate as it is.)
+/// [`all`] and [`any`]. (The builder's [`Input::with_predicate`](crate::builder::Input::with_predicate)
+/// and the [`PredicateExt`] combinators take a predicate as it is.)
 ///
 /// ```
 /// use controller_runtime::predicate::{self, BoxPredicate, GenerationChanged, LabelSelectorPredicate};
