@@ -28,8 +28,9 @@
 //! a [`ReconcileContext`] carrying the data given to `complete`): a
 //! second `for`, an `owns` without a `for`, or a reconcile function for another type do not
 //! compile. A builder without a `for` type takes `watches`, `watches_raw` and a request-level
-//! [`Reconciler`] ([`complete_with`](ControllerBuilder::complete_with)), which a typed builder
-//! takes too.
+//! [`Reconciler`] ([`complete_reconciler`](ControllerBuilder::complete_reconciler)), which a
+//! typed builder takes too. (A `_with` suffix in this crate always means "with a dynamic
+//! type", as kube-rs's `Api::all_with`.)
 //!
 //! Every watch asks, in order, the builder's [event filters](ControllerBuilder::with_event_filter)
 //! (predicates of `dyn Object`, such as the metadata predicates, so one filter fits every type),
@@ -421,7 +422,7 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
         let dt = self.state.dt.clone();
         let Some(options) = self.state.sharding.take() else {
             let reconciler = reconcile::for_object(self.mgr.client(), dt, data, reconcile);
-            return self.build_with(reconciler).await;
+            return self.build_reconciler(reconciler).await;
         };
         let name = match &self.name {
             Some(name) if !name.is_empty() => name.clone(),
@@ -453,7 +454,7 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
             mgr.shard_metrics().clone(),
         ));
         let reconciler = reconcile::for_object(mgr.client(), dt, data, guarded);
-        let controller = self.build_with(reconciler).await?;
+        let controller = self.build_reconciler(reconciler).await?;
         let ring = manager::from_fn(
             format!("shard ring {name}"),
             manager::RunnableGroup::Others,
@@ -597,7 +598,7 @@ impl<S: DefaultName> ControllerBuilder<S> {
     /// Builds the controller with a request-level [`Reconciler`] and reserves its name in the
     /// manager, without adding the controller to it: start it yourself, or add it with
     /// `mgr.add`.
-    pub async fn build_with(
+    pub async fn build_reconciler(
         self,
         reconciler: impl Reconciler + 'static,
     ) -> Result<Controller, Error> {
@@ -653,11 +654,14 @@ impl<S: DefaultName> ControllerBuilder<S> {
         Ok(controller)
     }
 
-    /// [`build_with`](Self::build_with), then adds the controller to the manager, which starts
-    /// it (controller-runtime's `Complete`).
-    pub async fn complete_with(self, reconciler: impl Reconciler + 'static) -> Result<(), Error> {
+    /// [`build_reconciler`](Self::build_reconciler), then adds the controller to the manager,
+    /// which starts it (controller-runtime's `Complete`).
+    pub async fn complete_reconciler(
+        self,
+        reconciler: impl Reconciler + 'static,
+    ) -> Result<(), Error> {
         let mgr = self.mgr.clone();
-        let controller = self.build_with(reconciler).await?;
+        let controller = self.build_reconciler(reconciler).await?;
         add_to(&mgr, controller)
     }
 }
