@@ -39,7 +39,7 @@
 //!
 //! The controller is named after the `for` kind, lowercased (`foo` for `Foo`), unless
 //! [`named`](ControllerBuilder::named); names are unique within a manager (unless
-//! [validation is skipped](ControllerBuilder::with_skip_name_validation)). Options the
+//! [validation is skipped](ControllerOptions::with_skip_name_validation)). Options the
 //! controller's own do not set come from the manager's
 //! [controller defaults](manager::ManagerOptions::with_controller_defaults).
 //! [`build`](ControllerBuilder::build) returns the controller;
@@ -286,8 +286,6 @@ pub struct ControllerBuilder<S = NoFor> {
     filters: Vec<BoxPredicate<dyn Object>>,
     options: ControllerOptions,
     name: Option<String>,
-    /// `with_skip_name_validation`; `None`: the manager's default.
-    skip_name_validation: Option<bool>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for ControllerBuilder<S> {
@@ -313,7 +311,6 @@ impl ControllerBuilder<NoFor> {
             filters: Vec::new(),
             options: ControllerOptions::default(),
             name: None,
-            skip_name_validation: None,
         }
     }
 
@@ -351,7 +348,6 @@ impl ControllerBuilder<NoFor> {
             filters: self.filters,
             options: self.options,
             name: self.name,
-            skip_name_validation: self.skip_name_validation,
         }
     }
 }
@@ -568,23 +564,11 @@ impl<S: DefaultName> ControllerBuilder<S> {
     /// Sets the controller's options. Without `metrics`, the controller reports to the
     /// manager's registry. Each field no `with_*` setter set takes the manager's
     /// [controller defaults](manager::ManagerOptions::with_controller_defaults) (the
-    /// concurrency first from its group-kind map, for the `for` type), as in
-    /// controller-runtime: the controller's options win, then the manager's, then
-    /// [`ControllerOptions::default`].
+    /// concurrency first from its group-kind map, for the `for` type;
+    /// [`ControllerOptions::merge`]), as in controller-runtime: the controller's options win,
+    /// then the manager's, then the controller's built-in defaults.
     pub fn with_options(mut self, options: ControllerOptions) -> Self {
         self.options = options;
-        self
-    }
-
-    /// Whether to build this controller even when another controller of the manager has its
-    /// name (e.g. many alike in tests): its name is then not reserved either. Names label
-    /// logs and metrics: alike names mix them. Default: the manager's
-    /// [`ControllerDefaults::with_skip_name_validation`](manager::ControllerDefaults::with_skip_name_validation),
-    /// else `false` (a taken name fails with [`Error::DuplicateName`]). controller-runtime:
-    /// `controller.Options.SkipNameValidation` (its check is process-wide; here, per
-    /// manager); kube-rs: none.
-    pub fn with_skip_name_validation(mut self, skip: bool) -> Self {
-        self.skip_name_validation = Some(skip);
         self
     }
 
@@ -611,7 +595,8 @@ impl<S: DefaultName> ControllerBuilder<S> {
             return Err(Error::NoWatches { name });
         }
         let defaults = self.mgr.controller_defaults();
-        let mut options = defaults.resolve(self.options, self.state.group_kind());
+        let mut options = self.options.merge(defaults, self.state.group_kind());
+        let skip_name_validation = options.skips_name_validation();
         if options.metrics.is_none() {
             options.metrics = Some(self.mgr.metrics().clone());
         }
@@ -622,10 +607,7 @@ impl<S: DefaultName> ControllerBuilder<S> {
             }
         })?;
         // Reserve the name last among the checks, so a build that fails leaves it free.
-        let skip = self
-            .skip_name_validation
-            .unwrap_or_else(|| defaults.skips_name_validation());
-        if !skip {
+        if !skip_name_validation {
             self.mgr
                 .register_controller_name(&name)
                 .map_err(|e| match e {
