@@ -22,6 +22,7 @@ use bytes::Bytes;
 use controller_runtime::CancellationToken;
 use controller_runtime::builder::WebhookBuilder;
 use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
+use controller_runtime::serving::TlsOptions;
 use controller_runtime::webhook::admission::{
     Defaulter, Denial, Request, ValidationResult, Validator,
 };
@@ -135,7 +136,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             Options::default()
                 .with_host([127, 0, 0, 1].into())
                 .with_port(0) // 9443 by default
-                .with_cert_dir(certs.path()),
+                .with_tls(TlsOptions::default().with_cert_dir(certs.path())),
         );
     let mgr = Manager::new(client, options)?;
     let webhook = || ConfigMapWebhook {

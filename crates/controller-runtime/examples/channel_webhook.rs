@@ -168,7 +168,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ControllerBuilder::new(&mgr)
         .named("webhook-sync")
         .watches(Input::new().with_source(channel), EnqueueRequestForObject)
-        .complete_with(reconcile::from_fn(move |req: Request, _ctx| {
+        .complete_reconciler(reconcile::from_fn(move |req: Request, _ctx| {
             reconcile(req, client.clone(), seen.clone())
         }))
         .await?;

@@ -109,7 +109,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 Some(Request::cluster_scoped(node))
             }),
         )
-        .complete_with(reconcile::from_fn(move |node: Request, _ctx| {
+        .complete_reconciler(reconcile::from_fn(move |node: Request, _ctx| {
             reconcile(node, client.clone(), report.clone())
         }))
         .await?;

@@ -60,7 +60,7 @@ async fn replica(
     let who = name.to_string();
     ControllerBuilder::new(&mgr)
         .for_(Input::<ConfigMap>::new())
-        .complete_with(reconcile::from_fn(move |req: Request, _ctx| {
+        .complete_reconciler(reconcile::from_fn(move |req: Request, _ctx| {
             let who = who.clone();
             async move {
                 if req.name.starts_with("job-") {

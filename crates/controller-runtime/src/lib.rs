@@ -16,7 +16,9 @@
 //!
 //! Beside the pipeline, [`webhook`] serves admission (defaulting, validation) and CRD conversion
 //! webhooks over HTTPS, registered per kind by [`builder::WebhookBuilder`] and run by the
-//! [`manager::Manager`].
+//! [`manager::Manager`]. It, the metrics server and the health probe server share
+//! [`serving`]: one accept loop, and one [`serving::TlsOptions`] for where a certificate is
+//! read.
 //!
 //! [`sharding`] runs one controller across replicas, each reconciling (and caching) only the
 //! objects assigned to it, with safe handover when replicas come and go.
@@ -59,6 +61,7 @@ pub mod predicate;
 pub mod prelude;
 pub mod reconcile;
 pub mod recorder;
+pub mod serving;
 pub mod sharding;
 pub mod source;
 pub mod webhook;

@@ -3,7 +3,8 @@
 //! The Builders (of a controller and of a kind's webhooks) and the Manager that runs them, the
 //! client a reconciler reads and writes with, the one key type ([`ObjectKey`], which a
 //! reconcile's [`Request`] is), the context a reconcile is handed ([`ReconcileContext`]), a
-//! reconcile's result types, controllerutil's helpers module, and kube's
+//! reconcile's result types, controllerutil's helpers module, the predicate combinators
+//! ([`PredicateExt`]: `a.or(b)`), and kube's
 //! `Resource`/`ResourceExt` traits for
 //! the objects' metadata (`obj.name_any()`, `obj.namespace()`).
 //!
@@ -33,4 +34,5 @@ pub use crate::builder::{ControllerBuilder, Input, WebhookBuilder};
 pub use crate::client::Client;
 pub use crate::controllerutil;
 pub use crate::manager::{BindAddress, Manager, ManagerOptions, signal_handler};
+pub use crate::predicate::PredicateExt;
 pub use crate::reconcile::{Action, ReconcileContext, ReconcileError, Request, TerminalError};

@@ -208,7 +208,7 @@ async fn every_builder_error_and_the_default_name() {
     // type than the for type do not compile: see the builder module's compile_fail doctests.)
     let err = ControllerBuilder::new(&mgr)
         .named("empty")
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap_err();
     assert!(
@@ -220,7 +220,7 @@ async fn every_builder_error_and_the_default_name() {
     let (_tx, channel) = source::channel::<ConfigMap>(1);
     let err = ControllerBuilder::new(&mgr)
         .watches(Input::new().with_source(channel), EnqueueRequestForObject)
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap_err();
     assert!(matches!(err, builder::Error::MissingName), "{err}");
@@ -230,7 +230,7 @@ async fn every_builder_error_and_the_default_name() {
     let c = ControllerBuilder::new(&mgr)
         .named("empty")
         .watches(Input::new().with_source(channel), EnqueueRequestForObject)
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap();
     assert_eq!(c.name(), "empty");
@@ -238,7 +238,7 @@ async fn every_builder_error_and_the_default_name() {
     // Default name: the for kind, lowercased; a second controller of that name is refused.
     let c = ControllerBuilder::new(&mgr)
         .for_(Input::<ConfigMap>::new())
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap();
     assert_eq!(c.name(), "configmap");
@@ -250,7 +250,7 @@ async fn every_builder_error_and_the_default_name() {
     );
     let err = ControllerBuilder::new(&mgr)
         .for_(Input::<ConfigMap>::new())
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap_err();
     assert!(
@@ -260,7 +260,7 @@ async fn every_builder_error_and_the_default_name() {
     let err = ControllerBuilder::new(&mgr)
         .named("configmap")
         .for_(Input::<Secret>::new())
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap_err();
     assert!(matches!(err, builder::Error::DuplicateName(_)), "{err}");
@@ -268,7 +268,7 @@ async fn every_builder_error_and_the_default_name() {
     // Metadata-only for: still named after the kind.
     let c = ControllerBuilder::new(&mgr)
         .for_(Input::<Secret>::metadata())
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap();
     assert_eq!(c.name(), "secret");
@@ -281,7 +281,7 @@ async fn every_builder_error_and_the_default_name() {
             controller_runtime::controller::ControllerOptions::default()
                 .with_max_concurrent_reconciles(0),
         )
-        .build_with(r())
+        .build_reconciler(r())
         .await
         .unwrap_err();
     assert!(matches!(err, builder::Error::Controller { .. }), "{err}");
@@ -302,14 +302,14 @@ async fn foo_owns_pod_enqueues_the_controller_owner() {
     ControllerBuilder::new(&mgr)
         .for_(Input::<Foo>::new())
         .owns(Input::<Pod>::new())
-        .complete_with(recorder(&log, "foo"))
+        .complete_reconciler(recorder(&log, "foo"))
         .await
         .unwrap();
     ControllerBuilder::new(&mgr)
         .named("foo-every-owner")
         .for_(Input::<Foo>::new())
         .owns(Input::<Pod>::new().every_owner())
-        .complete_with(recorder(&log, "every"))
+        .complete_reconciler(recorder(&log, "every"))
         .await
         .unwrap();
     // The same with Foo as a dynamic type: owners are matched by group and kind.
@@ -319,7 +319,7 @@ async fn foo_owns_pod_enqueues_the_controller_owner() {
             ApiResource::erase::<Foo>(&()),
         ))
         .owns(Input::<Pod>::new())
-        .complete_with(recorder(&log, "dyn"))
+        .complete_reconciler(recorder(&log, "dyn"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -450,7 +450,7 @@ async fn event_filter_applies_to_every_watch() {
         .owns(Input::<Secret>::new())
         .watches(Input::new().with_source(channel), EnqueueRequestForObject)
         .with_event_filter(labelled_pass)
-        .complete_with(recorder(&log, "r"))
+        .complete_reconciler(recorder(&log, "r"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -530,7 +530,7 @@ async fn watches_through_the_cache_and_raw_watch() {
         .watches(Input::<ConfigMap>::new(), to_target)
         .watches_raw(source::watch(channel, EnqueueRequestForObject, vec![]))
         .with_event_filter(labelled_pass)
-        .complete_with(recorder(&log, "r"))
+        .complete_reconciler(recorder(&log, "r"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);
@@ -586,7 +586,7 @@ async fn event_filter_and_watch_predicates_both_hold() {
     ControllerBuilder::new(&mgr)
         .for_(Input::<ConfigMap>::new().with_predicate(only_b))
         .with_event_filter(labelled_pass)
-        .complete_with(recorder(&log, "r"))
+        .complete_reconciler(recorder(&log, "r"))
         .await
         .unwrap();
     let (ctx, handle) = run(&mgr);

@@ -11,6 +11,7 @@ use controller_runtime::envtest::Environment;
 use controller_runtime::manager::{Manager, ManagerOptions};
 use controller_runtime::metrics::filters::AuthFilterOptions;
 use controller_runtime::metrics::server::Options as MetricsServerOptions;
+use controller_runtime::serving::TlsOptions;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use rcgen::{
@@ -89,7 +90,7 @@ async fn metrics_over_https_need_a_token_the_api_server_authenticates_and_author
 
     let metrics = MetricsServerOptions::default()
         .with_secure_serving(true)
-        .with_cert_dir(certs.path())
+        .with_tls(TlsOptions::default().with_cert_dir(certs.path()))
         .with_authentication_and_authorization(
             AuthFilterOptions::default().with_deny_cache_ttl(Duration::ZERO),
         );

@@ -12,6 +12,7 @@ use bytes::Bytes;
 use controller_runtime::CancellationToken;
 use controller_runtime::builder::WebhookBuilder;
 use controller_runtime::manager::{BindAddress, Manager, ManagerOptions, RunnableGroup, from_fn};
+use controller_runtime::serving::TlsOptions;
 use controller_runtime::webhook::admission::{
     Defaulter, Denial, Request, Response, ValidationResult, Validator, Webhook,
 };
@@ -144,8 +145,11 @@ impl Running {
         let options = Options::default()
             .with_host([127, 0, 0, 1].into())
             .with_port(0)
-            .with_cert_dir(dir.path())
-            .with_cert_poll_interval(poll);
+            .with_tls(
+                TlsOptions::default()
+                    .with_cert_dir(dir.path())
+                    .with_cert_poll_interval(poll),
+            );
         let server = Server::new(options, WebhookMetrics::unregistered());
         register(&server);
         let ctx = CancellationToken::new();
@@ -570,7 +574,7 @@ async fn requests_are_counted_in_the_webhook_metrics() {
     let options = Options::default()
         .with_host([127, 0, 0, 1].into())
         .with_port(0)
-        .with_cert_dir(dir.path());
+        .with_tls(TlsOptions::default().with_cert_dir(dir.path()));
     let server = Server::new(options, metrics.clone());
     typed_server(&server);
     let ctx = CancellationToken::new();
@@ -981,7 +985,7 @@ async fn the_manager_starts_the_webhook_server_before_the_caches_and_reports_rea
             Options::default()
                 .with_host([127, 0, 0, 1].into())
                 .with_port(0)
-                .with_cert_dir(dir.path()),
+                .with_tls(TlsOptions::default().with_cert_dir(dir.path())),
         );
     let mgr = Manager::new(client, options).unwrap();
     WebhookBuilder::new(&mgr)
@@ -1086,7 +1090,11 @@ async fn a_missing_certificate_fails_the_manager() {
     let dir = tempfile::tempdir().unwrap();
     let options = ManagerOptions::default()
         .with_metrics_bind_address(BindAddress::Disabled)
-        .with_webhook_server(Options::default().with_port(0).with_cert_dir(dir.path()));
+        .with_webhook_server(
+            Options::default()
+                .with_port(0)
+                .with_tls(TlsOptions::default().with_cert_dir(dir.path())),
+        );
     let mgr = Manager::new(client, options).unwrap();
     WebhookBuilder::new(&mgr)
         .for_::<ConfigMap>()

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use controller_runtime::controllerutil::{self, OperationResult};
+use controller_runtime::finalizer::{self, Event};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
 use controller_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use controller_runtime::prelude::*;
@@ -80,59 +81,55 @@ pub async fn add_controller(mgr: &Manager) -> Result<(), controller_runtime::bui
         .await
 }
 
-/// Drives one Memo towards its spec: a finalizer first, then its ConfigMap and index entry,
-/// then its status. Each step writes only when something differs from what it wants.
+/// Drives one Memo towards its spec under the finalizer: the library's finalizer helper adds
+/// [`FINALIZER`] before any work, and once the Memo is being deleted it removes the index
+/// entry and then the finalizer. Each step writes only when something differs from what it
+/// wants.
 pub async fn reconcile(
     memo: Arc<Memo>,
     ctx: ReconcileContext<Context>,
 ) -> Result<Action, ReconcileError> {
     let memos = ctx.client.objects::<Memo>();
-    let (ns, name) = (memo.namespace().unwrap_or_default(), memo.name_any());
-    if memo.metadata.deletion_timestamp.is_some() {
-        if controllerutil::contains_finalizer(&*memo, FINALIZER) {
-            set_index_entry(&ctx.client, &ns, &name, None).await?;
-            let mut memo = (*memo).clone();
-            controllerutil::remove_finalizer(&mut memo, FINALIZER);
-            memos
-                .update(&memo)
-                .await
-                .map_err(|e| Error::Client("removing the finalizer", e))?;
+    finalizer::finalizer(&memos, FINALIZER, memo, |event| async {
+        match event {
+            Event::Apply(memo) => apply(&ctx.client, &memo).await,
+            Event::Cleanup(memo) => {
+                let (ns, name) = (memo.namespace().unwrap_or_default(), memo.name_any());
+                set_index_entry(&ctx.client, &ns, &name, None).await?;
+                Ok(Action::done())
+            }
         }
-        return Ok(Action::done());
-    }
-    if !controllerutil::contains_finalizer(&*memo, FINALIZER) {
-        // The update comes back as an event: the next reconcile does the rest.
-        let mut memo = (*memo).clone();
-        controllerutil::add_finalizer(&mut memo, FINALIZER);
-        memos
-            .update(&memo)
-            .await
-            .map_err(|e| Error::Client("adding the finalizer", e))?;
-        return Ok(Action::done());
-    }
+    })
+    .await
+    .map_err(ReconcileError::from)
+}
 
+/// Publishes a live Memo: its ConfigMap, its index entry, then its status.
+async fn apply(client: &Client, memo: &Memo) -> Result<Action, ReconcileError> {
+    let (ns, name) = (memo.namespace().unwrap_or_default(), memo.name_any());
     let mut own = ConfigMap {
         metadata: meta(&ns, &name),
         ..Default::default()
     };
     let text = memo.spec.text.clone();
-    controllerutil::create_or_update(&ctx.client.objects(), &mut own, |cm| {
+    controllerutil::create_or_update(&client.objects(), &mut own, |cm| {
         cm.data = Some([("text".to_string(), text)].into());
-        controllerutil::set_controller_reference(&*memo, cm)?;
+        controllerutil::set_controller_reference(memo, cm)?;
         Ok(())
     })
     .await
     .map_err(|e| Error::Write("the Memo's ConfigMap", e))?;
-    set_index_entry(&ctx.client, &ns, &name, Some(&memo.spec.text)).await?;
+    set_index_entry(client, &ns, &name, Some(&memo.spec.text)).await?;
 
     let status = MemoStatus {
         observed_generation: memo.metadata.generation,
         ready: true,
     };
     if memo.status.as_ref() != Some(&status) {
-        let mut memo = (*memo).clone();
+        let mut memo = memo.clone();
         memo.status = Some(status);
-        memos
+        client
+            .objects::<Memo>()
             .update_status(&memo)
             .await
             .map_err(|e| Error::Client("writing the status", e))?;

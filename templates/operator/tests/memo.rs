@@ -3,14 +3,12 @@
 
 use std::sync::Arc;
 
-use controller_runtime::envtest::{Environment, Running};
+use controller_runtime::envtest::{Environment, Running, eventually};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
-use controller_runtime::kube_client::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use controller_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use controller_runtime::kube_client::api::{DeleteParams, Patch, PatchParams};
 use controller_runtime::prelude::*;
 use memo_operator::{Context, INDEX, Memo, MemoSpec};
-
-mod common;
-use common::eventually;
 
 /// Starts the environment and the operator's manager (stopped by cancelling the token), and
 /// returns the manager's client too.
@@ -32,35 +30,37 @@ async fn start() -> (Running, CancellationToken, Client) {
     (env, stop, client)
 }
 
-fn text_of(cm: &ConfigMap, key: &str) -> Option<String> {
-    cm.data.as_ref()?.get(key).cloned()
+fn text_of<'a>(cm: &'a ConfigMap, key: &str) -> Option<&'a str> {
+    cm.data.as_ref()?.get(key).map(String::as_str)
 }
 
 #[tokio::test]
 async fn a_memo_is_published_updated_and_cleaned_up() {
-    let (env, stop, _) = start().await;
+    let (env, stop, client) = start().await;
     let _stop_manager = stop.drop_guard();
-    let memos: Api<Memo> = Api::namespaced(env.client(), "default");
-    let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+    let memos = client.objects::<Memo>();
+    let (key, index) = (
+        ObjectKey::new("default", "hello"),
+        ObjectKey::new("default", INDEX),
+    );
+    // The waits read from the API server.
+    let wait = eventually(env.client());
 
-    memos
-        .create(
-            &PostParams::default(),
-            &Memo::new("hello", MemoSpec { text: "hi".into() }),
-        )
+    let mut memo = Memo::new("hello", MemoSpec { text: "hi".into() });
+    memo.metadata.namespace = Some("default".into());
+    memos.create(&memo).await.unwrap();
+    wait.until_object(&key, |memo: &Memo| {
+        memo.status.as_ref().is_some_and(|s| s.ready)
+    })
+    .await
+    .unwrap();
+    let own: ConfigMap = wait
+        .until_object(&key, |cm: &ConfigMap| text_of(cm, "text") == Some("hi"))
         .await
         .unwrap();
-    eventually("the memo is published and ready", || async {
-        let own = cms.get_opt("hello").await.unwrap()?;
-        let index = cms.get_opt(INDEX).await.unwrap()?;
-        let memo = memos.get("hello").await.unwrap();
-        (text_of(&own, "text")? == "hi"
-            && text_of(&index, "hello")? == "hi"
-            && memo.status.is_some_and(|s| s.ready))
-        .then_some(())
-    })
-    .await;
-    let own = cms.get("hello").await.unwrap();
+    wait.until_object(&index, |cm: &ConfigMap| text_of(cm, "hello") == Some("hi"))
+        .await
+        .unwrap();
     let owner = &own.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
         (owner.kind.as_str(), owner.controller),
@@ -69,30 +69,23 @@ async fn a_memo_is_published_updated_and_cleaned_up() {
 
     let patch = Patch::Merge(serde_json::json!({ "spec": { "text": "bye" } }));
     memos
-        .patch("hello", &PatchParams::default(), &patch)
+        .patch(&key, &patch, &PatchParams::default())
         .await
         .unwrap();
-    eventually("the new text is published", || async {
-        let own = cms.get("hello").await.unwrap();
-        let index = cms.get(INDEX).await.unwrap();
-        (text_of(&own, "text")? == "bye" && text_of(&index, "hello")? == "bye").then_some(())
-    })
-    .await;
+    wait.until_object(&key, |cm: &ConfigMap| text_of(cm, "text") == Some("bye"))
+        .await
+        .unwrap();
+    wait.until_object(&index, |cm: &ConfigMap| text_of(cm, "hello") == Some("bye"))
+        .await
+        .unwrap();
 
-    memos
-        .delete("hello", &DeleteParams::default())
+    memos.delete(&key, &DeleteParams::default()).await.unwrap();
+    // The memo is gone with its index entry and ConfigMap.
+    wait.until_gone::<Memo>(&key).await.unwrap();
+    wait.until_gone::<ConfigMap>(&key).await.unwrap();
+    wait.until_object(&index, |cm: &ConfigMap| text_of(cm, "hello").is_none())
         .await
         .unwrap();
-    eventually(
-        "the memo is gone with its index entry and ConfigMap",
-        || async {
-            let gone = memos.get_opt("hello").await.unwrap().is_none();
-            let index = cms.get(INDEX).await.unwrap();
-            let own_gone = cms.get_opt("hello").await.unwrap().is_none();
-            (gone && own_gone && text_of(&index, "hello").is_none()).then_some(())
-        },
-    )
-    .await;
     env.stop().await.unwrap();
 }
 
@@ -100,49 +93,61 @@ async fn a_memo_is_published_updated_and_cleaned_up() {
 async fn a_reconcile_of_a_published_memo_writes_nothing() {
     let (env, stop, client) = start().await;
     let _stop_manager = stop.drop_guard();
-    let memos: Api<Memo> = Api::namespaced(env.client(), "default");
-    let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    memos
-        .create(
-            &PostParams::default(),
-            &Memo::new("quiet", MemoSpec { text: "x".into() }),
-        )
+    let (key, index) = (
+        ObjectKey::new("default", "quiet"),
+        ObjectKey::new("default", INDEX),
+    );
+    let mut memo = Memo::new("quiet", MemoSpec { text: "x".into() });
+    memo.metadata.namespace = Some("default".into());
+    client.objects::<Memo>().create(&memo).await.unwrap();
+    // Once the memo is ready (its status is written last, so the ConfigMaps are final too)...
+    let api = eventually(env.client());
+    let memo: Memo = api
+        .until_object(&key, |memo: &Memo| {
+            memo.status.as_ref().is_some_and(|s| s.ready)
+        })
         .await
         .unwrap();
-    // Once the memo is ready and the manager's cache has caught up with all three objects...
-    let memo = eventually("the memo is ready and cached", || async {
-        let memo = memos.get("quiet").await.unwrap();
-        let ready = memo.status.as_ref().is_some_and(|s| s.ready);
-        let cached = |rv: Option<String>, cached: Option<String>| rv.is_some() && rv == cached;
-        let key = ObjectKey::new("default", "quiet");
-        let (own, index) = (cms.get("quiet").await.ok()?, cms.get(INDEX).await.ok()?);
-        let cached_memo = client.objects::<Memo>().get(&key).await.ok()?;
-        let cached_own = client.objects::<ConfigMap>().get(&key).await.ok()?;
-        let cached_index = client
-            .objects::<ConfigMap>()
-            .get(&ObjectKey::new("default", INDEX))
-            .await
-            .ok()?;
-        (ready
-            && cached(
-                memo.metadata.resource_version.clone(),
-                cached_memo.metadata.resource_version.clone(),
-            )
-            && cached(
-                own.metadata.resource_version,
-                cached_own.metadata.resource_version.clone(),
-            )
-            && cached(
-                index.metadata.resource_version,
-                cached_index.metadata.resource_version.clone(),
-            ))
-        .then_some(cached_memo)
-    })
-    .await;
+    let own: ConfigMap = api.until_exists(&key).await.unwrap();
+    let index_cm: ConfigMap = api.until_exists(&index).await.unwrap();
+    // ...and the manager's cache has caught up with all three objects...
+    let cache = eventually(&client);
+    let rv = |meta: &ObjectMeta| meta.resource_version.clone();
+    let memo: Memo = cache
+        .until_object(&key, |m: &Memo| rv(&m.metadata) == rv(&memo.metadata))
+        .await
+        .unwrap();
+    cache
+        .until_object(&key, |cm: &ConfigMap| rv(&cm.metadata) == rv(&own.metadata))
+        .await
+        .unwrap();
+    cache
+        .until_object(&index, |cm: &ConfigMap| {
+            rv(&cm.metadata) == rv(&index_cm.metadata)
+        })
+        .await
+        .unwrap();
+    let memos = client.objects::<Memo>();
+    let cms = client.objects::<ConfigMap>();
     let versions = || async {
-        let own = cms.get("quiet").await.unwrap().metadata.resource_version;
-        let index = cms.get(INDEX).await.unwrap().metadata.resource_version;
-        let memo = memos.get("quiet").await.unwrap().metadata.resource_version;
+        let own = cms
+            .get_uncached(&key)
+            .await
+            .unwrap()
+            .metadata
+            .resource_version;
+        let index = cms
+            .get_uncached(&index)
+            .await
+            .unwrap()
+            .metadata
+            .resource_version;
+        let memo = memos
+            .get_uncached(&key)
+            .await
+            .unwrap()
+            .metadata
+            .resource_version;
         (own, index, memo)
     };
     let before = versions().await;
@@ -157,7 +162,9 @@ async fn a_reconcile_of_a_published_memo_writes_nothing() {
     let ctx = Arc::new(Context {
         client: client.clone(),
     });
-    let result = memo_operator::reconcile(memo, ReconcileContext::new("memo").with_data(ctx)).await;
+    let result =
+        memo_operator::reconcile(Arc::new(memo), ReconcileContext::new("memo").with_data(ctx))
+            .await;
     if let Some(server) = env.server() {
         server.faults().fail_next(0, 500);
     }

@@ -5,14 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use controller_runtime::envtest::{Environment, Running};
+use controller_runtime::cache::{Cache, CacheOptions};
+use controller_runtime::envtest::{Environment, Running, eventually};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
-use controller_runtime::kube_client::api::{Api, PostParams};
 use controller_runtime::prelude::*;
 use memo_operator::{Memo, MemoSpec};
-
-mod common;
-use common::eventually;
 
 /// The operator's namespace and ServiceAccount, as `config/rbac/service_account.yaml` names them.
 const NAMESPACE: &str = "memo-system";
@@ -46,21 +43,27 @@ async fn the_operator_works_with_exactly_its_rbac() {
     let cache = mgr.cache().clone();
     let token = stop.clone();
     let running = tokio::spawn(async move { mgr.start(token).await });
-    let memos: Api<Memo> = Api::namespaced(env.client(), "default");
-    let cms: Api<ConfigMap> = Api::namespaced(env.client(), "default");
-    memos
-        .create(
-            &PostParams::default(),
-            &Memo::new("hello", MemoSpec { text: "hi".into() }),
-        )
-        .await
-        .unwrap();
-    eventually("the memo is published and ready", || async {
-        let own = cms.get_opt("hello").await.unwrap()?;
-        let memo = memos.get("hello").await.unwrap();
-        (own.data?.get("text")? == "hi" && memo.status.is_some_and(|s| s.ready)).then_some(())
+    // The test writes as the environment's admin, not as the operator.
+    let admin = Client::new(Cache::new(env.client(), CacheOptions::default()));
+    let mut memo = Memo::new("hello", MemoSpec { text: "hi".into() });
+    memo.metadata.namespace = Some("default".into());
+    admin.objects::<Memo>().create(&memo).await.unwrap();
+    let key = ObjectKey::new("default", "hello");
+    let wait = eventually(env.client());
+    wait.until_object(&key, |memo: &Memo| {
+        memo.status.as_ref().is_some_and(|s| s.ready)
     })
-    .await;
+    .await
+    .unwrap();
+    wait.until_object(&key, |cm: &ConfigMap| {
+        cm.data
+            .as_ref()
+            .and_then(|d| d.get("text"))
+            .map(String::as_str)
+            == Some("hi")
+    })
+    .await
+    .unwrap();
     assert!(cache.sync_errors().is_empty(), "{:?}", cache.sync_errors());
     stop.cancel();
     running.await.unwrap().unwrap();
@@ -92,14 +95,16 @@ async fn a_missing_permission_names_itself() {
     let token = stop.clone();
     let running = tokio::spawn(async move { mgr.start(token).await });
     // The ConfigMaps cache cannot list: it never syncs, and says why.
-    let refused = eventually("the cache reports the refused list", || async {
-        cache
-            .sync_errors()
-            .into_iter()
-            .find(|(_, e)| e.is_forbidden())
-            .map(|(_, e)| e.to_string())
-    })
-    .await;
+    let refused = eventually(env.client())
+        .until("the cache reports the refused list", || async {
+            cache
+                .sync_errors()
+                .into_iter()
+                .find(|(_, e)| e.is_forbidden())
+                .map(|(_, e)| e.to_string())
+        })
+        .await
+        .unwrap();
     assert!(
         refused.contains(
             "configmaps is forbidden: User \"system:serviceaccount:memo-system:memo-operator\" \

@@ -28,8 +28,9 @@
 //! a [`ReconcileContext`] carrying the data given to `complete`): a
 //! second `for`, an `owns` without a `for`, or a reconcile function for another type do not
 //! compile. A builder without a `for` type takes `watches`, `watches_raw` and a request-level
-//! [`Reconciler`] ([`complete_with`](ControllerBuilder::complete_with)), which a typed builder
-//! takes too.
+//! [`Reconciler`] ([`complete_reconciler`](ControllerBuilder::complete_reconciler)), which a
+//! typed builder takes too. (A `_with` suffix in this crate always means "with a dynamic
+//! type", as kube-rs's `Api::all_with`.)
 //!
 //! Every watch asks, in order, the builder's [event filters](ControllerBuilder::with_event_filter)
 //! (predicates of `dyn Object`, such as the metadata predicates, so one filter fits every type),
@@ -38,7 +39,7 @@
 //!
 //! The controller is named after the `for` kind, lowercased (`foo` for `Foo`), unless
 //! [`named`](ControllerBuilder::named); names are unique within a manager (unless
-//! [validation is skipped](ControllerBuilder::with_skip_name_validation)). Options the
+//! [validation is skipped](ControllerOptions::with_skip_name_validation)). Options the
 //! controller's own do not set come from the manager's
 //! [controller defaults](manager::ManagerOptions::with_controller_defaults).
 //! [`build`](ControllerBuilder::build) returns the controller;
@@ -283,8 +284,6 @@ pub struct ControllerBuilder<S = NoFor> {
     filters: Vec<BoxPredicate<dyn Object>>,
     options: ControllerOptions,
     name: Option<String>,
-    /// `with_skip_name_validation`; `None`: the manager's default.
-    skip_name_validation: Option<bool>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for ControllerBuilder<S> {
@@ -310,7 +309,6 @@ impl ControllerBuilder<NoFor> {
             filters: Vec::new(),
             options: ControllerOptions::default(),
             name: None,
-            skip_name_validation: None,
         }
     }
 
@@ -348,7 +346,6 @@ impl ControllerBuilder<NoFor> {
             filters: self.filters,
             options: self.options,
             name: self.name,
-            skip_name_validation: self.skip_name_validation,
         }
     }
 }
@@ -419,7 +416,7 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
         let dt = self.state.dt.clone();
         let Some(options) = self.state.sharding.take() else {
             let reconciler = reconcile::for_object(self.mgr.client(), dt, data, reconcile);
-            return self.build_with(reconciler).await;
+            return self.build_reconciler(reconciler).await;
         };
         let name = match &self.name {
             Some(name) if !name.is_empty() => name.clone(),
@@ -451,7 +448,7 @@ impl<K: CacheObject> ControllerBuilder<For<K>> {
             mgr.shard_metrics().clone(),
         ));
         let reconciler = reconcile::for_object(mgr.client(), dt, data, guarded);
-        let controller = self.build_with(reconciler).await?;
+        let controller = self.build_reconciler(reconciler).await?;
         let ring = manager::from_fn(
             format!("shard ring {name}"),
             manager::RunnableGroup::Others,
@@ -565,23 +562,11 @@ impl<S: DefaultName> ControllerBuilder<S> {
     /// Sets the controller's options. Without `metrics`, the controller reports to the
     /// manager's registry. Each field no `with_*` setter set takes the manager's
     /// [controller defaults](manager::ManagerOptions::with_controller_defaults) (the
-    /// concurrency first from its group-kind map, for the `for` type), as in
-    /// controller-runtime: the controller's options win, then the manager's, then
-    /// [`ControllerOptions::default`].
+    /// concurrency first from its group-kind map, for the `for` type;
+    /// [`ControllerOptions::merge`]), as in controller-runtime: the controller's options win,
+    /// then the manager's, then the controller's built-in defaults.
     pub fn with_options(mut self, options: ControllerOptions) -> Self {
         self.options = options;
-        self
-    }
-
-    /// Whether to build this controller even when another controller of the manager has its
-    /// name (e.g. many alike in tests): its name is then not reserved either. Names label
-    /// logs and metrics: alike names mix them. Default: the manager's
-    /// [`ControllerDefaults::with_skip_name_validation`](manager::ControllerDefaults::with_skip_name_validation),
-    /// else `false` (a taken name fails with [`Error::DuplicateName`]). controller-runtime:
-    /// `controller.Options.SkipNameValidation` (its check is process-wide; here, per
-    /// manager); kube-rs: none.
-    pub fn with_skip_name_validation(mut self, skip: bool) -> Self {
-        self.skip_name_validation = Some(skip);
         self
     }
 
@@ -595,7 +580,7 @@ impl<S: DefaultName> ControllerBuilder<S> {
     /// Builds the controller with a request-level [`Reconciler`] and reserves its name in the
     /// manager, without adding the controller to it: start it yourself, or add it with
     /// `mgr.add`.
-    pub async fn build_with(
+    pub async fn build_reconciler(
         self,
         reconciler: impl Reconciler + 'static,
     ) -> Result<Controller, Error> {
@@ -608,7 +593,8 @@ impl<S: DefaultName> ControllerBuilder<S> {
             return Err(Error::NoWatches { name });
         }
         let defaults = self.mgr.controller_defaults();
-        let mut options = defaults.resolve(self.options, self.state.group_kind());
+        let mut options = self.options.merge(defaults, self.state.group_kind());
+        let skip_name_validation = options.skips_name_validation();
         if options.metrics.is_none() {
             options.metrics = Some(self.mgr.metrics().clone());
         }
@@ -619,10 +605,7 @@ impl<S: DefaultName> ControllerBuilder<S> {
             }
         })?;
         // Reserve the name last among the checks, so a build that fails leaves it free.
-        let skip = self
-            .skip_name_validation
-            .unwrap_or_else(|| defaults.skips_name_validation());
-        if !skip {
+        if !skip_name_validation {
             self.mgr
                 .register_controller_name(&name)
                 .map_err(|e| match e {
@@ -651,11 +634,14 @@ impl<S: DefaultName> ControllerBuilder<S> {
         Ok(controller)
     }
 
-    /// [`build_with`](Self::build_with), then adds the controller to the manager, which starts
-    /// it (controller-runtime's `Complete`).
-    pub async fn complete_with(self, reconciler: impl Reconciler + 'static) -> Result<(), Error> {
+    /// [`build_reconciler`](Self::build_reconciler), then adds the controller to the manager,
+    /// which starts it (controller-runtime's `Complete`).
+    pub async fn complete_reconciler(
+        self,
+        reconciler: impl Reconciler + 'static,
+    ) -> Result<(), Error> {
         let mgr = self.mgr.clone();
-        let controller = self.build_with(reconciler).await?;
+        let controller = self.build_reconciler(reconciler).await?;
         add_to(&mgr, controller)
     }
 }

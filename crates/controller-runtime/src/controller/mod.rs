@@ -75,7 +75,7 @@ mod inner;
 mod options;
 mod worker;
 
-pub use options::{ControllerOptions, NewQueueFn};
+pub use options::{ControllerOptions, NewQueueFn, NewRateLimiterFn};
 pub use worker::{ReconcilePanic, ReconcileTimeout};
 
 use inner::{Inner, Sources, State};
@@ -200,15 +200,14 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             reason,
         })?;
         let queue = new_queue(&name, &options);
-        let debounce = (!options.debounce.is_zero())
-            .then(|| Arc::new(debounce::Debouncer::new(options.debounce, queue.clone())));
+        let window = options.debounce_window();
+        let debounce =
+            (!window.is_zero()).then(|| Arc::new(debounce::Debouncer::new(window, queue.clone())));
         let metrics = match &options.metrics {
             Some(m) => m.controller.for_controller(&name),
             None => ControllerMetrics::unregistered().for_controller(&name),
         };
-        metrics
-            .max_concurrent
-            .set(options.max_concurrent_reconciles as i64);
+        metrics.max_concurrent.set(options.workers() as i64);
         Ok(Controller {
             inner: Arc::new(Inner {
                 name: name.into(),
@@ -235,7 +234,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
 
     /// Whether the controller must run only on the elected leader.
     pub fn need_leader_election(&self) -> bool {
-        self.inner.options.need_leader_election
+        self.inner.options.needs_leader_election()
     }
 
     /// The controller's workqueue.
@@ -356,7 +355,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
             }
         }
 
-        let workers = inner.options.max_concurrent_reconciles;
+        let workers = inner.options.workers();
         tracing::info!(controller = %inner.name, worker_count = workers, "Starting workers");
         let stop = ctx.child_token();
         let mut set = JoinSet::new();
@@ -395,7 +394,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
     /// like `start`. The sources then run until `ctx` is cancelled; [`start`](Self::start)
     /// later only runs the workers. Calling it again, or after `start`, does nothing.
     pub async fn warm_up(&self, ctx: CancellationToken) -> Result<(), Error> {
-        if !self.inner.options.enable_warm_up {
+        if !self.inner.options.warms_up() {
             return Ok(());
         }
         let mut state = self.inner.state.lock().await;
@@ -457,7 +456,7 @@ impl<T: QueueItem + fmt::Debug> Controller<T> {
         ctx: &CancellationToken,
     ) -> Result<bool, Error> {
         let inner = &self.inner;
-        let timeout = inner.options.cache_sync_timeout;
+        let timeout = inner.options.sync_timeout();
         let one = |(token, w): &(CancellationToken, Arc<dyn Watch<T>>)| {
             let w = w.clone();
             let queue = inner.enqueue();
@@ -512,13 +511,14 @@ impl<T: QueueItem> Inner<T> {
 /// The controller's queue: the one `new_queue` builds, else the priority queue or the plain
 /// rate-limiting queue.
 fn new_queue<T: QueueItem>(name: &str, options: &ControllerOptions<T>) -> Arc<dyn Queue<T>> {
+    let rate_limiter = options.make_rate_limiter();
     if let Some(build) = &options.new_queue {
-        return build(name, options.rate_limiter.clone());
+        return build(name, rate_limiter);
     }
     let mut config = QueueConfig::default()
         .name(name)
-        .rate_limiter(options.rate_limiter.clone())
-        .order(if options.use_priority_queue {
+        .rate_limiter(rate_limiter)
+        .order(if options.priority_queue() {
             QueueOrder::Priority
         } else {
             QueueOrder::Fifo

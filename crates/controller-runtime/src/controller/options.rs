@@ -1,5 +1,7 @@
-//! [`ControllerOptions`]: how a controller runs.
+//! [`ControllerOptions`]: how a controller runs, and the defaults a manager gives its
+//! controllers ([`ControllerOptions::merge`]).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,70 +14,94 @@ use crate::workqueue::{Queue, QueueItem, RateLimiter, default_controller_rate_li
 pub type NewQueueFn<T> =
     Arc<dyn Fn(&str, Arc<dyn RateLimiter<T>>) -> Arc<dyn Queue<T>> + Send + Sync>;
 
-/// How a [`Controller`](super::Controller) runs. Every field has controller-runtime's default;
-/// set the others with the `with_*` setters (one per field).
+/// Makes one controller's rate limiter; see [`ControllerOptions::with_new_rate_limiter`].
+pub type NewRateLimiterFn<T = crate::Request> =
+    Arc<dyn Fn() -> Arc<dyn RateLimiter<T>> + Send + Sync>;
+
+/// How a [`Controller`](super::Controller) runs: one controller's options, and the defaults a
+/// whole manager gives its controllers
+/// ([`ManagerOptions::with_controller_defaults`](crate::manager::ManagerOptions::with_controller_defaults),
+/// controller-runtime's `manager.Options.Controller`).
+///
+/// Every field starts unset; a `with_*` setter (one per field) sets it. A controller built by
+/// the [`ControllerBuilder`](crate::builder::ControllerBuilder) takes its own options
+/// ([`with_options`](crate::builder::ControllerBuilder::with_options)) [merged](Self::merge)
+/// over the manager's: as in controller-runtime, a field the controller set wins over the
+/// manager's default, which wins over the controller's built-in default (each setter says
+/// it). A controller made with [`Controller::new`](super::Controller::new) takes the
+/// manager's defaults when you merge them in yourself.
 ///
 /// ```
 /// use std::time::Duration;
 /// use controller_runtime::controller::ControllerOptions;
+/// use controller_runtime::manager::ManagerOptions;
 /// use controller_runtime::Request;
 ///
 /// let options = ControllerOptions::<Request>::default()
 ///     .with_max_concurrent_reconciles(4)
 ///     .with_reconciliation_timeout(Duration::from_secs(30));
-/// # let _ = options;
+///
+/// // Manager-wide: 3 reconciles at once, 5 for ReplicaSet controllers.
+/// let defaults = ControllerOptions::default()
+///     .with_max_concurrent_reconciles(3)
+///     .with_group_kind_concurrency("ReplicaSet.apps", 5);
+/// let manager = ManagerOptions::default().with_controller_defaults(defaults.clone());
+/// # let _ = manager;
+///
+/// // A controller made by hand takes them too: a ReplicaSet controller without options of
+/// // its own runs 5 reconciles at once, and one that says 4 runs 4.
+/// let rs = ControllerOptions::default().merge(&defaults, Some("ReplicaSet.apps"));
+/// let four = options.merge(&defaults, Some("ReplicaSet.apps"));
+/// # let _ = (rs, four);
 /// ```
 #[non_exhaustive]
 pub struct ControllerOptions<T = crate::Request> {
-    /// How many reconciles run at once (workers). Default 1; 0 is an error.
-    pub(crate) max_concurrent_reconciles: usize,
-    /// The delay of a key's retries after an error. Default: the max of a per-key
-    /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
-    pub(crate) rate_limiter: Arc<dyn RateLimiter<T>>,
-    /// Catch a panicking reconcile, count it and retry the key with backoff (default `true`).
-    /// When `false`, the panic ends the controller: `start` re-raises it.
-    pub(crate) recover_panic: bool,
-    /// Give up on a reconcile after this long; it counts as an error and is retried with
-    /// backoff. Default: no limit.
+    pub(crate) max_concurrent_reconciles: Option<usize>,
+    pub(crate) group_kind_concurrency: HashMap<String, usize>,
+    pub(crate) rate_limiter: Option<RateLimiterChoice<T>>,
+    pub(crate) recover_panic: Option<bool>,
     pub(crate) reconciliation_timeout: Option<Duration>,
-    /// How long `start` waits for every syncing source (default 2 min).
-    pub(crate) cache_sync_timeout: Duration,
-    /// Use the priority queue (default `true`, as controller-runtime since v0.23); `false` uses
-    /// the plain rate-limiting queue.
-    pub(crate) use_priority_queue: bool,
-    /// Whether the controller must run only on the elected leader (default `true`); read by the
-    /// Manager.
-    pub(crate) need_leader_election: bool,
-    /// Let [`Controller::warm_up`](super::Controller::warm_up) start the sources before the
-    /// controller starts (before winning leadership), so a new leader reconciles at once.
-    /// Default `false`: `warm_up` does nothing.
-    pub(crate) enable_warm_up: bool,
-    /// Builds the queue instead of the built-in choice (`use_priority_queue`); controller-runtime's
-    /// `NewQueue`. Default `None`.
+    pub(crate) cache_sync_timeout: Option<Duration>,
+    pub(crate) use_priority_queue: Option<bool>,
+    pub(crate) need_leader_election: Option<bool>,
+    pub(crate) enable_warm_up: Option<bool>,
     pub(crate) new_queue: Option<NewQueueFn<T>>,
-    /// Where to report metrics. Default: counted but not registered anywhere.
     pub(crate) metrics: Option<Metrics>,
-    /// The debounce window of the watches' triggers. Default zero: off.
-    pub(crate) debounce: Duration,
-    /// The fields a `with_*` setter set: the Manager's controller defaults fill the others.
-    pub(crate) explicit: Explicit,
+    pub(crate) debounce: Option<Duration>,
+    pub(crate) skip_name_validation: Option<bool>,
 }
 
-impl<T: QueueItem> Default for ControllerOptions<T> {
+/// A rate limiter as set: one to use, or a maker called once per controller.
+pub(crate) enum RateLimiterChoice<T> {
+    Shared(Arc<dyn RateLimiter<T>>),
+    New(NewRateLimiterFn<T>),
+}
+
+impl<T> Clone for RateLimiterChoice<T> {
+    fn clone(&self) -> Self {
+        match self {
+            RateLimiterChoice::Shared(limiter) => RateLimiterChoice::Shared(limiter.clone()),
+            RateLimiterChoice::New(new) => RateLimiterChoice::New(new.clone()),
+        }
+    }
+}
+
+impl<T> Default for ControllerOptions<T> {
     fn default() -> Self {
         ControllerOptions {
-            max_concurrent_reconciles: 1,
-            rate_limiter: default_controller_rate_limiter(),
-            recover_panic: true,
+            max_concurrent_reconciles: None,
+            group_kind_concurrency: HashMap::new(),
+            rate_limiter: None,
+            recover_panic: None,
             reconciliation_timeout: None,
-            cache_sync_timeout: Duration::from_secs(120),
-            use_priority_queue: true,
-            need_leader_election: true,
-            enable_warm_up: false,
+            cache_sync_timeout: None,
+            use_priority_queue: None,
+            need_leader_election: None,
+            enable_warm_up: None,
             new_queue: None,
             metrics: None,
-            debounce: Duration::ZERO,
-            explicit: Explicit::default(),
+            debounce: None,
+            skip_name_validation: None,
         }
     }
 }
@@ -84,6 +110,7 @@ impl<T> Clone for ControllerOptions<T> {
     fn clone(&self) -> Self {
         ControllerOptions {
             max_concurrent_reconciles: self.max_concurrent_reconciles,
+            group_kind_concurrency: self.group_kind_concurrency.clone(),
             rate_limiter: self.rate_limiter.clone(),
             recover_panic: self.recover_panic,
             reconciliation_timeout: self.reconciliation_timeout,
@@ -94,7 +121,7 @@ impl<T> Clone for ControllerOptions<T> {
             new_queue: self.new_queue.clone(),
             metrics: self.metrics.clone(),
             debounce: self.debounce,
-            explicit: self.explicit,
+            skip_name_validation: self.skip_name_validation,
         }
     }
 }
@@ -103,6 +130,8 @@ impl<T> fmt::Debug for ControllerOptions<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ControllerOptions")
             .field("max_concurrent_reconciles", &self.max_concurrent_reconciles)
+            .field("group_kind_concurrency", &self.group_kind_concurrency)
+            .field("rate_limiter", &self.rate_limiter.is_some())
             .field("recover_panic", &self.recover_panic)
             .field("reconciliation_timeout", &self.reconciliation_timeout)
             .field("cache_sync_timeout", &self.cache_sync_timeout)
@@ -112,61 +141,104 @@ impl<T> fmt::Debug for ControllerOptions<T> {
             .field("new_queue", &self.new_queue.is_some())
             .field("metrics", &self.metrics.is_some())
             .field("debounce", &self.debounce)
+            .field("skip_name_validation", &self.skip_name_validation)
             .finish_non_exhaustive()
     }
 }
 
 impl<T> ControllerOptions<T> {
     /// How many reconciles run at once (workers). Default 1; 0 is an error.
+    /// controller-runtime: `MaxConcurrentReconciles`; kube-rs: `controller::Config::concurrency`.
     pub fn with_max_concurrent_reconciles(mut self, workers: usize) -> Self {
-        self.max_concurrent_reconciles = workers;
-        self.explicit.max_concurrent_reconciles = true;
+        self.max_concurrent_reconciles = Some(workers);
         self
     }
 
-    /// The delay of a key's retries after an error. Default: the max of a per-key
-    /// exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100 token bucket.
+    /// As manager defaults: how many reconciles a controller whose `for` type is of the
+    /// group-kind `group_kind` runs at once, unless its own options set it; over
+    /// [`with_max_concurrent_reconciles`](Self::with_max_concurrent_reconciles). The key is
+    /// written as Go's `GroupKind.String()`: `Kind.group` (`"ReplicaSet.apps"`), or `Kind`
+    /// alone for the core group (`"ConfigMap"`); any version. Call once per kind; 0 is ignored.
+    /// Default: empty. controller-runtime: `config.Controller.GroupKindConcurrency`; kube-rs:
+    /// none.
+    pub fn with_group_kind_concurrency(
+        mut self,
+        group_kind: impl Into<String>,
+        workers: usize,
+    ) -> Self {
+        self.group_kind_concurrency
+            .insert(group_kind.into(), workers);
+        self
+    }
+
+    /// The rate limiter: the delay of a key's retries after an error. As manager defaults,
+    /// every controller without one of its own shares this one (and its keys' backoff): give
+    /// [`with_new_rate_limiter`](Self::with_new_rate_limiter) a maker instead. Default: the
+    /// max of a per-key exponential backoff (5 ms doubling to 1000 s) and a 10 qps, burst 100
+    /// token bucket, one per controller.
     pub fn with_rate_limiter(mut self, rate_limiter: Arc<dyn RateLimiter<T>>) -> Self {
-        self.rate_limiter = rate_limiter;
-        self.explicit.rate_limiter = true;
+        self.rate_limiter = Some(RateLimiterChoice::Shared(rate_limiter));
+        self
+    }
+
+    /// Makes the controller's rate limiter: called once per controller, so manager defaults
+    /// with it do not make controllers share their keys' backoff. Replaces
+    /// [`with_rate_limiter`](Self::with_rate_limiter). controller-runtime:
+    /// `controller.Options.RateLimiter` (per controller only); kube-rs: none.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use controller_runtime::controller::ControllerOptions;
+    /// use controller_runtime::workqueue::ItemExponentialFailureRateLimiter;
+    /// use controller_runtime::Request;
+    ///
+    /// let defaults = ControllerOptions::<Request>::default().with_new_rate_limiter(Arc::new(|| {
+    ///     Arc::new(ItemExponentialFailureRateLimiter::new(
+    ///         Duration::from_millis(10),
+    ///         Duration::from_secs(60),
+    ///     )) as _
+    /// }));
+    /// # let _ = defaults;
+    /// ```
+    pub fn with_new_rate_limiter(mut self, new_rate_limiter: NewRateLimiterFn<T>) -> Self {
+        self.rate_limiter = Some(RateLimiterChoice::New(new_rate_limiter));
         self
     }
 
     /// Catch a panicking reconcile, count it and retry the key with backoff (default `true`).
     /// When `false`, the panic ends the controller: `start` re-raises it.
+    /// controller-runtime: `RecoverPanic`; kube-rs: none.
     pub fn with_recover_panic(mut self, recover: bool) -> Self {
-        self.recover_panic = recover;
-        self.explicit.recover_panic = true;
+        self.recover_panic = Some(recover);
         self
     }
 
     /// Give up on a reconcile after this long; it counts as an error and is retried with
-    /// backoff. Default: no limit.
+    /// backoff. Default: no limit. controller-runtime: `ReconciliationTimeout`; kube-rs: none.
     pub fn with_reconciliation_timeout(mut self, timeout: Duration) -> Self {
         self.reconciliation_timeout = Some(timeout);
         self
     }
 
     /// How long `start` waits for every syncing source (default 2 min).
+    /// controller-runtime: `CacheSyncTimeout`; kube-rs: none.
     pub fn with_cache_sync_timeout(mut self, timeout: Duration) -> Self {
-        self.cache_sync_timeout = timeout;
-        self.explicit.cache_sync_timeout = true;
+        self.cache_sync_timeout = Some(timeout);
         self
     }
 
     /// Use the priority queue (default `true`, as controller-runtime since v0.23); `false` uses
     /// the plain rate-limiting queue.
     pub fn with_use_priority_queue(mut self, enabled: bool) -> Self {
-        self.use_priority_queue = enabled;
-        self.explicit.use_priority_queue = true;
+        self.use_priority_queue = Some(enabled);
         self
     }
 
     /// Whether the controller must run only on the elected leader (default `true`); read by the
     /// Manager.
     pub fn with_need_leader_election(mut self, needed: bool) -> Self {
-        self.need_leader_election = needed;
-        self.explicit.need_leader_election = true;
+        self.need_leader_election = Some(needed);
         self
     }
 
@@ -174,8 +246,7 @@ impl<T> ControllerOptions<T> {
     /// controller starts (before winning leadership), so a new leader reconciles at once.
     /// Default `false`: `warm_up` does nothing.
     pub fn with_enable_warm_up(mut self, enabled: bool) -> Self {
-        self.enable_warm_up = enabled;
-        self.explicit.enable_warm_up = true;
+        self.enable_warm_up = Some(enabled);
         self
     }
 
@@ -186,7 +257,8 @@ impl<T> ControllerOptions<T> {
         self
     }
 
-    /// Where to report metrics. Default: counted but not registered anywhere.
+    /// Where to report metrics. Default: counted but not registered anywhere (the Builder
+    /// reports to the manager's registry).
     pub fn with_metrics(mut self, metrics: Metrics) -> Self {
         self.metrics = Some(metrics);
         self
@@ -217,16 +289,124 @@ impl<T> ControllerOptions<T> {
     /// # let _ = options;
     /// ```
     pub fn with_debounce(mut self, window: Duration) -> Self {
-        self.debounce = window;
+        self.debounce = Some(window);
         self
+    }
+
+    /// Build the controller even when another controller of the manager has its name (e.g.
+    /// many alike in tests): its name is then not reserved either. Names label logs and
+    /// metrics: alike names mix them. Default `false` (the Builder refuses a taken name with
+    /// [`Error::DuplicateName`](crate::builder::Error::DuplicateName)). controller-runtime:
+    /// `SkipNameValidation` (its check is process-wide; here, per manager); kube-rs: none.
+    pub fn with_skip_name_validation(mut self, skip: bool) -> Self {
+        self.skip_name_validation = Some(skip);
+        self
+    }
+
+    /// These options with every field they leave unset taken from `defaults` (a manager's
+    /// [controller defaults](crate::manager::ManagerOptions::with_controller_defaults)): the
+    /// concurrency, when unset, from the group-kind map when `group_kind` (`Kind.group`, or
+    /// `Kind` for the core group) is in it, else from `defaults`. What the Builder does for
+    /// each controller; call it for a controller you make with `Controller::new`.
+    pub fn merge(mut self, defaults: &ControllerOptions<T>, group_kind: Option<&str>) -> Self {
+        for (gk, workers) in &defaults.group_kind_concurrency {
+            self.group_kind_concurrency
+                .entry(gk.clone())
+                .or_insert(*workers);
+        }
+        if self.max_concurrent_reconciles.is_none() {
+            let by_kind = group_kind
+                .and_then(|gk| self.group_kind_concurrency.get(gk))
+                .copied()
+                .filter(|n| *n > 0);
+            self.max_concurrent_reconciles = by_kind.or(defaults.max_concurrent_reconciles);
+        }
+        fn fill<V: Clone>(field: &mut Option<V>, default: &Option<V>) {
+            if field.is_none() {
+                field.clone_from(default);
+            }
+        }
+        fill(&mut self.rate_limiter, &defaults.rate_limiter);
+        fill(&mut self.recover_panic, &defaults.recover_panic);
+        fill(
+            &mut self.reconciliation_timeout,
+            &defaults.reconciliation_timeout,
+        );
+        fill(&mut self.cache_sync_timeout, &defaults.cache_sync_timeout);
+        fill(&mut self.use_priority_queue, &defaults.use_priority_queue);
+        fill(
+            &mut self.need_leader_election,
+            &defaults.need_leader_election,
+        );
+        fill(&mut self.enable_warm_up, &defaults.enable_warm_up);
+        fill(&mut self.new_queue, &defaults.new_queue);
+        fill(&mut self.metrics, &defaults.metrics);
+        fill(&mut self.debounce, &defaults.debounce);
+        fill(
+            &mut self.skip_name_validation,
+            &defaults.skip_name_validation,
+        );
+        self
+    }
+
+    /// The number of workers (default 1).
+    pub(crate) fn workers(&self) -> usize {
+        self.max_concurrent_reconciles.unwrap_or(1)
+    }
+
+    /// Whether a panicking reconcile is caught (default `true`).
+    pub(crate) fn recovers_panic(&self) -> bool {
+        self.recover_panic.unwrap_or(true)
+    }
+
+    /// How long `start` waits for the sources (default 2 min).
+    pub(crate) fn sync_timeout(&self) -> Duration {
+        self.cache_sync_timeout.unwrap_or(Duration::from_secs(120))
+    }
+
+    /// Whether the priority queue is used (default `true`).
+    pub(crate) fn priority_queue(&self) -> bool {
+        self.use_priority_queue.unwrap_or(true)
+    }
+
+    /// Whether the controller runs only on the leader (default `true`).
+    pub(crate) fn needs_leader_election(&self) -> bool {
+        self.need_leader_election.unwrap_or(true)
+    }
+
+    /// Whether `warm_up` starts the sources (default `false`).
+    pub(crate) fn warms_up(&self) -> bool {
+        self.enable_warm_up.unwrap_or(false)
+    }
+
+    /// The debounce window (default zero: off).
+    pub(crate) fn debounce_window(&self) -> Duration {
+        self.debounce.unwrap_or(Duration::ZERO)
+    }
+
+    /// Whether the Builder skips the name check (default `false`).
+    pub(crate) fn skips_name_validation(&self) -> bool {
+        self.skip_name_validation.unwrap_or(false)
+    }
+
+    /// The controller's rate limiter: the one set, one made, or the default.
+    pub(crate) fn make_rate_limiter(&self) -> Arc<dyn RateLimiter<T>>
+    where
+        T: QueueItem,
+    {
+        match &self.rate_limiter {
+            Some(RateLimiterChoice::Shared(limiter)) => limiter.clone(),
+            Some(RateLimiterChoice::New(new)) => new(),
+            None => default_controller_rate_limiter(),
+        }
     }
 
     /// Checks the values a controller cannot run with.
     pub(crate) fn validate(&self) -> Result<(), String> {
-        if self.max_concurrent_reconciles == 0 {
+        if self.workers() == 0 {
             return Err("max_concurrent_reconciles must be at least 1".into());
         }
-        if self.cache_sync_timeout.is_zero() {
+        if self.sync_timeout().is_zero() {
             return Err("cache_sync_timeout must be positive".into());
         }
         if self.reconciliation_timeout.is_some_and(|t| t.is_zero()) {
@@ -234,19 +414,6 @@ impl<T> ControllerOptions<T> {
         }
         Ok(())
     }
-}
-
-/// Which fields of [`ControllerOptions`] a `with_*` setter set: the Manager's controller
-/// defaults (`manager::ControllerDefaults`) fill only the others.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Explicit {
-    pub(crate) max_concurrent_reconciles: bool,
-    pub(crate) rate_limiter: bool,
-    pub(crate) recover_panic: bool,
-    pub(crate) cache_sync_timeout: bool,
-    pub(crate) use_priority_queue: bool,
-    pub(crate) need_leader_election: bool,
-    pub(crate) enable_warm_up: bool,
 }
 
 #[cfg(test)]
@@ -259,18 +426,68 @@ mod tests {
     #[test]
     fn defaults_are_controller_runtimes_and_setters_set() {
         let options = ControllerOptions::<Request>::default();
-        assert_eq!(options.max_concurrent_reconciles, 1);
-        assert!(options.recover_panic);
-        assert_eq!(options.cache_sync_timeout, Duration::from_secs(120));
+        assert_eq!(options.workers(), 1);
+        assert!(options.recovers_panic());
+        assert_eq!(options.sync_timeout(), Duration::from_secs(120));
         assert_eq!(options.reconciliation_timeout, None);
-        assert!(options.need_leader_election);
+        assert!(options.needs_leader_election());
+        assert!(options.priority_queue());
+        assert!(!options.warms_up());
+        assert!(!options.skips_name_validation());
         let options = options
             .with_max_concurrent_reconciles(4)
             .with_reconciliation_timeout(Duration::from_secs(30));
-        assert_eq!(options.max_concurrent_reconciles, 4);
+        assert_eq!(options.workers(), 4);
         assert_eq!(
             options.reconciliation_timeout,
             Some(Duration::from_secs(30))
         );
+    }
+
+    #[test]
+    fn explicit_options_win_then_group_kind_then_manager_default() {
+        let defaults = ControllerOptions::<Request>::default()
+            .with_max_concurrent_reconciles(3)
+            .with_group_kind_concurrency("ReplicaSet.apps", 5)
+            .with_group_kind_concurrency("ConfigMap", 0)
+            .with_recover_panic(false)
+            .with_cache_sync_timeout(Duration::from_secs(7))
+            .with_reconciliation_timeout(Duration::from_secs(9))
+            .with_need_leader_election(false);
+
+        let plain = ControllerOptions::default().merge(&defaults, None);
+        assert_eq!(plain.workers(), 3);
+        assert!(!plain.recovers_panic());
+        assert_eq!(plain.sync_timeout(), Duration::from_secs(7));
+        assert_eq!(plain.reconciliation_timeout, Some(Duration::from_secs(9)));
+        assert!(!plain.needs_leader_election());
+        assert!(plain.priority_queue(), "no default: the controller's");
+
+        let rs = ControllerOptions::default().merge(&defaults, Some("ReplicaSet.apps"));
+        assert_eq!(rs.workers(), 5);
+        // 0 in the map is ignored.
+        let cm = ControllerOptions::default().merge(&defaults, Some("ConfigMap"));
+        assert_eq!(cm.workers(), 3);
+
+        // Set explicitly, even to the controller's own default: kept.
+        let own = ControllerOptions::default()
+            .with_max_concurrent_reconciles(1)
+            .with_recover_panic(true)
+            .with_cache_sync_timeout(Duration::from_secs(120))
+            .with_reconciliation_timeout(Duration::from_secs(1))
+            .with_need_leader_election(true);
+        let own = own.merge(&defaults, Some("ReplicaSet.apps"));
+        assert_eq!(own.workers(), 1);
+        assert!(own.recovers_panic());
+        assert_eq!(own.sync_timeout(), Duration::from_secs(120));
+        assert_eq!(own.reconciliation_timeout, Some(Duration::from_secs(1)));
+        assert!(own.needs_leader_election());
+
+        // No defaults: nothing changes.
+        let none =
+            ControllerOptions::<Request>::default().merge(&ControllerOptions::default(), None);
+        assert_eq!(none.workers(), 1);
+        assert!(none.recovers_panic());
+        assert!(!none.skips_name_validation());
     }
 }

@@ -149,7 +149,7 @@ async fn reconcile<T: QueueItem>(
         Err(payload) => {
             inner.metrics.panics.inc();
             let message = panic_message(&*payload);
-            if !inner.options.recover_panic {
+            if !inner.options.recovers_panic() {
                 tracing::error!(panic = %message, "Observed a panic in reconciler");
                 std::panic::resume_unwind(payload);
             }

@@ -233,6 +233,47 @@ impl Eventually {
         })
     }
 
+    /// Waits until `check` returns `Some`, and returns what it held: for what no object read
+    /// says (a cache's sync errors, several objects at once). `what` names the wait in the
+    /// timeout's error. The source is not read.
+    ///
+    /// ```no_run
+    /// # async fn f(cache: controller_runtime::cache::Cache) -> Result<(), Box<dyn std::error::Error>> {
+    /// use controller_runtime::envtest::eventually;
+    ///
+    /// let forbidden = eventually(&cache)
+    ///     .until("the cache reports a refused list", || async {
+    ///         cache.sync_errors().into_iter().find(|(_, e)| e.is_forbidden())
+    ///     })
+    ///     .await?;
+    /// # let _ = forbidden; Ok(()) }
+    /// ```
+    pub async fn until<T, F>(&self, what: &str, mut check: impl FnMut() -> F) -> Result<T, Error>
+    where
+        F: Future<Output = Option<T>>,
+    {
+        let read = || {
+            let next = check();
+            async move {
+                match next.await {
+                    Some(value) => Seen::Found(value),
+                    None => Seen::NotFound,
+                }
+            }
+        };
+        self.poll(
+            what.to_string(),
+            read,
+            |seen| matches!(seen, Seen::Found(_)),
+            |_| String::new(),
+        )
+        .await
+        .map(|seen| match seen {
+            Seen::Found(value) => value,
+            _ => unreachable!("only a value passes"),
+        })
+    }
+
     /// Reads until `done` says yes or the timeout passes; a read still running at the
     /// deadline is abandoned (the previous one is reported).
     async fn poll<T, F>(

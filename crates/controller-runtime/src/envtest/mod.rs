@@ -168,7 +168,8 @@
 //!
 //! A controller acts some time after a test's write: [`eventually()`] polls a read (from the API
 //! server through a `kube_client::Client`, or from a started [`Cache`](crate::cache::Cache))
-//! until an object passes a check, is gone, or a list has the expected length, and fails after
+//! until an object passes a check, is gone, or a list has the expected length (or any async
+//! check of yours returns `Some`, with [`Eventually::until`]), and fails after
 //! a timeout saying what it last saw (controller-runtime's `komega` with Gomega's
 //! `Eventually`): `eventually(&env.client()).until_object(&key, |cm: &ConfigMap| ...).await?`.
 //!

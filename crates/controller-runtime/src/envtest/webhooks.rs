@@ -120,7 +120,7 @@ impl LocalServing {
         webhook::Options::default()
             .with_host([127, 0, 0, 1].into())
             .with_port(self.port)
-            .with_cert_dir(self.dir.path())
+            .with_tls(crate::serving::TlsOptions::default().with_cert_dir(self.dir.path()))
     }
 
     /// How the API server reaches the webhook server: its URL and the CA.

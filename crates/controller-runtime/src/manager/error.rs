@@ -46,7 +46,7 @@ pub enum Error {
     ShutdownTimeout(Duration),
     /// The metrics server's certificate or TLS configuration could not be set up.
     #[error("setting up the metrics server")]
-    MetricsServer(#[source] crate::metrics::server::Error),
+    MetricsServer(#[source] crate::serving::Error),
     /// The HTTP server could not bind its address.
     #[error("binding {addr}: {source}")]
     Bind {

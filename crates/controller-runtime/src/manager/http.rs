@@ -5,9 +5,9 @@
 //!
 //! Each server is a listener bound by [`Manager::start`](super::Manager::start) (so a bad
 //! address fails at once, and port 0 resolves before anything else starts) and a [`Handler`]
-//! from the request's URI to a response. HTTP/1.1 only: what Prometheus and the kubelet speak.
-//! On cancellation a server stops accepting, lets each open connection finish its request,
-//! and returns.
+//! from the request's URI to a response, served by the [`serving`](crate::serving) accept loop
+//! (plain HTTP/1.1: what Prometheus and the kubelet speak). On cancellation a server stops
+//! accepting, lets each open connection finish its request, and returns.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -17,16 +17,13 @@ use futures::future::BoxFuture;
 use http::{Method, Response, StatusCode, Uri, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::error::Error;
 use super::runnable::{BoxError, Runnable, RunnableGroup};
+use crate::serving;
 
 /// Answers a GET for a path and query.
 pub(crate) type Handler = Arc<dyn Fn(&Uri) -> Response<Full<Bytes>> + Send + Sync>;
@@ -86,7 +83,9 @@ impl Runnable for HttpServer {
         let name = self.name;
         Box::pin(async move {
             let listener = listener.ok_or("the server was started twice")?;
-            serve(name, listener, handler, ctx).await;
+            let addr = listener.local_addr().ok();
+            tracing::info!(server = name, addr = ?addr, "serving");
+            serving::serve(name, listener, None, Arc::new(GetOnly(handler)), ctx).await;
             Ok(())
         })
     }
@@ -124,57 +123,15 @@ impl Runnable for MetricsServer {
     }
 }
 
-/// Accepts connections until `ctx` is cancelled, then waits for the open ones to finish.
-async fn serve(name: &str, listener: TcpListener, handler: Handler, ctx: CancellationToken) {
-    let addr = listener.local_addr().ok();
-    tracing::info!(server = name, addr = ?addr, "serving");
-    let connections = TaskTracker::new();
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = ctx.cancelled() => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // E.g. too many open files: keep serving the others.
-                    tracing::warn!(server = name, error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        connections.spawn(connection(stream, peer, handler.clone(), ctx.clone()));
-    }
-    drop(listener);
-    connections.close();
-    connections.wait().await;
-    tracing::info!(server = name, "stopped");
-}
+/// A [`Handler`] answering `GET` and `HEAD`; other methods get 405.
+struct GetOnly(Handler);
 
-/// Serves one connection; on cancellation, finishes the request in flight and closes.
-async fn connection(
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    handler: Handler,
-    ctx: CancellationToken,
-) {
-    let service = service_fn(move |request: http::Request<Incoming>| {
-        let response = if request.method() == Method::GET || request.method() == Method::HEAD {
-            handler(request.uri())
+impl serving::Service for GetOnly {
+    async fn call(&self, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+        if request.method() == Method::GET || request.method() == Method::HEAD {
+            (self.0)(request.uri())
         } else {
             text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
-        };
-        async move { Ok::<_, std::convert::Infallible>(response) }
-    });
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), service);
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        result = conn.as_mut() => result,
-        _ = ctx.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
         }
-    };
-    if let Err(e) = result {
-        tracing::debug!(peer = %peer, error = %e, "connection ended with an error");
     }
 }

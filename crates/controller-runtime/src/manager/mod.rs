@@ -90,13 +90,13 @@
 //!
 //! # Controller defaults
 //!
-//! [`ManagerOptions::with_controller_defaults`] sets controller options once (concurrency,
-//! per group-kind concurrency, timeouts, name validation, ...): every controller the
+//! [`ManagerOptions::with_controller_defaults`] sets controller options once (a
+//! [`ControllerOptions`]: concurrency, per group-kind concurrency, timeouts, name
+//! validation, ...): every controller the
 //! [`ControllerBuilder`](crate::builder::ControllerBuilder) builds on the manager takes those
-//! its own options do not set.
+//! its own options do not set ([`ControllerOptions::merge`]).
 
 mod address;
-mod controller_defaults;
 mod error;
 mod groups;
 mod healthz;
@@ -120,7 +120,6 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use address::{BindAddress, InvalidBindAddress};
-pub use controller_defaults::{ControllerDefaults, NewRateLimiterFn};
 pub use error::Error;
 pub use healthz::Check;
 pub use runnable::{Runnable, RunnableGroup, from_fn};
@@ -128,6 +127,7 @@ pub use signal::signal_handler;
 
 use crate::cache::{Cache, CacheOptions};
 use crate::client::Client;
+use crate::controller::ControllerOptions;
 use crate::leaderelection::LeaderElector;
 use crate::metrics::Metrics;
 use crate::metrics::server::Options as MetricsServerOptions;
@@ -179,7 +179,7 @@ pub struct ManagerOptions {
     /// How `/metrics` is served (default plain HTTP, no authentication).
     pub(crate) metrics_server: MetricsServerOptions,
     /// The options every Builder-made controller takes unless its own set them.
-    pub(crate) controller_defaults: ControllerDefaults,
+    pub(crate) controller_defaults: ControllerOptions,
     /// A parent token: cancelled, the manager stops as when `start`'s token is (default none).
     pub(crate) base_context: Option<CancellationToken>,
     /// Where the profiling endpoint is served (default [`BindAddress::Disabled`]).
@@ -196,7 +196,7 @@ impl Default for ManagerOptions {
             graceful_shutdown_timeout: Duration::from_secs(30),
             webhook_server: WebhookOptions::default(),
             metrics_server: MetricsServerOptions::default(),
-            controller_defaults: ControllerDefaults::default(),
+            controller_defaults: ControllerOptions::default(),
             base_context: None,
             pprof_bind_address: BindAddress::Disabled,
         }
@@ -269,12 +269,12 @@ impl ManagerOptions {
 
     /// Controller options set once for every controller the
     /// [`ControllerBuilder`](crate::builder::ControllerBuilder) builds on this manager: each
-    /// controller takes every default its own options did not set (see [`ControllerDefaults`]:
-    /// concurrency, per group-kind concurrency, rate limiter, panics, timeouts, leader
-    /// election, name validation). Default: none set. controller-runtime:
-    /// `manager.Options.Controller` (`config.Controller`); kube-rs: none (`controller::Config`
-    /// is per controller).
-    pub fn with_controller_defaults(self, defaults: ControllerDefaults) -> Self {
+    /// controller takes every option its own options did not set
+    /// ([`ControllerOptions::merge`]: concurrency, per group-kind concurrency, rate limiter,
+    /// panics, timeouts, leader election, name validation, ...). Default: none set.
+    /// controller-runtime: `manager.Options.Controller` (`config.Controller`); kube-rs: none
+    /// (`controller::Config` is per controller).
+    pub fn with_controller_defaults(self, defaults: ControllerOptions) -> Self {
         ManagerOptions {
             controller_defaults: defaults,
             ..self
@@ -548,7 +548,7 @@ impl Manager {
     }
 
     /// Reserves a controller name in this manager; the Builder calls it, unless name validation
-    /// is skipped ([`ControllerDefaults::with_skip_name_validation`]). Fails for a name
+    /// is skipped ([`ControllerOptions::with_skip_name_validation`]). Fails for a name
     /// already taken.
     pub fn register_controller_name(&self, name: &str) -> Result<(), Error> {
         if self.inner.controller_names.lock().insert(name.to_string()) {
@@ -605,7 +605,7 @@ impl Manager {
 
     /// The controller defaults of [`ManagerOptions::with_controller_defaults`]
     /// (controller-runtime's `GetControllerOptions`); the Builder applies them.
-    pub fn controller_defaults(&self) -> &ControllerDefaults {
+    pub fn controller_defaults(&self) -> &ControllerOptions {
         &self.inner.options.controller_defaults
     }
 

@@ -28,9 +28,10 @@
 //! With [`with_secure_serving`](Options::with_secure_serving), the server speaks TLS (rustls;
 //! HTTP/2 and HTTP/1.1 by ALPN). Its certificate is, as controller-runtime's:
 //!
-//! - the `tls.crt` and `tls.key` (see [`with_cert_name`](Options::with_cert_name),
-//!   [`with_key_name`](Options::with_key_name)) of [`with_cert_dir`](Options::with_cert_dir),
-//!   read by a [`CertWatcher`] and read again when they change (cert-manager rotating them);
+//! - the `tls.crt` and `tls.key` of [`with_tls`](Options::with_tls)'s
+//!   [`TlsOptions::with_cert_dir`] (file names and poll interval there too), read by a
+//!   [`CertWatcher`](crate::serving::CertWatcher) and read again when they change
+//!   (cert-manager rotating them);
 //!   a directory given but without the files is an error, so a typo is not silently served
 //!   with another certificate;
 //! - without a directory, those of `<temp dir>/k8s-metrics-server/serving-certs` when both
@@ -47,29 +48,23 @@
 //! and what is cached for how long. Use it with HTTPS: a token sent over plain HTTP can be
 //! read by anyone on the path (the server logs a warning when the filter runs without TLS).
 //!
-//! Only `GET` and `HEAD` are answered (else 405), only at `/metrics` (else 404).
+//! Only `GET` and `HEAD` are answered (else 405), only at `/metrics` (else 404). Connections
+//! are served by the [`serving`](crate::serving) accept loop.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::TcpListener;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::filters::{AuthFilter, AuthFilterOptions, Reviewer};
-use crate::webhook::CertWatcher;
+use crate::serving::{self, Error, Tls, TlsOptions};
 
 /// The path the metrics are served at.
 pub const METRICS_PATH: &str = "/metrics";
@@ -78,9 +73,6 @@ pub const METRICS_PATH: &str = "/metrics";
 /// negotiates it (its scrape `Accept` header lists it first).
 pub(crate) const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
-/// How long a client has to finish its TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// How the metrics server serves (controller-runtime's `metricsserver.Options`, less the bind
 /// address, which stays
 /// [`ManagerOptions::with_metrics_bind_address`](crate::manager::ManagerOptions::with_metrics_bind_address)).
@@ -88,40 +80,22 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// ```
 /// use controller_runtime::metrics::server::Options;
+/// use controller_runtime::serving::TlsOptions;
 ///
 /// let options = Options::default()
 ///     .with_secure_serving(true)
-///     .with_cert_dir("/var/run/metrics-certs");
+///     .with_tls(TlsOptions::default().with_cert_dir("/var/run/metrics-certs"));
 /// # let _ = options;
 /// ```
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Options {
     /// Serve HTTPS (default `false`: plain HTTP).
     pub(crate) secure_serving: bool,
-    /// The directory of the certificate and key (default none: see the module docs).
-    pub(crate) cert_dir: Option<PathBuf>,
-    /// The certificate's file name (default `tls.crt`).
-    pub(crate) cert_name: String,
-    /// The key's file name (default `tls.key`).
-    pub(crate) key_name: String,
-    /// How often the certificate files are checked for a change (default 10 s).
-    pub(crate) cert_poll_interval: Duration,
+    /// Where the certificate and key are read (default: see the module docs).
+    pub(crate) tls: TlsOptions,
     /// The authentication and authorization filter (default none).
     pub(crate) auth: Option<AuthFilterOptions>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            secure_serving: false,
-            cert_dir: None,
-            cert_name: "tls.crt".into(),
-            key_name: "tls.key".into(),
-            cert_poll_interval: Duration::from_secs(10),
-            auth: None,
-        }
-    }
 }
 
 impl Options {
@@ -133,38 +107,13 @@ impl Options {
         }
     }
 
-    /// The directory of the serving certificate and key, which must hold them (default none:
-    /// `<temp dir>/k8s-metrics-server/serving-certs` when it holds both, else a self-signed
-    /// certificate made at start). Used with [`with_secure_serving`](Self::with_secure_serving).
-    pub fn with_cert_dir(self, cert_dir: impl Into<PathBuf>) -> Self {
-        Options {
-            cert_dir: Some(cert_dir.into()),
-            ..self
-        }
-    }
-
-    /// The certificate's file name in the certificate directory (default `tls.crt`).
-    pub fn with_cert_name(self, cert_name: impl Into<String>) -> Self {
-        Options {
-            cert_name: cert_name.into(),
-            ..self
-        }
-    }
-
-    /// The key's file name in the certificate directory (default `tls.key`).
-    pub fn with_key_name(self, key_name: impl Into<String>) -> Self {
-        Options {
-            key_name: key_name.into(),
-            ..self
-        }
-    }
-
-    /// How often the certificate files are checked for a change (default 10 s).
-    pub fn with_cert_poll_interval(self, interval: Duration) -> Self {
-        Options {
-            cert_poll_interval: interval,
-            ..self
-        }
+    /// Where the serving certificate and key are read: [`TlsOptions`]; a directory given
+    /// must hold them (default none: `<temp dir>/k8s-metrics-server/serving-certs` when it
+    /// holds both, else a self-signed certificate made at start). Used with
+    /// [`with_secure_serving`](Self::with_secure_serving). controller-runtime: `CertDir`,
+    /// `CertName`, `KeyName`.
+    pub fn with_tls(self, tls: TlsOptions) -> Self {
+        Options { tls, ..self }
     }
 
     /// Requires every `/metrics` request to authenticate with a bearer token and to be
@@ -179,21 +128,9 @@ impl Options {
     }
 }
 
-/// Why a metrics server could not be set up.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The serving certificate could not be read, made or used.
-    #[error("metrics serving certificate: {0}")]
-    Certificate(String),
-    /// The TLS configuration could not be built.
-    #[error("metrics TLS configuration: {0}")]
-    Tls(String),
-}
-
 /// Where the serving certificate comes from.
 enum Certificate {
-    Watched(Arc<CertWatcher>),
+    Watched(Arc<serving::CertWatcher>),
     SelfSigned {
         cert: CertificateDer<'static>,
         key: PrivatePkcs8KeyDer<'static>,
@@ -204,9 +141,8 @@ enum Certificate {
 /// bad certificate fails before anything runs.
 pub(crate) struct Server {
     registry: Arc<Mutex<Registry>>,
-    tls: Option<(TlsAcceptor, Option<Arc<CertWatcher>>)>,
+    tls: Option<Tls>,
     filter: Option<Arc<AuthFilter>>,
-    cert_poll_interval: Duration,
     /// The self-signed certificate's DER, when one was made (read by the tests).
     #[cfg_attr(not(test), allow(dead_code))]
     self_signed: Option<CertificateDer<'static>>,
@@ -238,26 +174,15 @@ impl Server {
         }
         let mut self_signed = None;
         let tls = if options.secure_serving {
-            let certificate = certificate(options)?;
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let builder = rustls::ServerConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-                .map_err(|e| Error::Tls(e.to_string()))?
-                .with_no_client_auth();
-            let (mut config, watcher) = match certificate {
+            Some(match certificate(options)? {
                 Certificate::Watched(watcher) => {
-                    (builder.with_cert_resolver(watcher.clone()), Some(watcher))
+                    Tls::watched(watcher, options.tls.cert_poll_interval)?
                 }
                 Certificate::SelfSigned { cert, key } => {
                     self_signed = Some(cert.clone());
-                    let config = builder
-                        .with_single_cert(vec![cert], PrivateKeyDer::Pkcs8(key))
-                        .map_err(|e| Error::Tls(e.to_string()))?;
-                    (config, None)
+                    Tls::fixed(cert, PrivateKeyDer::Pkcs8(key))?
                 }
-            };
-            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-            Some((TlsAcceptor::from(Arc::new(config)), watcher))
+            })
         } else {
             None
         };
@@ -265,7 +190,6 @@ impl Server {
             registry,
             tls,
             filter,
-            cert_poll_interval: options.cert_poll_interval,
             self_signed,
         })
     }
@@ -278,91 +202,12 @@ impl Server {
 
     /// Accepts connections on `listener` until `ctx` is cancelled, then lets each open
     /// connection finish its request.
-    pub(crate) async fn serve(self, listener: TcpListener, ctx: CancellationToken) {
+    pub(crate) async fn serve(mut self, listener: TcpListener, ctx: CancellationToken) {
         let addr = listener.local_addr().ok();
-        let secure = self.tls.is_some();
-        tracing::info!(addr = ?addr, secure, filtered = self.filter.is_some(), "serving metrics");
-        let tasks = TaskTracker::new();
-        if let Some((_, Some(watcher))) = &self.tls {
-            let (watcher, ctx, interval) = (watcher.clone(), ctx.clone(), self.cert_poll_interval);
-            tasks.spawn(async move { watcher.watch(ctx, interval).await });
-        }
-        let this = Arc::new(self);
-        loop {
-            let (stream, peer) = tokio::select! {
-                _ = ctx.cancelled() => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // E.g. too many open files: keep serving the others.
-                        tracing::warn!(error = %e, "metrics server: accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
-            tasks.spawn(this.clone().connection(stream, peer, ctx.clone()));
-        }
-        drop(listener);
-        tasks.close();
-        tasks.wait().await;
-        tracing::info!("metrics server stopped");
-    }
-
-    /// One connection: the TLS handshake if any, then HTTP until closed or cancelled.
-    async fn connection(
-        self: Arc<Self>,
-        stream: tokio::net::TcpStream,
-        peer: std::net::SocketAddr,
-        ctx: CancellationToken,
-    ) {
-        let this = self.clone();
-        let service = service_fn(move |request: http::Request<Incoming>| {
-            let this = this.clone();
-            async move { Ok::<_, std::convert::Infallible>(this.handle(request).await) }
-        });
-        let result = match &self.tls {
-            Some((acceptor, _)) => {
-                let tls =
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-                        Ok(Ok(tls)) => tls,
-                        Ok(Err(e)) => {
-                            tracing::debug!(%peer, error = %e, "metrics: TLS handshake failed");
-                            return;
-                        }
-                        Err(_) => {
-                            tracing::debug!(%peer, "metrics: TLS handshake timed out");
-                            return;
-                        }
-                    };
-                let builder = auto::Builder::new(TokioExecutor::new());
-                let conn = builder.serve_connection(TokioIo::new(tls), service);
-                tokio::pin!(conn);
-                tokio::select! {
-                    result = conn.as_mut() => result,
-                    _ = ctx.cancelled() => {
-                        conn.as_mut().graceful_shutdown();
-                        conn.await
-                    }
-                }
-            }
-            None => {
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                tokio::pin!(conn);
-                tokio::select! {
-                    result = conn.as_mut() => result,
-                    _ = ctx.cancelled() => {
-                        conn.as_mut().graceful_shutdown();
-                        conn.await
-                    }
-                }
-                .map_err(Into::into)
-            }
-        };
-        if let Err(e) = result {
-            tracing::debug!(%peer, error = %e, "metrics connection ended with an error");
-        }
+        let tls = self.tls.take();
+        let (secure, filtered) = (tls.is_some(), self.filter.is_some());
+        tracing::info!(addr = ?addr, secure, filtered, "serving metrics");
+        serving::serve("metrics", listener, tls, Arc::new(self), ctx).await;
     }
 
     /// Answers one request.
@@ -383,6 +228,12 @@ impl Server {
             return text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n");
         }
         encode(&self.registry)
+    }
+}
+
+impl serving::Service for Server {
+    async fn call(&self, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+        self.handle(request).await
     }
 }
 
@@ -423,20 +274,15 @@ fn text(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
 
 /// The serving certificate `options` name; see the module docs.
 fn certificate(options: &Options) -> Result<Certificate, Error> {
-    let watched = |dir: &std::path::Path| {
-        CertWatcher::new(dir.join(&options.cert_name), dir.join(&options.key_name))
-            .map(|w| Certificate::Watched(Arc::new(w)))
-            .map_err(|e| Error::Certificate(e.to_string()))
-    };
-    if let Some(dir) = &options.cert_dir {
+    let tls = &options.tls;
+    let watched = |dir: &std::path::Path| tls.watcher(dir).map(Certificate::Watched);
+    if let Some(dir) = &tls.cert_dir {
         return watched(dir);
     }
     let default_dir = std::env::temp_dir()
         .join("k8s-metrics-server")
         .join("serving-certs");
-    if default_dir.join(&options.cert_name).is_file()
-        && default_dir.join(&options.key_name).is_file()
-    {
+    if default_dir.join(&tls.cert_name).is_file() && default_dir.join(&tls.key_name).is_file() {
         return watched(&default_dir);
     }
     let made = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
@@ -450,9 +296,12 @@ fn certificate(options: &Options) -> Result<Certificate, Error> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use futures::future::BoxFuture;
     use http_body_util::BodyExt;
+    use hyper_util::rt::TokioIo;
     use k8s_openapi::api::authentication::v1::{TokenReviewStatus, UserInfo};
     use k8s_openapi::api::authorization::v1::{SubjectAccessReviewSpec, SubjectAccessReviewStatus};
     use rustls::pki_types::ServerName;
@@ -522,12 +371,15 @@ mod tests {
     fn defaults_are_controller_runtimes_plain_http_without_a_filter() {
         let options = Options::default();
         assert!(!options.secure_serving && options.auth.is_none());
-        assert_eq!(options.cert_dir, None);
+        assert_eq!(options.tls.cert_dir, None);
         assert_eq!(
-            (options.cert_name.as_str(), options.key_name.as_str()),
+            (
+                options.tls.cert_name.as_str(),
+                options.tls.key_name.as_str()
+            ),
             ("tls.crt", "tls.key")
         );
-        assert_eq!(options.cert_poll_interval, Duration::from_secs(10));
+        assert_eq!(options.tls.cert_poll_interval, Duration::from_secs(10));
         let filter = AuthFilterOptions::default();
         assert_eq!(
             (
@@ -584,7 +436,7 @@ mod tests {
     async fn a_cert_dir_without_the_files_is_an_error_naming_them() {
         let options = Options::default()
             .with_secure_serving(true)
-            .with_cert_dir("/nonexistent/metrics-certs");
+            .with_tls(TlsOptions::default().with_cert_dir("/nonexistent/metrics-certs"));
         let err = Server::with_reviewer(registry(), &options, Arc::new(Api))
             .err()
             .expect("no certificate there");

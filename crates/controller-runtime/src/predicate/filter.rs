@@ -31,8 +31,9 @@ pub type BoxPredicate<K> = Arc<dyn Predicate<K>>;
 
 /// Shares and type-erases `predicate`, for a list of predicates: a watch's (as
 /// [`EventDispatcher::new`](crate::source::EventDispatcher::new) takes them), or one given to
-/// [`and`](super::and), [`or`](super::or) and [`not`](super::not). (The builder's [`Input::with_predicate`](crate::builder::Input::with_predicate)
-/// takes a predicate as it is.)
+/// [`all`](super::all) and [`any`](super::any). (The builder's
+/// [`Input::with_predicate`](crate::builder::Input::with_predicate) and the
+/// [`PredicateExt`](super::PredicateExt) combinators take a predicate as it is.)
 ///
 /// ```
 /// use controller_runtime::predicate::{self, BoxPredicate, GenerationChanged, LabelSelectorPredicate};

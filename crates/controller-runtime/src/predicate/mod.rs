@@ -13,7 +13,8 @@
 //! | [`LabelChanged`] / [`AnnotationChanged`] | updates whose labels / annotations changed |
 //! | [`LabelSelectorPredicate`] | events about objects whose labels match a selector |
 //! | a closure `Fn(&Event<K>) -> bool` | whatever it says |
-//! | [`and`], [`or`], [`not`] | combinations of the above |
+//! | `a.and(b)`, `a.or(b)`, `a.not()` ([`PredicateExt`]) | combinations of the above |
+//! | [`all`], [`any`] | every / any predicate of a list made at run time |
 //!
 //! The `*Changed` predicates only filter updates: creates, deletes and generic events pass.
 //!
@@ -26,14 +27,11 @@
 //! ```
 //! use std::sync::Arc;
 //! use controller_runtime::event::{Event, UpdateEvent};
-//! use controller_runtime::predicate::{self, Predicate};
+//! use controller_runtime::predicate::{GenerationChanged, LabelChanged, Predicate, PredicateExt};
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //!
 //! // Spec changes, or a change of labels.
-//! let p = predicate::or::<ConfigMap>([
-//!     predicate::boxed(predicate::GenerationChanged),
-//!     predicate::boxed(predicate::LabelChanged),
-//! ]);
+//! let p = GenerationChanged.or(LabelChanged);
 //!
 //! let old = Arc::new(ConfigMap::default());
 //! let mut changed = ConfigMap::default();
@@ -51,6 +49,6 @@ mod filter;
 mod selector;
 
 pub use changed::{AnnotationChanged, GenerationChanged, LabelChanged, ResourceVersionChanged};
-pub use combine::{and, not, or};
+pub use combine::{And, Not, Or, PredicateExt, all, any};
 pub use filter::{BoxPredicate, Predicate, boxed};
 pub use selector::{Error, LabelSelectorPredicate};

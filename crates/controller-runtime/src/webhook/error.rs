@@ -43,3 +43,12 @@ pub enum Error {
         kind: String,
     },
 }
+
+impl From<crate::serving::Error> for Error {
+    fn from(e: crate::serving::Error) -> Self {
+        match e {
+            crate::serving::Error::Certificate(e) => Error::Certificate(e),
+            crate::serving::Error::Tls(e) => Error::Tls(e),
+        }
+    }
+}

@@ -4,8 +4,8 @@
 //! - [`Server`] ([`server`]): the HTTPS server, its [`Options`] (port 9443, certificates in
 //!   `<temp dir>/k8s-webhook-server/serving-certs`), run by the
 //!   [`Manager`](crate::manager::Manager) in its webhooks group, before the caches.
-//! - [`CertWatcher`] ([`certwatcher`]): the serving certificate, reloaded when its files
-//!   change.
+//!   Its certificate is read by a [`CertWatcher`](crate::serving::CertWatcher) and
+//!   served by the [`serving`](crate::serving) module's accept loop.
 //! - [`admission`]: typed [`Defaulter`](admission::Defaulter) and
 //!   [`Validator`](admission::Validator), a raw [`Handler`](admission::Handler), and
 //!   [`Webhook`](admission::Webhook) (a handler and its path).
@@ -55,14 +55,12 @@
 //! ```
 
 pub mod admission;
-pub mod certwatcher;
 pub mod config;
 pub mod conversion;
 mod error;
 pub mod metrics;
 pub mod server;
 
-pub use certwatcher::CertWatcher;
 pub use config::ClientConfig;
 pub use metrics::WebhookMetrics;
 pub use server::{Options, Server};

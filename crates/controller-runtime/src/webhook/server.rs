@@ -1,6 +1,7 @@
 //! [`Server`]: the webhook server (controller-runtime's `webhook.Server`). HTTPS (rustls, HTTP/2
-//! and HTTP/1.1 by ALPN) on [`Options::with_port`] (9443), with the certificate and key read from
-//! [`Options::with_cert_dir`] by a [`CertWatcher`] and read again when they change.
+//! and HTTP/1.1 by ALPN) on [`Options::with_port`] (9443), with the certificate and key of
+//! [`Options::with_tls`] read by a [`CertWatcher`](crate::serving::CertWatcher) and read again
+//! when they change; connections are served by the [`serving`](crate::serving) accept loop.
 //!
 //! Each registered path answers `POST` with a JSON body: an admission [`Webhook`] or, at
 //! `/convert`, the registered [conversions](super::conversion). Other methods get 405, other
@@ -16,44 +17,37 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use parking_lot::RwLock;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::admission::Webhook;
-use super::certwatcher::CertWatcher;
 use super::config::{self, ClientConfig};
 use super::conversion::{self, CONVERT_PATH, Conversion, Hub};
 use super::error::Error;
 use super::metrics::WebhookMetrics;
+use crate::serving::{self, Tls, TlsOptions};
 
 /// controller-runtime's limit on a request body: 7 MiB.
 pub const MAX_REQUEST_SIZE: usize = 7 * 1024 * 1024;
-
-/// How long a client has to finish its TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How a [`Server`] listens and where it reads its certificate (controller-runtime's
 /// `webhook.Options`). Every field has controller-runtime's default.
 ///
 /// ```
 /// use std::time::Duration;
+/// use controller_runtime::serving::TlsOptions;
 /// use controller_runtime::webhook::Options;
 ///
 /// // A test server: any free port, certificates checked every 50 ms.
-/// let test = Options::default().with_port(0).with_cert_poll_interval(Duration::from_millis(50));
+/// let tls = TlsOptions::default().with_cert_poll_interval(Duration::from_millis(50));
+/// let test = Options::default().with_port(0).with_tls(tls);
 /// # let _ = test;
 /// ```
 #[derive(Clone, Debug)]
@@ -63,15 +57,9 @@ pub struct Options {
     pub(crate) host: IpAddr,
     /// The port (default 9443); 0 picks a free port (see [`Server::addr`]).
     pub(crate) port: u16,
-    /// The directory of the certificate and key (default
-    /// `<temp dir>/k8s-webhook-server/serving-certs`).
-    pub(crate) cert_dir: PathBuf,
-    /// The certificate's file name in `cert_dir` (default `tls.crt`).
-    pub(crate) cert_name: String,
-    /// The key's file name in `cert_dir` (default `tls.key`).
-    pub(crate) key_name: String,
-    /// How often the certificate files are checked for a change (default 10 s).
-    pub(crate) cert_poll_interval: Duration,
+    /// Where the certificate and key are read (default: `tls.crt` and `tls.key` of
+    /// `<temp dir>/k8s-webhook-server/serving-certs`, checked every 10 s).
+    pub(crate) tls: TlsOptions,
 }
 
 impl Default for Options {
@@ -79,12 +67,7 @@ impl Default for Options {
         Options {
             host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             port: 9443,
-            cert_dir: std::env::temp_dir()
-                .join("k8s-webhook-server")
-                .join("serving-certs"),
-            cert_name: "tls.crt".into(),
-            key_name: "tls.key".into(),
-            cert_poll_interval: Duration::from_secs(10),
+            tls: TlsOptions::default(),
         }
     }
 }
@@ -100,36 +83,20 @@ impl Options {
         Options { port, ..self }
     }
 
-    /// The directory of the certificate and key (default
-    /// `<temp dir>/k8s-webhook-server/serving-certs`).
-    pub fn with_cert_dir(self, cert_dir: impl Into<PathBuf>) -> Self {
-        Options {
-            cert_dir: cert_dir.into(),
-            ..self
-        }
+    /// Where the certificate and key are read: [`TlsOptions`] (default: `tls.crt` and
+    /// `tls.key` of `<temp dir>/k8s-webhook-server/serving-certs`, checked for a change every
+    /// 10 s). controller-runtime: `CertDir`, `CertName`, `KeyName`.
+    pub fn with_tls(self, tls: TlsOptions) -> Self {
+        Options { tls, ..self }
     }
 
-    /// The certificate's file name in `cert_dir` (default `tls.crt`).
-    pub fn with_cert_name(self, cert_name: impl Into<String>) -> Self {
-        Options {
-            cert_name: cert_name.into(),
-            ..self
-        }
-    }
-
-    /// The key's file name in `cert_dir` (default `tls.key`).
-    pub fn with_key_name(self, key_name: impl Into<String>) -> Self {
-        Options {
-            key_name: key_name.into(),
-            ..self
-        }
-    }
-
-    /// How often the certificate files are checked for a change (default 10 s).
-    pub fn with_cert_poll_interval(self, interval: Duration) -> Self {
-        Options {
-            cert_poll_interval: interval,
-            ..self
+    /// The certificate directory: the one set, else the default.
+    pub(crate) fn cert_dir(&self) -> PathBuf {
+        match &self.tls.cert_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::temp_dir()
+                .join("k8s-webhook-server")
+                .join("serving-certs"),
         }
     }
 }
@@ -345,95 +312,25 @@ impl Server {
 
     async fn run(&self, ctx: CancellationToken) -> Result<(), Error> {
         let options = &self.inner.options;
-        let watcher = Arc::new(CertWatcher::new(
-            options.cert_dir.join(&options.cert_name),
-            options.cert_dir.join(&options.key_name),
-        )?);
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| Error::Tls(e.to_string()))?
-            .with_no_client_auth()
-            .with_cert_resolver(watcher.clone());
-        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let acceptor = TlsAcceptor::from(Arc::new(tls));
+        let cert_dir = options.cert_dir();
+        let watcher = options.tls.watcher(&cert_dir)?;
+        let tls = Tls::watched(watcher, options.tls.cert_poll_interval)?;
 
         let addr = SocketAddr::new(options.host, options.port);
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| Error::Bind { addr, source })?;
         let local = listener.local_addr().unwrap_or(addr);
-        tracing::info!(addr = %local, cert_dir = %options.cert_dir.display(), "serving webhooks");
+        tracing::info!(addr = %local, cert_dir = %cert_dir.display(), "serving webhooks");
         self.inner.state.send_replace(State::Listening(local));
-
-        let tasks = TaskTracker::new();
-        tasks.spawn({
-            let (watcher, ctx, interval) = (watcher, ctx.clone(), options.cert_poll_interval);
-            async move { watcher.watch(ctx, interval).await }
-        });
-        loop {
-            let (stream, peer) = tokio::select! {
-                _ = ctx.cancelled() => break,
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "webhook server: accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                },
-            };
-            tasks.spawn(connection(
-                self.inner.clone(),
-                acceptor.clone(),
-                stream,
-                peer,
-                ctx.clone(),
-            ));
-        }
-        drop(listener);
-        tasks.close();
-        tasks.wait().await;
-        tracing::info!("webhook server stopped");
+        serving::serve("webhook", listener, Some(tls), self.inner.clone(), ctx).await;
         Ok(())
     }
 }
 
-/// One connection: the TLS handshake, then HTTP/1.1 or HTTP/2 until closed or cancelled.
-async fn connection(
-    inner: Arc<Inner>,
-    acceptor: TlsAcceptor,
-    stream: tokio::net::TcpStream,
-    peer: SocketAddr,
-    ctx: CancellationToken,
-) {
-    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => tls,
-        Ok(Err(e)) => {
-            tracing::debug!(%peer, error = %e, "TLS handshake failed");
-            return;
-        }
-        Err(_) => {
-            tracing::debug!(%peer, "TLS handshake timed out");
-            return;
-        }
-    };
-    let service = service_fn(move |request: http::Request<Incoming>| {
-        let inner = inner.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(&inner, request).await) }
-    });
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let conn = builder.serve_connection(TokioIo::new(tls), service);
-    tokio::pin!(conn);
-    let result = tokio::select! {
-        result = conn.as_mut() => result,
-        _ = ctx.cancelled() => {
-            conn.as_mut().graceful_shutdown();
-            conn.await
-        }
-    };
-    if let Err(e) = result {
-        tracing::debug!(%peer, error = %e, "webhook connection ended with an error");
+impl serving::Service for Inner {
+    async fn call(&self, request: http::Request<Incoming>) -> Response<Full<Bytes>> {
+        handle(self, request).await
     }
 }
 
@@ -536,14 +433,17 @@ mod options_tests {
         assert_eq!(options.port, 9443);
         assert!(
             options
-                .cert_dir
+                .cert_dir()
                 .ends_with("k8s-webhook-server/serving-certs")
         );
         assert_eq!(
-            (options.cert_name.as_str(), options.key_name.as_str()),
+            (
+                options.tls.cert_name.as_str(),
+                options.tls.key_name.as_str()
+            ),
             ("tls.crt", "tls.key")
         );
-        assert_eq!(options.cert_poll_interval, Duration::from_secs(10));
+        assert_eq!(options.tls.cert_poll_interval, Duration::from_secs(10));
         assert_eq!(Options::default().with_port(0).port, 0);
     }
 }

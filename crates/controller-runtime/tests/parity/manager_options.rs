@@ -11,9 +11,7 @@ use support::server;
 
 use controller_runtime::builder::{ControllerBuilder, Error as BuilderError, Input};
 use controller_runtime::controller::ControllerOptions;
-use controller_runtime::manager::{
-    BindAddress, ControllerDefaults, Error, Manager, ManagerOptions,
-};
+use controller_runtime::manager::{BindAddress, Error, Manager, ManagerOptions};
 use controller_runtime::reconcile::{Action, ReconcileContext, ReconcileError};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -188,7 +186,7 @@ fn max_concurrent_gauge(mgr: &Manager, controller: &str) -> Option<i64> {
 async fn manager_defaults_apply_unless_the_controller_sets_them() {
     let (_server, client) = server().await;
     create_objects(&client, 6).await;
-    let defaults = ControllerDefaults::default().with_max_concurrent_reconciles(3);
+    let defaults = ControllerOptions::default().with_max_concurrent_reconciles(3);
     let mgr = Manager::new(client, quiet().with_controller_defaults(defaults)).unwrap();
     let (by_default, explicit) = (Probe::new(), Probe::new());
     ControllerBuilder::new(&mgr)
@@ -222,7 +220,7 @@ async fn manager_defaults_apply_unless_the_controller_sets_them() {
 async fn group_kind_concurrency_overrides_the_default_for_that_kind_only() {
     let (_server, client) = server().await;
     create_objects(&client, 6).await;
-    let defaults = ControllerDefaults::default()
+    let defaults = ControllerOptions::default()
         .with_max_concurrent_reconciles(2)
         // The core group's key is the kind alone, as Go's `GroupKind.String()`.
         .with_group_kind_concurrency("ConfigMap", 3)
@@ -268,7 +266,8 @@ async fn build_same(mgr: &Manager, skip: Option<bool>) -> Result<(), BuilderErro
         .named("same")
         .for_(Input::<ConfigMap>::new());
     if let Some(skip) = skip {
-        builder = builder.with_skip_name_validation(skip);
+        builder =
+            builder.with_options(ControllerOptions::default().with_skip_name_validation(skip));
     }
     builder.build(Arc::new(()), noop).await.map(drop)
 }
@@ -289,7 +288,7 @@ async fn skip_name_validation_lets_controllers_share_a_name() {
     build_same(&mgr, Some(true)).await.unwrap();
 
     // The manager's default: many alike.
-    let defaults = ControllerDefaults::default().with_skip_name_validation(true);
+    let defaults = ControllerOptions::default().with_skip_name_validation(true);
     let mgr = Manager::new(client, quiet().with_controller_defaults(defaults)).unwrap();
     for _ in 0..3 {
         build_same(&mgr, None).await.unwrap();

@@ -1,6 +1,7 @@
 //! Table tests of every predicate.
 
 use super::support::*;
+use controller_runtime::predicate::PredicateExt;
 
 #[test]
 fn change_predicates_filter_updates_only() {
@@ -195,17 +196,17 @@ fn closure_predicates_and_combinators() {
     let cases: Vec<(&str, predicate::BoxPredicate<ConfigMap>, bool)> = vec![
         ("closure true", yes(), true),
         ("closure false", no(), false),
-        ("and(yes, yes)", predicate::and([yes(), yes()]), true),
-        ("and(yes, no)", predicate::and([yes(), no()]), false),
-        ("and()", predicate::and([]), true),
-        ("or(no, yes)", predicate::or([no(), yes()]), true),
-        ("or(no, no)", predicate::or([no(), no()]), false),
-        ("or()", predicate::or([]), false),
-        ("not(yes)", predicate::not(yes()), false),
-        ("not(no)", predicate::not(no()), true),
+        ("and(yes, yes)", predicate::all([yes(), yes()]), true),
+        ("and(yes, no)", predicate::all([yes(), no()]), false),
+        ("and()", predicate::all([]), true),
+        ("or(no, yes)", predicate::any([no(), yes()]), true),
+        ("or(no, no)", predicate::any([no(), no()]), false),
+        ("or()", predicate::any([]), false),
+        ("not(yes)", predicate::boxed(yes().not()), false),
+        ("not(no)", predicate::boxed(no().not()), true),
         (
             "not(and(yes, no))",
-            predicate::not(predicate::and([yes(), no()])),
+            predicate::boxed(predicate::all([yes(), no()]).not()),
             true,
         ),
     ];

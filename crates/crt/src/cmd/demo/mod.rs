@@ -116,7 +116,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .for_(Input::<Greeting>::new().with_predicate(FlowPredicate::new(stats.clone())))
         .owns(Input::<ConfigMap>::new().with_predicate(FlowPredicate::new(stats.clone())))
         .with_options(controller_options(&mgr))
-        .complete_with(reconciler)
+        .complete_reconciler(reconciler)
         .await
         .context("building the greeting controller")?;
     // A cluster cannot call back into this process: webhooks only on the embedded server.

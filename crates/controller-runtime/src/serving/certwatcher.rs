@@ -14,10 +14,10 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use controller_runtime::webhook::CertWatcher;
+//! use controller_runtime::serving::CertWatcher;
 //! use controller_runtime::CancellationToken;
 //!
-//! # async fn f() -> Result<(), controller_runtime::webhook::Error> {
+//! # async fn f() -> Result<(), controller_runtime::serving::Error> {
 //! let watcher = Arc::new(CertWatcher::new("/certs/tls.crt", "/certs/tls.key")?);
 //! let ctx = CancellationToken::new();
 //! tokio::spawn({
