@@ -1,11 +1,11 @@
 //! Resource descriptions: what the server serves (built-in kinds and CRD-defined ones), their
 //! scope, names, subresources and per-kind rules.
 //!
-//! [`builtin_resources`] is the table of the built-in kinds, with the short names, categories
-//! and subresources the real kube-apiserver publishes. CRD-defined resources are built by the
-//! storage when a `CustomResourceDefinition` is created (see `storage::crd`).
-
-use crate::kinds;
+//! [`ResourceInfo::builtins`] is the table of the built-in kinds, with the short names,
+//! categories, verbs and subresources the real kube-apiserver publishes; it and
+//! [`ResourceInfo::verbs`] are defined by the (private) `kinds` module, which holds the rows
+//! they read. CRD-defined resources are built by the storage when a
+//! `CustomResourceDefinition` is created (see `storage::crd`).
 
 /// One served resource at one group/version, e.g. `apps/v1 deployments`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -68,26 +68,10 @@ impl ResourceInfo {
         }
     }
 
-    /// The verbs served on the resource, as discovery lists them: every verb for custom
-    /// resources, the built-in kind's own (e.g. `create` for reviews, no `deletecollection`
-    /// for namespaces) otherwise.
-    ///
-    /// ```
-    /// let all = crt_apiserver::resource::builtin_resources();
-    /// let cs = all.iter().find(|r| r.plural == "componentstatuses").unwrap();
-    /// assert_eq!(cs.verbs(), vec!["get", "list"]);
-    /// ```
-    pub fn verbs(&self) -> Vec<&'static str> {
-        let row = (!self.custom)
-            .then(|| kinds::find(&self.group, &self.version, &self.plural))
-            .flatten();
-        row.map_or(kinds::ALL_VERBS, |r| r.verbs).to_vec()
-    }
-
     /// The subresources served (`status`, `scale`), as discovery lists them.
     ///
     /// ```
-    /// let deploy = crt_apiserver::resource::builtin_resources()
+    /// let deploy = crt_apiserver::resource::ResourceInfo::builtins()
     ///     .into_iter()
     ///     .find(|r| r.plural == "deployments")
     ///     .unwrap();
@@ -134,53 +118,6 @@ impl ScaleInfo {
     }
 }
 
-/// The built-in resources the storage holds, in discovery order (core group first): every
-/// kind in the (private) `kinds` module except the reviews, which are answered on create and
-/// never stored (see `http::reviews`).
-///
-/// ```
-/// let all = crt_apiserver::resource::builtin_resources();
-/// let cm = all.iter().find(|r| r.plural == "configmaps").unwrap();
-/// assert_eq!((cm.kind.as_str(), cm.short_names[0].as_str()), ("ConfigMap", "cm"));
-/// ```
-pub fn builtin_resources() -> Vec<ResourceInfo> {
-    kinds::rows()
-        .filter(|r| !r.is_review())
-        .map(from_row)
-        .collect()
-}
-
-/// The review resources (`TokenReview`, `SubjectAccessReview`, ...): create only.
-pub(crate) fn review_resources() -> Vec<ResourceInfo> {
-    kinds::rows()
-        .filter(|r| r.is_review())
-        .map(from_row)
-        .collect()
-}
-
-fn from_row(b: &kinds::Row) -> ResourceInfo {
-    ResourceInfo {
-        group: b.group.into(),
-        version: b.version.into(),
-        plural: b.plural.into(),
-        singular: b.kind.to_ascii_lowercase(),
-        kind: b.kind.into(),
-        list_kind: format!("{}List", b.kind),
-        namespaced: b.namespaced,
-        short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
-        categories: b.categories.iter().map(|s| s.to_string()).collect(),
-        status_subresource: b.flags & kinds::STATUS != 0,
-        scale: (b.flags & kinds::SCALE != 0).then(ScaleInfo::builtin),
-        generation: b.flags & kinds::GENERATION != 0,
-        custom: false,
-        deprecation_warning: None,
-        selectable_fields: Vec::new(),
-        storage_version_hash: b
-            .storage_gvk()
-            .map(|(g, v, k)| storage_version_hash(g, v, k)),
-    }
-}
-
 /// The hash kube-apiserver publishes as a resource's `storageVersionHash`: the first 8 bytes
 /// of the SHA-256 of `<group>/<version>/<kind>` (the group empty for the core group), in
 /// standard base64. It changes exactly when the version objects are stored at changes.
@@ -203,7 +140,7 @@ mod tests {
 
     #[test]
     fn builtin_table_names_and_subresources() {
-        let all = builtin_resources();
+        let all = ResourceInfo::builtins();
         let find = |g: &str, p: &str| all.iter().find(|r| r.group == g && r.plural == p).unwrap();
         assert_eq!(find("", "namespaces").short_names, vec!["ns"]);
         assert!(!find("", "namespaces").namespaced);

@@ -68,9 +68,29 @@ impl Column {
     }
 }
 
+/// The table columns of a built-in kind, as its strategy lists them: what [`columns_for`]
+/// prints for a resource that is not custom.
+#[derive(Clone, Copy, Debug)]
+pub struct Printer {
+    /// A table of its own replacing NAME, the columns and AGE: these columns, then NAME at
+    /// priority 1 and no AGE (Events, led by LAST SEEN).
+    pub(crate) table: Option<columns::Table>,
+    /// Columns between NAME and AGE.
+    pub(crate) columns: columns::Columns,
+    /// Priority-0 columns after AGE.
+    pub(crate) columns_after_age: columns::Columns,
+    /// `-o wide` columns (priority 1), after AGE.
+    pub(crate) columns_wide: columns::Columns,
+}
+
 /// The columns of a resource. `printer_columns` is the served version's
-/// `additionalPrinterColumns` for a custom resource.
-pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<Column> {
+/// `additionalPrinterColumns` for a custom resource; `builtin` the columns of the kind of a
+/// built-in one.
+pub fn columns_for(
+    res: &ResourceInfo,
+    printer_columns: Option<&Value>,
+    builtin: &Printer,
+) -> Vec<Column> {
     let name = Column {
         name: "Name".into(),
         kind: "string",
@@ -88,7 +108,7 @@ pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<C
         cell: Cell::Age,
     };
     if !res.custom
-        && let Some(table) = crate::kinds::strategy_of(&res.group, &res.plural).table
+        && let Some(table) = builtin.table
     {
         // Events lead with LAST SEEN and keep their (generated) name for `-o wide`.
         let mut cols: Vec<Column> = table()
@@ -152,25 +172,21 @@ pub fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<C
         }
     }
     cols.extend(
-        columns::builtin(&res.group, &res.plural)
+        (builtin.columns)()
             .into_iter()
             .map(|(n, f)| Column::builtin(n, f)),
     );
     cols.push(age);
     cols.extend(
-        columns::after_age(&res.group, &res.plural)
+        (builtin.columns_after_age)()
             .into_iter()
             .map(|(n, f)| Column::builtin(n, f)),
     );
     // The `-o wide` columns (priority 1) come after AGE, as on the real server.
-    cols.extend(
-        columns::wide(&res.group, &res.plural)
-            .into_iter()
-            .map(|(n, f)| Column {
-                priority: 1,
-                ..Column::builtin(n, f)
-            }),
-    );
+    cols.extend((builtin.columns_wide)().into_iter().map(|(n, f)| Column {
+        priority: 1,
+        ..Column::builtin(n, f)
+    }));
     cols
 }
 

@@ -15,9 +15,11 @@
 //!   and `cron.rs` (CronJob schedules as robfig/cron parses them).
 //! - `at.rs`: [`At`](at::At), a field path kept on the stack and printed only when an error is
 //!   reported, so that valid objects cost no path allocations.
-//!   [`validate`] runs the validator the resource's kind names in its strategy
-//!   (`kinds::Strategy::validate`): adding a kind's validation is adding a function here and
-//!   naming it in the kind's strategy.
+//!
+//! A kind's strategy (`kinds::Strategy`) names its [`Validator`] and [`NameFormat`];
+//! `kinds::validate` runs the validator, and the storage passes the name format to
+//! [`validate_object_meta`]. Adding a kind's validation is adding a function here and naming
+//! it in the kind's strategy; nothing here names the kinds.
 //!
 //! # Invariants
 //! - Validators only read: defaulting happened before (as upstream, validation sees the
@@ -57,46 +59,10 @@ pub(crate) use path::Path;
 pub(crate) use quantity::Quantity;
 
 pub(crate) use crate::json::{array_at, at, has, str_at};
-use crate::kinds;
-use crate::resource::ResourceInfo;
 
 /// A kind's validation: the proposed object and, on update, the stored one. Errors are pushed
 /// to the list in upstream's order.
 pub(crate) type Validator = fn(obj: &Value, old: Option<&Value>, errs: &mut Vec<FieldError>);
-
-/// The validator of a built-in resource, if its kind has rules beyond metadata.
-pub(crate) fn validator(res: &ResourceInfo) -> Option<Validator> {
-    kinds::strategy_of(&res.group, &res.plural).validate
-}
-
-/// The kind-specific errors of a built-in object (`old` on update). Metadata is checked
-/// separately by [`validate_object_meta`].
-pub(crate) fn validate(res: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    if let Some(v) = validator(res) {
-        v(obj, old, &mut errs);
-    }
-    errs
-}
-
-/// The errors of an update through a subresource whose strategy validates only what it
-/// writes, `None` for every other subresource (validated as the object is): a
-/// CertificateSigningRequest's `approval`, a pod's `ephemeralcontainers` and `resize`.
-pub(crate) fn validate_subresource(
-    res: &ResourceInfo,
-    subresource: Option<&str>,
-    obj: &Value,
-    old: &Value,
-) -> Option<Vec<FieldError>> {
-    let subresource = subresource?;
-    let (_, validate) = kinds::strategy_of(&res.group, &res.plural)
-        .subresource_validators
-        .iter()
-        .find(|(name, _)| *name == subresource)?;
-    let mut errs = Vec::new();
-    validate(obj, old, &mut errs);
-    Some(errs)
-}
 
 /// `Invalid value: <new value>: field is immutable` when `path` differs between `old` and
 /// `obj` (`ValidateImmutableField`).

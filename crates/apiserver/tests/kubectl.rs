@@ -1616,7 +1616,7 @@ fn api_version_kind(doc: &Value) -> (String, String) {
 async fn patchable_builtin_kinds(
     client: &kube_client::Client,
 ) -> std::collections::BTreeMap<(String, String), String> {
-    let builtins = crt_apiserver::resource::builtin_resources();
+    let builtins = crt_apiserver::resource::ResourceInfo::builtins();
     let mut group_versions: Vec<(String, String)> = builtins
         .iter()
         .map(|r| (r.group.clone(), r.version.clone()))
@@ -1801,7 +1801,7 @@ async fn every_builtin_kind_applies_reapplies_edits_and_explains() {
     // Bindings (create only) and ComponentStatuses (read only) are the only ones left out.
     assert_eq!(
         kinds.len() + 2,
-        crt_apiserver::resource::builtin_resources().len()
+        crt_apiserver::resource::ResourceInfo::builtins().len()
     );
     let unknown: Vec<&(String, String)> =
         covered.iter().filter(|k| !kinds.contains_key(*k)).collect();

@@ -537,7 +537,8 @@ fn transform_for(
             } else {
                 None
             };
-            let cols = table::columns_for(res, printer_columns.as_ref());
+            let cols =
+                table::columns_for(res, printer_columns.as_ref(), &crate::kinds::printer(res));
             let include = IncludeObject::parse(query.include_object.as_deref());
             Box::new(move |v| {
                 if v.get("kind") == Some(&Value::from("Status")) {

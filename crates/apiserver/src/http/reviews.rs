@@ -27,7 +27,7 @@ use crate::validation::{FieldError, invalid_kind};
 
 /// The review resources, served next to storage's (create only).
 pub fn resources() -> Vec<ResourceInfo> {
-    crate::resource::review_resources()
+    crate::resource::ResourceInfo::reviews()
 }
 
 /// Who asks and who answers a review.

@@ -9,10 +9,17 @@
 //! defining its `STRATEGY`: name format, normalization, defaults, validation (create, update
 //! and the subresources that validate only what they write), what a status write keeps, the
 //! initial status, field-selector labels, strategic-merge type and table columns. Kinds
-//! without one get [`strategy::DEFAULT`]. The storage, the table printer, field selectors,
-//! validation and the patcher look the strategy up with [`strategy_of`] /
-//! [`strategy_of_kind`] rather than matching kind names; [`crate::resource::builtin_resources`]
-//! turns the rows into the server's resources.
+//! without one get [`strategy::DEFAULT`].
+//!
+//! # Layering
+//! The libraries the strategies name (`resource`, `validation`, `table`, `patch`) never name
+//! this module. The modules above it (the storage, the HTTP handlers, field selectors, the
+//! field manager) look a kind's strategy up with [`strategy_of`] / [`strategy_of_kind`]
+//! rather than matching kind names, or call the functions here that do ([`validate`],
+//! [`validate_subresource`], [`name_format`], [`printer`]), and hand what it says to the
+//! libraries. What the public API offers about the built-in kinds is defined here as
+//! inherent items of the libraries' types: `ResourceInfo::builtins` (the rows as the
+//! server's resources), `ResourceInfo::verbs`, `MergeKeys::builtin`.
 //!
 //! # Adding a built-in kind
 //! Write its module, `<group>/<kind>.rs`: a `pub(crate) const STRATEGY: Strategy` with the
@@ -50,6 +57,13 @@ pub(crate) mod defaults;
 mod strategy;
 
 pub(crate) use strategy::{FieldLabel, StatusStrategy, Strategy, label};
+
+use serde_json::Value;
+
+use crate::patch::MergeKeys;
+use crate::resource::{ResourceInfo, ScaleInfo, storage_version_hash};
+use crate::table::Printer;
+use crate::validation::{FieldError, NameFormat};
 
 /// A `status` subresource is served (and status is isolated from the main resource).
 pub(crate) const STATUS: u8 = 1;
@@ -260,6 +274,115 @@ pub(crate) fn strategy_of_kind(group: &str, kind: &str) -> &'static Strategy {
     rows()
         .find(|r| r.group == group && r.kind == kind)
         .map_or(&strategy::DEFAULT, |r| r.strategy)
+}
+
+impl ResourceInfo {
+    /// The built-in resources the storage holds, in discovery order (core group first): every
+    /// built-in kind except the reviews, which are answered on create and never stored (see
+    /// `http::reviews`).
+    ///
+    /// ```
+    /// let all = crt_apiserver::resource::ResourceInfo::builtins();
+    /// let cm = all.iter().find(|r| r.plural == "configmaps").unwrap();
+    /// assert_eq!((cm.kind.as_str(), cm.short_names[0].as_str()), ("ConfigMap", "cm"));
+    /// ```
+    pub fn builtins() -> Vec<ResourceInfo> {
+        rows().filter(|r| !r.is_review()).map(from_row).collect()
+    }
+
+    /// The review resources (`TokenReview`, `SubjectAccessReview`, ...): create only.
+    pub(crate) fn reviews() -> Vec<ResourceInfo> {
+        rows().filter(|r| r.is_review()).map(from_row).collect()
+    }
+
+    /// The verbs served on the resource, as discovery lists them: every verb for custom
+    /// resources, the built-in kind's own (e.g. `create` for reviews, no `deletecollection`
+    /// for namespaces) otherwise.
+    ///
+    /// ```
+    /// let all = crt_apiserver::resource::ResourceInfo::builtins();
+    /// let cs = all.iter().find(|r| r.plural == "componentstatuses").unwrap();
+    /// assert_eq!(cs.verbs(), vec!["get", "list"]);
+    /// ```
+    pub fn verbs(&self) -> Vec<&'static str> {
+        let row = (!self.custom)
+            .then(|| find(&self.group, &self.version, &self.plural))
+            .flatten();
+        row.map_or(ALL_VERBS, |r| r.verbs).to_vec()
+    }
+}
+
+fn from_row(b: &Row) -> ResourceInfo {
+    ResourceInfo {
+        group: b.group.into(),
+        version: b.version.into(),
+        plural: b.plural.into(),
+        singular: b.kind.to_ascii_lowercase(),
+        kind: b.kind.into(),
+        list_kind: format!("{}List", b.kind),
+        namespaced: b.namespaced,
+        short_names: b.short_names.iter().map(|s| s.to_string()).collect(),
+        categories: b.categories.iter().map(|s| s.to_string()).collect(),
+        status_subresource: b.flags & STATUS != 0,
+        scale: (b.flags & SCALE != 0).then(ScaleInfo::builtin),
+        generation: b.flags & GENERATION != 0,
+        custom: false,
+        deprecation_warning: None,
+        selectable_fields: Vec::new(),
+        storage_version_hash: b
+            .storage_gvk()
+            .map(|(g, v, k)| storage_version_hash(g, v, k)),
+    }
+}
+
+impl MergeKeys {
+    /// The table for a built-in kind, by API group (`""` for core) and kind. Kinds without
+    /// tagged lists of their own still get the rules every object shares
+    /// (`metadata.ownerReferences` by `uid`, `metadata.finalizers` as a set,
+    /// `status.conditions` by `type`).
+    pub fn builtin(group: &str, kind: &str) -> MergeKeys {
+        MergeKeys::of_root(strategy_of_kind(group, kind).merge_root)
+    }
+}
+
+/// The name format `metadata.name` must have in objects of `res` (upstream's
+/// `ValidateNameFunc` of the kind).
+pub(crate) fn name_format(res: &ResourceInfo) -> NameFormat {
+    strategy_of(&res.group, &res.plural).name_format
+}
+
+/// The kind-specific errors of a built-in object (`old` on update), by the validator its
+/// strategy names. Metadata is checked separately by `validation::validate_object_meta`.
+pub(crate) fn validate(res: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(v) = strategy_of(&res.group, &res.plural).validate {
+        v(obj, old, &mut errs);
+    }
+    errs
+}
+
+/// The errors of an update through a subresource whose strategy validates only what it
+/// writes, `None` for every other subresource (validated as the object is): a
+/// CertificateSigningRequest's `approval`, a pod's `ephemeralcontainers` and `resize`.
+pub(crate) fn validate_subresource(
+    res: &ResourceInfo,
+    subresource: Option<&str>,
+    obj: &Value,
+    old: &Value,
+) -> Option<Vec<FieldError>> {
+    let subresource = subresource?;
+    let (_, validate) = strategy_of(&res.group, &res.plural)
+        .subresource_validators
+        .iter()
+        .find(|(name, _)| *name == subresource)?;
+    let mut errs = Vec::new();
+    validate(obj, old, &mut errs);
+    Some(errs)
+}
+
+/// The built-in columns of `res`'s kind, for `table::columns_for`.
+pub(crate) fn printer(res: &ResourceInfo) -> Printer {
+    strategy_of(&res.group, &res.plural).printer()
 }
 
 #[cfg(test)]

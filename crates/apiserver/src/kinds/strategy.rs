@@ -1,23 +1,19 @@
 //! [`Strategy`]: what the server does with the objects of one built-in kind, upstream's
 //! `pkg/registry/<group>/<resource>/strategy.go` as data. Each kind's section of its group's
-//! file defines one (only the fields that differ from [`DEFAULT`]); the storage, the table
-//! printer, the field selectors and the patcher ask it instead of naming kinds.
+//! file defines one (only the fields that differ from [`DEFAULT`]); the storage, the HTTP
+//! handlers, the field selectors and the field manager ask it instead of naming kinds, and hand
+//! what it says to the libraries (validation, table printer, patcher).
 
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::patch::MergeRoot;
-use crate::table::columns::CellFn;
+use crate::table::Printer;
+use crate::table::columns::{CellFn, Columns, Table};
 use crate::validation::{FieldError, NameFormat, Validator};
-
-/// Table columns: `(name, cell)` pairs.
-pub(crate) type Columns = fn() -> Vec<(&'static str, CellFn)>;
 
 /// Rewrites an object as its kind stores it; a 400 when it cannot.
 pub(crate) type Normalize = fn(&mut Value) -> Result<(), ApiError>;
-
-/// A table of a kind's own: its columns with their priorities.
-pub(crate) type Table = fn() -> Vec<(&'static str, CellFn, i64)>;
 
 /// The validation of an update through a subresource that validates only what it writes.
 pub(crate) type SubresourceValidator = fn(obj: &Value, old: &Value, errs: &mut Vec<FieldError>);
@@ -119,6 +115,16 @@ impl Strategy {
     pub(crate) fn serves(&self, subresource: &str) -> bool {
         self.own_subresources.contains(&subresource)
             || self.action_subresources.contains(&subresource)
+    }
+
+    /// Its table columns, as the table printer takes them.
+    pub(crate) fn printer(&self) -> Printer {
+        Printer {
+            table: self.table,
+            columns: self.columns,
+            columns_after_age: self.columns_after_age,
+            columns_wide: self.columns_wide,
+        }
     }
 }
 

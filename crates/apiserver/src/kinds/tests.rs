@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::discovery;
-use crate::resource::{builtin_resources, review_resources};
+use crate::resource::ResourceInfo;
 
 /// `NAME SHORTNAMES APIVERSION NAMESPACED KIND VERBS CATEGORIES SUBRESOURCES` with `-` for an
 /// empty column, lists comma-separated; in the order a 1.33 server's aggregated discovery lists
@@ -87,8 +87,8 @@ fn strings(v: &Value) -> String {
 
 /// The served resources as the aggregated discovery documents list them, one golden line each.
 fn discovered() -> Vec<String> {
-    let mut served = builtin_resources();
-    served.extend(review_resources());
+    let mut served = ResourceInfo::builtins();
+    served.extend(ResourceInfo::reviews());
     let mut lines = Vec::new();
     for core in [true, false] {
         let doc = discovery::aggregated(&served, core, "v2");
@@ -152,7 +152,7 @@ fn every_kind_of_the_schema_table_is_served() {
 
 #[test]
 fn plain_discovery_names_subresources_of_other_groups() {
-    let served = builtin_resources();
+    let served = ResourceInfo::builtins();
     let core = discovery::resource_list(&served, "", "v1").unwrap();
     let find = |name: &str| {
         core["resources"]
@@ -179,7 +179,7 @@ fn plain_discovery_names_subresources_of_other_groups() {
 
 #[test]
 fn stored_kinds_publish_their_storage_version_hash() {
-    let served = builtin_resources();
+    let served = ResourceInfo::builtins();
     let hash = |group: &str, version: &str, name: &str| {
         let list = discovery::resource_list(&served, group, version).unwrap();
         let found = list["resources"]
@@ -214,9 +214,9 @@ fn stored_kinds_publish_their_storage_version_hash() {
         ("authentication.k8s.io", "tokenreviews"),
     ] {
         let served = if group.is_empty() {
-            builtin_resources()
+            ResourceInfo::builtins()
         } else {
-            review_resources()
+            ResourceInfo::reviews()
         };
         let list = discovery::resource_list(&served, group, "v1").unwrap();
         let found = list["resources"]

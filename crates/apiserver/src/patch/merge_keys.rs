@@ -171,12 +171,9 @@ pub struct MergeKeys {
 }
 
 impl MergeKeys {
-    /// The table for a built-in kind, by API group (`""` for core) and kind. Kinds without
-    /// tagged lists of their own still get the rules every object shares
-    /// (`metadata.ownerReferences` by `uid`, `metadata.finalizers` as a set,
-    /// `status.conditions` by `type`).
-    pub fn builtin(group: &str, kind: &str) -> MergeKeys {
-        let root = crate::kinds::strategy_of_kind(group, kind).merge_root;
+    /// The table of objects whose top-level type is `root` (what a built-in kind's strategy
+    /// names; `MergeKeys::builtin` looks it up by kind).
+    pub(crate) fn of_root(root: Ty) -> MergeKeys {
         MergeKeys { root }
     }
 

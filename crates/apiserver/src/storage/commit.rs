@@ -20,6 +20,7 @@ use super::{admit, crd, meta, rules};
 use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
+use crate::kinds;
 use crate::resource::ResourceInfo;
 use crate::schema::decode::Decoder;
 use crate::validation::{self, FieldError, invalid};
@@ -222,7 +223,11 @@ pub(crate) fn prepare_create(
         }
     }
     let name = meta::name(&obj).to_string();
-    errs.extend(validation::validate_object_meta(res, &obj)?);
+    errs.extend(validation::validate_object_meta(
+        res,
+        kinds::name_format(res),
+        &obj,
+    )?);
     // System fields: whatever the client sent is replaced (one lookup of `metadata` for all).
     let m = meta::meta_mut(&mut obj);
     m.insert("uid".into(), Value::from(meta::new_uid()));
@@ -260,7 +265,7 @@ pub(crate) fn prepare_create(
                 let used = node_ports_used(st, None);
                 errs.extend(rules::allocate_node_ports(&mut obj, None, &used));
             }
-            errs.extend(validation::validate(res, &obj, None));
+            errs.extend(kinds::validate(res, &obj, None));
         }
     }
     match (res.group.as_str(), res.plural.as_str()) {
@@ -722,7 +727,7 @@ pub(crate) fn commit_update(
     opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
     let name = key.1.clone();
-    let mut errs = validation::validate_object_meta(res, &new)?;
+    let mut errs = validation::validate_object_meta(res, kinds::name_format(res), &new)?;
     if meta::uid(&new) != meta::uid(&old) {
         errs.push(FieldError::invalid(
             "metadata.uid",
@@ -745,12 +750,12 @@ pub(crate) fn commit_update(
     }
     if res.custom {
         errs.extend(crd::validate_custom(st, res, &mut new, Some(&old), opts)?);
-    } else if let Some(sub_errs) = validation::validate_subresource(res, subresource, &new, &old) {
+    } else if let Some(sub_errs) = kinds::validate_subresource(res, subresource, &new, &old) {
         errs.extend(sub_errs);
     } else if subresource != Some("binding") {
         // A binding sets the node of a pod, which the pod's update rules forbid: upstream's
         // binding strategy does not run them either.
-        errs.extend(validation::validate(res, &new, Some(&old)));
+        errs.extend(kinds::validate(res, &new, Some(&old)));
     }
     if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
         errs.extend(crd::prepare_update(&old, &mut new));

@@ -179,10 +179,9 @@ pub(crate) fn carry_over(res: &ResourceInfo, old: &Value, new: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
 
     fn res(plural: &str) -> ResourceInfo {
-        builtin_resources()
+        ResourceInfo::builtins()
             .into_iter()
             .find(|r| r.plural == plural)
             .unwrap()

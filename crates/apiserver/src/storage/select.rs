@@ -156,11 +156,10 @@ pub(crate) fn label_selector(sel: &Value) -> Option<crt_labels::LabelSelector> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
     use serde_json::json;
 
     fn res(plural: &str) -> ResourceInfo {
-        builtin_resources()
+        ResourceInfo::builtins()
             .into_iter()
             .find(|r| r.plural == plural && r.group.is_empty())
             .unwrap()

@@ -94,10 +94,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::resource::builtin_resources;
 
     fn res(group: &str, plural: &str) -> ResourceInfo {
-        builtin_resources()
+        ResourceInfo::builtins()
             .into_iter()
             .find(|r| r.group == group && r.plural == plural)
             .unwrap()

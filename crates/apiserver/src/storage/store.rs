@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::events::{Event, EventKind, Watchers, Window};
 use super::meta;
 use super::options::StorageConfig;
-use crate::resource::{ResourceInfo, builtin_resources};
+use crate::resource::ResourceInfo;
 use crate::schema::StructuralSchema;
 
 /// `(namespace, name)`; namespace `""` for cluster-scoped objects.
@@ -63,7 +63,7 @@ pub(crate) struct Registry {
 impl Registry {
     fn new() -> Self {
         Registry {
-            builtin: builtin_resources().into_iter().map(Arc::new).collect(),
+            builtin: ResourceInfo::builtins().into_iter().map(Arc::new).collect(),
             crds: BTreeMap::new(),
             schemas: BTreeMap::new(),
         }

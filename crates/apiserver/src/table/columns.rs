@@ -2,7 +2,8 @@
 //! used by CRD printer columns.
 //!
 //! Which columns a kind prints is its strategy's (`kinds::Strategy::columns`,
-//! `columns_after_age`, `columns_wide`); the kinds build their cells from the readers here
+//! `columns_after_age`, `columns_wide`, handed to [`super::columns_for`] as a
+//! [`super::Printer`]); the kinds build their cells from the readers here
 //! (`get`, `int`, `string`, `count`, ...) and the printers several kinds share (`selector`,
 //! `containers`, `endpoints`, `hpa_targets`, ...).
 
@@ -11,6 +12,12 @@ use serde_json::{Value, json};
 
 /// A column's cell: the value printed for one object.
 pub(crate) type CellFn = fn(&Value) -> Value;
+
+/// Table columns: `(name, cell)` pairs.
+pub(crate) type Columns = fn() -> Vec<(&'static str, CellFn)>;
+
+/// A table of a kind's own: its columns with their priorities.
+pub(crate) type Table = fn() -> Vec<(&'static str, CellFn, i64)>;
 
 pub(crate) fn get<'a>(obj: &'a Value, pointer: &str) -> Option<&'a Value> {
     obj.pointer(pointer)
@@ -38,11 +45,6 @@ pub(crate) fn ratio(a: i64, b: i64) -> Value {
 
 pub(crate) fn or_none(v: Value) -> Value {
     if v == json!("") { json!("<none>") } else { v }
-}
-
-/// The columns between NAME and AGE of a built-in resource.
-pub(super) fn builtin(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
-    (crate::kinds::strategy_of(group, plural).columns)()
 }
 
 /// An IntOrString as Go's `IntOrString.String()` prints it, or `N/A` when unset
@@ -223,11 +225,6 @@ pub(crate) fn first_str<'a>(o: &'a Value, pointers: &[&str]) -> Option<&'a str> 
         .find_map(|p| get(o, p).and_then(Value::as_str).filter(|s| !s.is_empty()))
 }
 
-/// The priority-0 columns that come after AGE (upstream prints AGE second for these).
-pub(super) fn after_age(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
-    (crate::kinds::strategy_of(group, plural).columns_after_age)()
-}
-
 /// `used/hard` of each resource of a quota's `spec.hard`, sorted, as `name: used/hard`: the
 /// `limits.*` ones (`limit`) or the others (upstream's `printResourceQuota`).
 pub(crate) fn quota_usage(o: &Value, limit: bool) -> Value {
@@ -403,11 +400,6 @@ pub(crate) fn ingress_address(o: &Value) -> Value {
         }
     }
     json!(set.into_iter().collect::<Vec<_>>().join(","))
-}
-
-/// The `-o wide` columns (priority 1) of a built-in resource, after AGE.
-pub(super) fn wide(group: &str, plural: &str) -> Vec<(&'static str, CellFn)> {
-    (crate::kinds::strategy_of(group, plural).columns_wide)()
 }
 
 /// The AGE of a timestamp, rendered as kubectl renders durations (`42s`, `5m3s`, `7h`, `3d`).

@@ -21,6 +21,11 @@ fn info(group: &str, plural: &str, custom: bool) -> ResourceInfo {
     }
 }
 
+/// The columns of `res` with its kind's printer, as the HTTP handlers ask for them.
+fn columns_for(res: &ResourceInfo, printer_columns: Option<&Value>) -> Vec<Column> {
+    super::columns_for(res, printer_columns, &crate::kinds::printer(res))
+}
+
 fn names(cols: &[Column]) -> Vec<String> {
     column_definitions(cols)
         .iter()

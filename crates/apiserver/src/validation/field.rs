@@ -219,11 +219,6 @@ pub(crate) enum NameFormat {
     PathSegment,
 }
 
-/// The name format of a resource.
-pub(crate) fn name_format(res: &ResourceInfo) -> NameFormat {
-    crate::kinds::strategy_of(&res.group, &res.plural).name_format
-}
-
 /// The problems of `name` in `format` as upstream's name functions word them (empty when
 /// valid). `prefix` is a `generateName`: a trailing `-` is then allowed.
 pub(crate) fn name_problems(format: NameFormat, name: &str, prefix: bool) -> Vec<String> {
@@ -371,7 +366,6 @@ pub(crate) fn go_strings<'a>(items: impl IntoIterator<Item = &'a str>) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
 
     #[test]
     fn names() {
@@ -414,7 +408,7 @@ mod tests {
 
     #[test]
     fn invalid_is_worded_as_upstream() {
-        let cm = builtin_resources()
+        let cm = ResourceInfo::builtins()
             .into_iter()
             .find(|r| r.plural == "configmaps")
             .unwrap();

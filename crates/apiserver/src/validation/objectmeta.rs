@@ -13,7 +13,7 @@ use crt_labels::validation::is_valid_label_value;
 use serde_json::{Map, Value};
 
 use super::field::{
-    FieldError, go_strings, name_format, name_problems, qualified_name_problems, validate_name,
+    FieldError, NameFormat, go_strings, name_problems, qualified_name_problems, validate_name,
 };
 use crate::error::ApiError;
 use crate::resource::ResourceInfo;
@@ -88,16 +88,19 @@ fn kube_finalizer_rule(res: &ResourceInfo) -> bool {
         )
 }
 
-/// Checks `metadata` of an object of `res`: 400 for shapes that cannot be decoded, else the
-/// 422 field errors in upstream's order (`generateName`, `name`, labels, annotations, owner
-/// references, finalizers). A missing name is the caller's to report (it depends on whether
-/// a name is generated).
-pub(crate) fn validate(res: &ResourceInfo, obj: &Value) -> Result<Vec<FieldError>, ApiError> {
+/// Checks `metadata` of an object of `res`, whose kind requires names in `format`: 400 for
+/// shapes that cannot be decoded, else the 422 field errors in upstream's order
+/// (`generateName`, `name`, labels, annotations, owner references, finalizers). A missing name
+/// is the caller's to report (it depends on whether a name is generated).
+pub(crate) fn validate(
+    res: &ResourceInfo,
+    format: NameFormat,
+    obj: &Value,
+) -> Result<Vec<FieldError>, ApiError> {
     let mut errs = Vec::new();
     let Some(meta) = obj.get("metadata").and_then(Value::as_object) else {
         return Ok(errs);
     };
-    let format = name_format(res);
     if let Some(prefix) = meta
         .get("generateName")
         .and_then(Value::as_str)
@@ -321,14 +324,18 @@ fn validate_finalizers(list: &[Value], kube_rule: bool, errs: &mut Vec<FieldErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
     use serde_json::json;
 
     fn res(plural: &str) -> ResourceInfo {
-        builtin_resources()
+        ResourceInfo::builtins()
             .into_iter()
             .find(|r| r.plural == plural)
             .unwrap()
+    }
+
+    /// The checks with the name format of `res`'s kind, as the storage runs them.
+    fn validate(res: &ResourceInfo, obj: &Value) -> Result<Vec<FieldError>, ApiError> {
+        super::validate(res, crate::kinds::name_format(res), obj)
     }
 
     #[test]

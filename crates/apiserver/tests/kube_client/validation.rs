@@ -65,7 +65,7 @@ impl Case {
 pub(crate) fn collection(obj: &Value) -> String {
     let api_version = obj["apiVersion"].as_str().expect("apiVersion");
     let kind = obj["kind"].as_str().expect("kind");
-    let row = crt_apiserver::resource::builtin_resources()
+    let row = crt_apiserver::resource::ResourceInfo::builtins()
         .into_iter()
         .find(|r| {
             r.kind == kind
