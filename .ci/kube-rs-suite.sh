@@ -78,14 +78,18 @@ for _ in 1 2 3 4 5; do
     cargo update --manifest-path "$ws/Cargo.toml" --quiet -p "$yanked"
 done
 
-# The server, built once from the workspace, with a fresh store. The binary cargo reports is
-# copied: target/debug/crt is only a link, which another build sharing the target directory
+# The server, built once from the workspace, with a fresh store: the binary the test suite's
+# command (`cargo test --workspace --locked`, the README's) builds, so that after the suite it is
+# already there. (`cargo build -p crt` resolves other features, without the dev-dependencies'
+# tokio `test-util` and the rest, and would rebuild most of the tree.) The binary cargo reports
+# is copied: target/debug/crt is only a link, which another build sharing the target directory
 # may replace meanwhile.
-crt_bin="$(cargo build -p crt --locked --message-format=json-render-diagnostics |
+crt_bin="$(cargo test --workspace --locked --no-run --message-format=json-render-diagnostics |
     python3 -c 'import json, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "crt" and m.get("executable"):
+    if (m.get("reason") == "compiler-artifact" and m["target"]["name"] == "crt"
+            and "bin" in m["target"]["kind"] and not m["profile"]["test"] and m.get("executable")):
         print(m["executable"])')"
 cp "$crt_bin" "$work/crt"
 kubeconfig="$work/crt.kubeconfig"

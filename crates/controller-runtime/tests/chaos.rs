@@ -9,6 +9,7 @@
 //!
 //! Every bound is generous (tens of seconds): the assertions are about correctness, not speed.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::collections::{HashMap, HashSet};

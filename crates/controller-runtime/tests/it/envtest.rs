@@ -1,7 +1,7 @@
 //! The test environment (`envtest` feature): CRDs installed from a type and from files, each
 //! usable as soon as `start` returns; the existing-cluster switch; stop.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -349,7 +349,7 @@ async fn use_existing_cluster_runs_against_the_cluster_kubeconfig_names() {
     // The second server runs on this runtime, so the child is awaited, not waited for.
     let output = tokio::process::Command::new(std::env::current_exe().unwrap())
         .args([
-            "existing_cluster_child",
+            "envtest::existing_cluster_child",
             "--exact",
             "--ignored",
             "--nocapture",

@@ -2,7 +2,7 @@
 //! start time, creates/s (median of five rounds of 10,000) and gets/s with 8 concurrent
 //! clients, a list of 10,000 objects, and 10,000 events fanned out to 100 watchers. Prints measured numbers; asserts nothing.
 //!
-//! Run: `cargo bench -p crt-apiserver --bench apiserver`.
+//! Run: `cargo bench --manifest-path crates/benches/Cargo.toml --bench apiserver`.
 //!
 //! For instruction counts (valgrind's callgrind, which machine load does not disturb),
 //! `CRT_BENCH_PROFILE=handler` (creates through the HTTP handler) or `CRT_BENCH_PROFILE=store`
@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! CRT_BENCH_PROFILE=handler valgrind --tool=callgrind \
-//!     --toggle-collect='*profile_measured*' target/release/deps/apiserver-HASH
+//!     --toggle-collect='*profile_measured*' crates/benches/target/release/deps/apiserver-HASH
 //! ```
 //!
 //! `CRT_BENCH_PROFILE=server` runs only the creates against a server in its own process (see

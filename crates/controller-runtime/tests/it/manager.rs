@@ -1,7 +1,7 @@
 //! The Manager against the embedded API server: group order, /metrics, /readyz, graceful
 //! shutdown, failing runnables and leader election with three managers.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

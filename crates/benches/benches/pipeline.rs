@@ -10,7 +10,7 @@
 //!   -> predicates -> handler -> priority queue -> workers); time per reconcile, on a 2-thread
 //!   runtime.
 //!
-//! Run: `cargo bench -p controller-runtime --bench pipeline -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench --manifest-path crates/benches/Cargo.toml --bench pipeline -- --warm-up-time 1 --measurement-time 3`
 //!
 //! Profiling: `CRT_BENCH_PROFILE=filtered` or `CRT_BENCH_PROFILE=enqueued` runs only that
 //! dispatch loop, `CRT_BENCH_PROFILE_N` times (default 100,000), without criterion, for an

@@ -2,7 +2,7 @@
 //! server: the seeds' Foo-owns-Pod example, event filters on every watch, and a finalizer's
 //! life from add to removal.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

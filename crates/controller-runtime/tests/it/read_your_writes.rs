@@ -4,7 +4,7 @@
 //! timing; a controller writing status twice per reconcile without a conflict; and the
 //! duplicate-create race, shown with expectations off and fixed with them on.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

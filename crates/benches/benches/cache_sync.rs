@@ -15,14 +15,14 @@
 //! `/proc`: on a loaded machine the CPU figures move much less than the wall-clock ones. Run:
 //!
 //! ```sh
-//! cargo bench -p controller-runtime --bench cache_sync            # 10,000 and 100,000
-//! CRT_BENCH_SIZES=10000 CRT_BENCH_ROUNDS=3 cargo bench -p controller-runtime --bench cache_sync
+//! cargo bench --manifest-path crates/benches/Cargo.toml --bench cache_sync            # 10,000 and 100,000
+//! CRT_BENCH_SIZES=10000 CRT_BENCH_ROUNDS=3 cargo bench --manifest-path crates/benches/Cargo.toml --bench cache_sync
 //! # only some contenders (substrings of their names, `|`-separated; a trailing `$` matches
 //! # the end of a name), e.g. to profile one:
-//! CRT_BENCH_ONLY="informer, streaming" cargo bench -p controller-runtime --bench cache_sync
+//! CRT_BENCH_ONLY="informer, streaming" cargo bench --manifest-path crates/benches/Cargo.toml --bench cache_sync
 //! # objects carrying a managedFields entry, as a real API server records on every write
 //! # (kubectl create: every field listed):
-//! CRT_BENCH_MANAGED_FIELDS=1 cargo bench -p controller-runtime --bench cache_sync
+//! CRT_BENCH_MANAGED_FIELDS=1 cargo bench --manifest-path crates/benches/Cargo.toml --bench cache_sync
 //! ```
 
 use std::io::{BufRead, BufReader, Write};

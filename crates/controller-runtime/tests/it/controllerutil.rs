@@ -2,7 +2,7 @@
 //! (what they write, and that they write nothing when nothing changed), owner references
 //! (one controller, garbage collection) and finalizers.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! ConversionReview JSON bodies, a client trusting the test's CA, certificates rotated on disk,
 //! metrics, and the server run by a Manager before its caches.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! The cache, the Kind source and the client against the embedded API server, over HTTP.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,7 +9,7 @@
 //! any count. `CRT_SHARDING_OBJECTS=10000 cargo test --release -p controller-runtime --test
 //! sharding` runs the 10,000.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! are trimmed, so once the window has filled the heap must not keep growing), whether any
 //! write failed, and whether the watchers kept up.
 //!
-//! Run: `cargo bench -p crt-apiserver --bench soak`. `CRT_SOAK_SECS` sets the duration
+//! Run: `cargo bench --manifest-path crates/benches/Cargo.toml --bench soak`. `CRT_SOAK_SECS` sets the duration
 //! (default 600 under `cargo bench`; `cargo test --benches` runs it for 2 s as a smoke test).
 //! It measures and prints; it asserts only that the run did what it claims (writes happened,
 //! watchers saw events).

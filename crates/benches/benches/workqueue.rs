@@ -8,7 +8,7 @@
 //! Items are `Request`s (`namespace/name`, cloned from a pool: the clone is part of the cost, as
 //! a handler creates the request) and, to show the queue's own cost, `u64`s.
 //!
-//! Run: `cargo bench -p controller-runtime --bench workqueue -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench --manifest-path crates/benches/Cargo.toml --bench workqueue -- --warm-up-time 1 --measurement-time 3`
 //!
 //! Profiling: `CRT_BENCH_PROFILE=<case>` (`plain/u64`, `plain/request`, `priority/u64`,
 //! `priority/request`) runs only that case's add+get+done cycle, `CRT_BENCH_PROFILE_N` times
@@ -16,7 +16,7 @@
 //!
 //! ```text
 //! CRT_BENCH_PROFILE=plain/u64 CRT_BENCH_PROFILE_N=100000 valgrind --tool=callgrind \
-//!     target/release/deps/workqueue-<hash>
+//!     crates/benches/target/release/deps/workqueue-<hash>
 //! ```
 //!
 //! Two runs with different N give the instructions per cycle without the set-up:

@@ -10,8 +10,8 @@
 //!   on every read.
 //!
 //! ```sh
-//! cargo bench -p controller-runtime --bench read_your_writes
-//! CRT_BENCH_READS=200000 cargo bench -p controller-runtime --bench read_your_writes
+//! cargo bench --manifest-path crates/benches/Cargo.toml --bench read_your_writes
+//! CRT_BENCH_READS=200000 cargo bench --manifest-path crates/benches/Cargo.toml --bench read_your_writes
 //! ```
 
 use std::time::Instant;

@@ -28,7 +28,7 @@
 //! `use` of one of the current module's children. `#[path]` attributes are refused with a
 //! message rather than guessed at.
 //!
-//! Run it alone with `cargo test -p crt --test module_cycles -- --nocapture` (it prints what it
+//! Run it alone with `cargo test -p crt --test it module_cycles -- --nocapture` (it prints what it
 //! found for every crate).
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -4,8 +4,6 @@
 //! `eventually`. One test binary for all of them: each binary links the whole dependency tree,
 //! which on a 2-core CI machine costs more than the tests take to run.
 
-mod support;
-
 #[path = "parity/client_options.rs"]
 mod client_options;
 #[cfg(feature = "envtest")]

@@ -28,9 +28,9 @@
 //! Each runtime runs with its default options, then with its best (see `ours.rs`, `kube.rs`).
 //!
 //! ```sh
-//! cargo bench -p controller-runtime --bench e2e          # 10,000 and 100,000, 3 rounds
+//! cargo bench --manifest-path crates/benches/Cargo.toml --bench e2e          # 10,000 and 100,000, 3 rounds
 //! CRT_E2E_SIZES=10000 CRT_E2E_ROUNDS=1 CRT_E2E_ONLY=cold,churn \
-//!     cargo bench -p controller-runtime --bench e2e
+//!     cargo bench --manifest-path crates/benches/Cargo.toml --bench e2e
 //! ```
 //!
 //! Knobs: `CRT_E2E_SIZES` (comma-separated N), `CRT_E2E_ROUNDS`, `CRT_E2E_ONLY` (scenarios
