@@ -1,4 +1,4 @@
-//! End to end, beside kube-runtime 5.0 (issue 19): whole controllers, each in its own process,
+//! End to end, beside kube-runtime 5.0: whole controllers, each in its own process,
 //! against one embedded API server in another.
 //!
 //! This binary plays three roles, chosen by `CRT_E2E_ROLE`: the driver (no role: what `cargo

@@ -1,5 +1,5 @@
 //! The handle on the store: [`Storage`], what callers hold. Its methods are the storage API:
-//! the synchronous verbs in `mod.rs`, the async writes through admission webhooks in
+//! the synchronous verbs in `storage.rs`, the async writes through admission webhooks in
 //! `hooked.rs`. A leaf over `store`, so that both can name it without importing each other.
 
 use std::sync::Arc;

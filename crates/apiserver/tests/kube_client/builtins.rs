@@ -1,4 +1,4 @@
-//! Every built-in resource issue 3 lists, over HTTP: a minimal valid object (valid for the
+//! Every built-in resource, over HTTP: a minimal valid object (valid for the
 //! real kube-apiserver too) is created, read, listed and found in discovery with its
 //! subresources; and a CRD's short names and categories are published by discovery.
 

@@ -1,4 +1,4 @@
-//! The client's handles, [`Client`] and [`Objects`]: their methods are in `mod.rs` (reads and
+//! The client's handles, [`Client`] and [`Objects`]: their methods are in `client.rs` (reads and
 //! writes), `apply.rs` (server-side apply) and `subresource.rs`. A leaf of `client`, so that
 //! each of those can name them without importing the others.
 

@@ -1,4 +1,4 @@
-//! The state a controller shares with its workers. A leaf of `controller`: `mod.rs` (the
+//! The state a controller shares with its workers. A leaf of `controller`: `controller.rs` (the
 //! controller's methods) and `worker.rs` (the reconcile loop) both read it.
 
 use std::collections::HashMap;

@@ -1,4 +1,5 @@
-//! Issue 18's parity sweep against the embedded API server: reconcile results' priority and
+//! Options that match controller-runtime's, against the embedded API server: reconcile
+//! results' priority and
 //! debounce, the Manager's controller defaults and options, the client's write defaults,
 //! subresources and partial apply, the cache's transforms and metrics, and envtest's
 //! `eventually`. One test binary for all of them: each binary links the whole dependency tree,

@@ -1,4 +1,4 @@
-//! Issue 15's acceptance through both halves at once: this process's webhook server (a
+//! Webhooks through both halves at once: this process's webhook server (a
 //! [`Manager`] with a [`WebhookBuilder`]: a defaulter, a validator and a hub-and-spoke
 //! conversion) installed into the test environment's embedded API server with
 //! [`Running::install_webhooks`](controller_runtime::envtest::Running::install_webhooks), and
