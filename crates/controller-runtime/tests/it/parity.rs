@@ -1,6 +1,6 @@
 //! Options that match controller-runtime's, against the embedded API server: reconcile
-//! results' priority and
-//! debounce, the Manager's controller defaults and options, the client's write defaults,
+//! results' priority and debounce, the Manager's controller defaults and options, the
+//! client's write defaults,
 //! subresources and partial apply, the cache's transforms and metrics, and envtest's
 //! `eventually`. One test binary for all of them: each binary links the whole dependency tree,
 //! which on a 2-core CI machine costs more than the tests take to run.
