@@ -1,7 +1,16 @@
-//! `flowcontrol.apiserver.k8s.io/v1`: API priority and fairness (stored, not enforced).
+//! `flowcontrol.apiserver.k8s.io/v1`: API priority and fairness, as clients see it (requests
+//! are classified, not queued or limited).
+//!
+//! - [`bootstrap`]: the configuration created at server start.
+//! - [`classify`]: the classification every response reports in its headers, and the
+//!   FlowSchemas' `Dangling` condition.
 
+pub(crate) mod bootstrap;
+pub(crate) mod classify;
 mod flowschema;
 mod prioritylevelconfiguration;
+
+pub use classify::{Classification, PriorityAndFairness};
 
 use super::{GENERATION, Row, STATUS, row};
 
