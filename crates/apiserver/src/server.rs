@@ -135,7 +135,7 @@ impl Server {
             .map_err(|source| Error::Listen { addr: host, source })?;
         let storage = Storage::new(config.storage.clone());
         crate::auth::bootstrap::install(&storage);
-        crate::kinds::flowcontrol::bootstrap::install(&storage);
+        crate::http::flowcontrol::install(&storage);
         storage.install_kubernetes_service(addr);
         let state = Arc::new(AppState {
             faults: Faults::new(storage.clone()),

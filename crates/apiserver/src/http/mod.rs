@@ -10,6 +10,8 @@
 //! - `converted`: requests at a version a CRD converts through its conversion webhook.
 //! - [`openapi`]: the OpenAPI documents (with the served kinds' schemas) kubectl reads.
 //! - [`reviews`]: `kubectl auth can-i` / `whoami` (self access and subject reviews).
+//! - `flowcontrol`: API priority and fairness: the bootstrap configuration, each request's
+//!   classification (its response headers) and the FlowSchemas' `Dangling` condition.
 //! - [`token_request`]: `serviceaccounts/NAME/token` (`kubectl create token`).
 //! - [`yaml`]: YAML request bodies and answers.
 
@@ -30,6 +32,7 @@ use crate::storage::Storage;
 mod component_statuses;
 mod converted;
 mod duplicates;
+pub(crate) mod flowcontrol;
 mod health;
 pub mod objects;
 pub mod openapi;
@@ -42,7 +45,7 @@ pub mod token_request;
 pub mod watch;
 pub mod yaml;
 
-pub use crate::kinds::flowcontrol::{Classification, PriorityAndFairness};
+pub use flowcontrol::{Classification, PriorityAndFairness};
 pub use request::{Route, parse_path};
 pub use response::Body;
 
@@ -110,14 +113,8 @@ where
     let headers = resp.headers_mut();
     if let Some(c) = classified {
         for (name, uid) in [
-            (
-                crate::kinds::flowcontrol::classify::FLOW_SCHEMA_HEADER,
-                c.flow_schema_uid,
-            ),
-            (
-                crate::kinds::flowcontrol::classify::PRIORITY_LEVEL_HEADER,
-                c.priority_level_uid,
-            ),
+            (flowcontrol::FLOW_SCHEMA_HEADER, c.flow_schema_uid),
+            (flowcontrol::PRIORITY_LEVEL_HEADER, c.priority_level_uid),
         ] {
             if let Ok(v) = http::HeaderValue::from_str(&uid) {
                 headers.insert(name, v);

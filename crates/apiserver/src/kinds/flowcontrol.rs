@@ -1,16 +1,12 @@
 //! `flowcontrol.apiserver.k8s.io/v1`: API priority and fairness, as clients see it (requests
 //! are classified, not queued or limited).
 //!
-//! - [`bootstrap`]: the configuration created at server start.
-//! - [`classify`]: the classification every response reports in its headers, and the
-//!   FlowSchemas' `Dangling` condition.
+//! [`bootstrap`] holds the configuration created at server start; the HTTP layer's
+//! `flowcontrol` module creates it and classifies requests by it.
 
 pub(crate) mod bootstrap;
-pub(crate) mod classify;
 mod flowschema;
 mod prioritylevelconfiguration;
-
-pub use classify::{Classification, PriorityAndFairness};
 
 use super::{GENERATION, Row, STATUS, row};
 

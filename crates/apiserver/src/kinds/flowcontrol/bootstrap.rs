@@ -3,19 +3,18 @@
 //! `exempt` and `catch-all` with their FlowSchemas of the same names, and the suggested ones
 //! (`system`, `node-high`, `leader-election`, `workload-high`, `workload-low`,
 //! `global-default` and the eleven FlowSchemas sending to them). Each carries
-//! `apf.kubernetes.io/autoupdate-spec: "true"` and is written by the field manager
-//! `api-priority-and-fairness-config-producer-v1`, as upstream's ensurer writes it.
+//! `apf.kubernetes.io/autoupdate-spec: "true"`; the server creates them at start as the field
+//! manager `api-priority-and-fairness-config-producer-v1`, as upstream's ensurer does (see
+//! `http::flowcontrol`).
 
 use serde_json::{Value, json};
-
-use crate::storage::{Storage, WriteOptions};
 
 /// The API group.
 pub(crate) const GROUP: &str = "flowcontrol.apiserver.k8s.io";
 /// The annotation marking an object the server keeps up to date.
 pub(crate) const AUTOUPDATE: &str = "apf.kubernetes.io/autoupdate-spec";
-/// The field manager of the objects created here.
-const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
+/// The field manager of the objects created at start.
+pub(crate) const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
 
 /// Every verb, group, resource, namespace or non-resource URL (`*`).
 const ALL: &[&str] = &["*"];
@@ -312,30 +311,4 @@ pub(crate) fn flow_schemas() -> Vec<Value> {
             everything(groups(EVERYONE)),
         ),
     ]
-}
-
-/// Creates the configuration (priority levels first, so that no FlowSchema is ever dangling),
-/// leaving any object that already exists as it is, then sets each FlowSchema's `Dangling`
-/// condition.
-pub(crate) fn install(storage: &Storage) {
-    let opts = WriteOptions {
-        field_manager: Some(PRODUCER.into()),
-        ..Default::default()
-    };
-    for (plural, objects) in [
-        ("prioritylevelconfigurations", priority_levels()),
-        ("flowschemas", flow_schemas()),
-    ] {
-        let Some(res) = storage.resolve(GROUP, "v1", plural) else {
-            continue;
-        };
-        for obj in objects {
-            if let Err(e) = storage.create(&res, None, obj, &opts)
-                && e.code != 409
-            {
-                tracing::error!("creating the default {plural}: {e}");
-            }
-        }
-    }
-    super::classify::sync_conditions(storage);
 }

@@ -1,6 +1,8 @@
-//! Request classification, as kube-apiserver's priority-and-fairness filter classifies every
-//! request it serves (upstream's `util/flowcontrol`), and the config controller's `Dangling`
-//! condition on FlowSchemas.
+//! API priority and fairness as clients see it: the bootstrap configuration created at start
+//! ([`install`], the objects of `kinds::flowcontrol::bootstrap`), request classification as
+//! kube-apiserver's priority-and-fairness filter classifies every request it serves
+//! (upstream's `util/flowcontrol`), and the config controller's `Dangling` condition on
+//! FlowSchemas. Requests are classified, never queued nor rejected.
 //!
 //! A request is matched against the FlowSchemas in order of `matchingPrecedence` (ascending,
 //! ties broken by name); the first one with a rule matching it classifies it, into that
@@ -33,8 +35,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Value, json};
 
-use super::bootstrap::{self, GROUP};
 use crate::auth::authz::RequestAttributes;
+use crate::kinds::flowcontrol::bootstrap::{self, GROUP};
 use crate::storage::{PatchType, Storage, WriteOptions};
 use crate::user::UserInfo;
 
@@ -113,6 +115,32 @@ impl PriorityAndFairness {
         sync_conditions(storage);
         snapshot
     }
+}
+
+/// Creates the bootstrap configuration (priority levels first, so that no FlowSchema is ever dangling),
+/// leaving any object that already exists as it is, then sets each FlowSchema's `Dangling`
+/// condition.
+pub(crate) fn install(storage: &Storage) {
+    let opts = WriteOptions {
+        field_manager: Some(bootstrap::PRODUCER.into()),
+        ..Default::default()
+    };
+    for (plural, objects) in [
+        ("prioritylevelconfigurations", bootstrap::priority_levels()),
+        ("flowschemas", bootstrap::flow_schemas()),
+    ] {
+        let Some(res) = storage.resolve(GROUP, "v1", plural) else {
+            continue;
+        };
+        for obj in objects {
+            if let Err(e) = storage.create(&res, None, obj, &opts)
+                && e.code != 409
+            {
+                tracing::error!("creating the default {plural}: {e}");
+            }
+        }
+    }
+    sync_conditions(storage);
 }
 
 /// Serializes the status syncs, so that two requests seeing the same change write once.
@@ -863,7 +891,7 @@ mod tests {
     #[test]
     fn bootstrap_objects_are_stored_annotated_and_not_dangling() {
         let store = Storage::default();
-        bootstrap::install(&store);
+        install(&store);
         let apf = PriorityAndFairness::default();
         let fs_res = store.resolve(GROUP, "v1", "flowschemas").unwrap();
         let pl_res = store
