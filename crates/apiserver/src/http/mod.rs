@@ -167,6 +167,8 @@ where
         return response::error(&err);
     }
     if let Some(err) = invalid_timeout(&attrs, req.uri().query()) {
+        // Upstream's deadline filter answers before priority and fairness classifies.
+        *classified = None;
         return response::error(&err);
     }
     req.extensions_mut().insert(Arc::new(user));
