@@ -10,6 +10,8 @@
 //! - `converted`: requests at a version a CRD converts through its conversion webhook.
 //! - [`openapi`]: the OpenAPI documents (with the served kinds' schemas) kubectl reads.
 //! - [`reviews`]: `kubectl auth can-i` / `whoami` (self access and subject reviews).
+//! - `flowcontrol`: API priority and fairness: the bootstrap configuration, each request's
+//!   classification (its response headers) and the FlowSchemas' `Dangling` condition.
 //! - [`token_request`]: `serviceaccounts/NAME/token` (`kubectl create token`).
 //! - [`yaml`]: YAML request bodies and answers.
 
@@ -30,6 +32,7 @@ use crate::storage::Storage;
 mod component_statuses;
 mod converted;
 mod duplicates;
+pub(crate) mod flowcontrol;
 mod health;
 pub mod objects;
 pub mod openapi;
@@ -42,6 +45,7 @@ pub mod token_request;
 pub mod watch;
 pub mod yaml;
 
+pub use flowcontrol::{Classification, PriorityAndFairness};
 pub use request::{Route, parse_path};
 pub use response::Body;
 
@@ -59,6 +63,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// `host:port` as clients reach the server, for `/api`.
     pub server_address: String,
+    /// The API priority and fairness classifier.
+    pub apf: PriorityAndFairness,
 }
 
 impl std::fmt::Debug for AppState {
@@ -77,7 +83,11 @@ impl std::fmt::Debug for AppState {
 /// `Arc<UserInfo>` extension to the handlers.
 ///
 /// Every answer carries the headers kube-apiserver's filters add: `Audit-Id` (the request's
-/// own when it sent one, else a new UUID) and `Cache-Control: no-cache, private`.
+/// own when it sent one, else a new UUID) and `Cache-Control: no-cache, private`; and every
+/// request classified by API priority and fairness (authenticated and, when impersonating,
+/// allowed to: upstream's filter runs after those and before authorization, so a 403 carries
+/// them and a 401 does not) the uids of its FlowSchema and priority level,
+/// `X-Kubernetes-PF-FlowSchema-UID` and `X-Kubernetes-PF-PriorityLevel-UID`.
 pub async fn handle<B>(state: Arc<AppState>, req: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body + Send + 'static,
@@ -89,8 +99,28 @@ where
         .filter(|v| !v.is_empty())
         .cloned()
         .or_else(|| http::HeaderValue::from_str(&crate::uid::new_uid()).ok());
-    let mut resp = handle_request(state, req).await;
+    let flowcontrol_write = !matches!(*req.method(), Method::GET | Method::HEAD)
+        && req
+            .uri()
+            .path()
+            .starts_with("/apis/flowcontrol.apiserver.k8s.io/");
+    let mut classified = None;
+    let mut resp = handle_request(&state, req, &mut classified).await;
+    if flowcontrol_write {
+        // The config controller's status sync, run inside the write that makes it due.
+        state.apf.refresh(&state.storage);
+    }
     let headers = resp.headers_mut();
+    if let Some(c) = classified {
+        for (name, uid) in [
+            (flowcontrol::FLOW_SCHEMA_HEADER, c.flow_schema_uid),
+            (flowcontrol::PRIORITY_LEVEL_HEADER, c.priority_level_uid),
+        ] {
+            if let Ok(v) = http::HeaderValue::from_str(&uid) {
+                headers.insert(name, v);
+            }
+        }
+    }
     if let Some(id) = audit_id {
         headers.insert("audit-id", id);
     }
@@ -101,7 +131,11 @@ where
     resp
 }
 
-async fn handle_request<B>(state: Arc<AppState>, mut req: Request<B>) -> Response<Body>
+async fn handle_request<B>(
+    state: &Arc<AppState>,
+    mut req: Request<B>,
+    classified: &mut Option<Classification>,
+) -> Response<Body>
 where
     B: hyper::body::Body + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -124,6 +158,7 @@ where
         }
     };
     let attrs = request_attributes(req.method(), req.uri(), &route);
+    *classified = state.apf.classify(&state.storage, &user, &attrs);
     if let authz::Decision::Deny(reason) = state.authz.authorize(&user, &attrs) {
         return response::error(&authz::forbidden(&user, &attrs, &reason));
     }
@@ -132,6 +167,8 @@ where
         return response::error(&err);
     }
     if let Some(err) = invalid_timeout(&attrs, req.uri().query()) {
+        // Upstream's deadline filter answers before priority and fairness classifies.
+        *classified = None;
         return response::error(&err);
     }
     req.extensions_mut().insert(Arc::new(user));
@@ -168,7 +205,7 @@ where
                 .get(header::ACCEPT)
                 .and_then(|v| v.to_str().ok()),
         );
-    let mut resp = match dispatch(&state, route, req).await {
+    let mut resp = match dispatch(state, route, req).await {
         Ok(resp) => resp,
         Err(err) => response::error(&err),
     };

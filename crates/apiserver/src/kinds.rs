@@ -45,7 +45,7 @@ mod coordination;
 mod core;
 mod discovery;
 mod events;
-mod flowcontrol;
+pub(crate) mod flowcontrol;
 mod networking;
 mod node;
 mod policy;

@@ -135,6 +135,7 @@ impl Server {
             .map_err(|source| Error::Listen { addr: host, source })?;
         let storage = Storage::new(config.storage.clone());
         crate::auth::bootstrap::install(&storage);
+        crate::http::flowcontrol::install(&storage);
         storage.install_kubernetes_service(addr);
         let state = Arc::new(AppState {
             faults: Faults::new(storage.clone()),
@@ -146,6 +147,7 @@ impl Server {
                 .with_service_accounts(token_signer.clone(), Arc::new(storage.clone())),
             max_body_bytes: config.max_body_bytes,
             server_address: addr.to_string(),
+            apf: Default::default(),
         });
         let server = Server {
             state,

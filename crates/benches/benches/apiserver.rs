@@ -321,6 +321,7 @@ async fn http_handler() {
         storage,
         max_body_bytes: 3 << 20,
         server_address: "127.0.0.1:0".into(),
+        apf: Default::default(),
     });
     let start = Instant::now();
     for i in 0..OBJECTS {
@@ -468,6 +469,7 @@ fn profile_loop(kind: &str, prefix: &str, n: usize) {
         authz: crt_apiserver::auth::authz::Authorizer::new(storage.clone()),
         max_body_bytes: 3 << 20,
         server_address: "127.0.0.1:0".into(),
+        apf: Default::default(),
     });
     let res = storage.resolve("", "v1", "configmaps").unwrap();
     // kube-client sends no user agent: the HTTP layer names the manager "".

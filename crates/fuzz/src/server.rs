@@ -68,6 +68,7 @@ fn new_state() -> Arc<AppState> {
         storage,
         max_body_bytes: 3 << 20,
         server_address: "127.0.0.1:0".into(),
+        apf: Default::default(),
     });
     for (path, body) in SEED {
         let answer = send_to(&state, "POST", path, &[], body.as_bytes().to_vec());

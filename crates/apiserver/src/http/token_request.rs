@@ -275,6 +275,7 @@ mod tests {
             storage,
             max_body_bytes: 1 << 20,
             server_address: "127.0.0.1:0".into(),
+            apf: Default::default(),
         }
     }
 

@@ -1,5 +1,10 @@
-//! `flowcontrol.apiserver.k8s.io/v1`: API priority and fairness (stored, not enforced).
+//! `flowcontrol.apiserver.k8s.io/v1`: API priority and fairness, as clients see it (requests
+//! are classified, not queued or limited).
+//!
+//! [`bootstrap`] holds the configuration created at server start; the HTTP layer's
+//! `flowcontrol` module creates it and classifies requests by it.
 
+pub(crate) mod bootstrap;
 mod flowschema;
 mod prioritylevelconfiguration;
 
