@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use crate::json;
 use serde_json::{Value, json};
 
 use super::attributes::RequestAttributes;
@@ -61,10 +62,6 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 impl Rule {
@@ -221,16 +218,16 @@ impl Binding {
             .into_iter()
             .flatten()
             .map(|s| Subject {
-                kind: str_at(s, "/kind").to_string(),
-                name: str_at(s, "/name").to_string(),
-                namespace: str_at(s, "/namespace").to_string(),
+                kind: json::str_at(s, &["kind"]).to_string(),
+                name: json::str_at(s, &["name"]).to_string(),
+                namespace: json::str_at(s, &["namespace"]).to_string(),
             })
             .collect();
         Binding {
-            name: str_at(v, "/metadata/name").to_string(),
-            namespace: str_at(v, "/metadata/namespace").to_string(),
-            role_kind: str_at(v, "/roleRef/kind").to_string(),
-            role_name: str_at(v, "/roleRef/name").to_string(),
+            name: json::str_at(v, &["metadata", "name"]).to_string(),
+            namespace: json::str_at(v, &["metadata", "namespace"]).to_string(),
+            role_kind: json::str_at(v, &["roleRef", "kind"]).to_string(),
+            role_name: json::str_at(v, &["roleRef", "name"]).to_string(),
             subjects,
         }
     }
@@ -334,13 +331,13 @@ impl Policy {
     ) -> Policy {
         let mut policy = Policy::default();
         for r in cluster_roles {
-            let name = str_at(r, "/metadata/name").to_string();
+            let name = json::str_at(r, &["metadata", "name"]).to_string();
             policy.cluster_roles.insert(name, Rule::list(r).into());
         }
         for r in roles {
             let key = (
-                str_at(r, "/metadata/namespace").to_string(),
-                str_at(r, "/metadata/name").to_string(),
+                json::str_at(r, &["metadata", "namespace"]).to_string(),
+                json::str_at(r, &["metadata", "name"]).to_string(),
             );
             policy.roles.insert(key, Rule::list(r).into());
         }

@@ -16,6 +16,7 @@
 //! a review is itself authorized like any create (`create subjectaccessreviews`, which
 //! `system:basic-user` grants every authenticated user for the self reviews only).
 
+use crate::json;
 use serde_json::{Map, Value, json};
 
 use crate::auth::UserInfo;
@@ -62,7 +63,7 @@ pub fn answer(plural: &str, body: Value, by: &Reviewer<'_>) -> Result<Value, Api
             }
             let spec = body.get("spec").cloned().unwrap_or(Value::Null);
             let mut errs = check_attributes(&spec);
-            if str_at(&spec, "/user").is_empty() && strings(&spec, "groups").is_empty() {
+            if json::str_at(&spec, &["user"]).is_empty() && strings(&spec, "groups").is_empty() {
                 errs.push(FieldError::invalid_go(
                     "spec.user",
                     "\"\"",
@@ -84,7 +85,7 @@ pub fn answer(plural: &str, body: Value, by: &Reviewer<'_>) -> Result<Value, Api
             access_status(by.authz, &subject_of(&spec), &spec)
         }
         "selfsubjectrulesreviews" => {
-            let namespace = str_at(&body, "/spec/namespace");
+            let namespace = json::str_at(&body, &["spec", "namespace"]);
             if namespace.is_empty() {
                 return Err(ApiError::bad_request("no namespace on request"));
             }
@@ -144,10 +145,6 @@ pub fn answer(plural: &str, body: Value, by: &Reviewer<'_>) -> Result<Value, Api
 
 const GROUP: &str = "authorization.k8s.io";
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 fn strings(v: &Value, key: &str) -> Vec<String> {
     v.get(key)
         .and_then(Value::as_array)
@@ -175,8 +172,8 @@ fn check_attributes(spec: &Value) -> Vec<FieldError> {
             "spec.nonResourceAttributes",
             &format!(
                 "authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}",
-                str_at(na, "/path"),
-                str_at(na, "/verb")
+                json::str_at(na, &["path"]),
+                json::str_at(na, &["verb"])
             ),
             "cannot be specified in combination with resourceAttributes",
         ));
@@ -219,7 +216,7 @@ fn check_metadata(body: &Value, local: bool) -> Vec<FieldError> {
         "metadata",
         &format!(
             "v1.ObjectMeta{{Name:{:?}, ...}}",
-            str_at(body, "/metadata/name")
+            json::str_at(body, &["metadata", "name"])
         ),
         detail,
     )]
@@ -233,7 +230,7 @@ fn set_namespace(body: &mut Value, namespace: Option<&str>) -> Result<(), ApiErr
             "namespace is required on this type: {path_ns}"
         )));
     }
-    let given = str_at(body, "/metadata/namespace").to_string();
+    let given = json::str_at(body, &["metadata", "namespace"]).to_string();
     if !given.is_empty() && given != path_ns {
         return Err(ApiError::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",
@@ -249,9 +246,9 @@ fn set_namespace(body: &mut Value, namespace: Option<&str>) -> Result<(), ApiErr
 /// A local review asks about its own namespace, and about resources only.
 fn check_local(body: &Value, spec: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let ns = str_at(body, "/metadata/namespace");
+    let ns = json::str_at(body, &["metadata", "namespace"]);
     if present(spec, "resourceAttributes") {
-        let asked = str_at(spec, "/resourceAttributes/namespace");
+        let asked = json::str_at(spec, &["resourceAttributes", "namespace"]);
         if asked != ns {
             errs.push(FieldError::invalid(
                 "spec.resourceAttributes.namespace",
@@ -266,8 +263,8 @@ fn check_local(body: &Value, spec: &Value) -> Vec<FieldError> {
             "spec.nonResourceAttributes",
             &format!(
                 "authorization.NonResourceAttributes{{Path:{:?}, Verb:{:?}}}",
-                str_at(na, "/path"),
-                str_at(na, "/verb")
+                json::str_at(na, &["path"]),
+                json::str_at(na, &["verb"])
             ),
             "disallowed on this kind of request",
         ));
@@ -298,8 +295,8 @@ fn subject_of(spec: &Value) -> UserInfo {
         })
         .unwrap_or_default();
     UserInfo {
-        name: str_at(spec, "/user").to_string(),
-        uid: str_at(spec, "/uid").to_string(),
+        name: json::str_at(spec, &["user"]).to_string(),
+        uid: json::str_at(spec, &["uid"]).to_string(),
         groups: strings(spec, "groups"),
         extra,
     }
@@ -309,23 +306,23 @@ fn subject_of(spec: &Value) -> UserInfo {
 /// `NonResourceAttributesFrom`).
 pub fn attributes_of(spec: &Value) -> RequestAttributes {
     if let Some(ra) = spec.get("resourceAttributes").filter(|v| !v.is_null()) {
-        let version = str_at(ra, "/version");
+        let version = json::str_at(ra, &["version"]);
         return RequestAttributes {
-            verb: str_at(ra, "/verb").to_string(),
+            verb: json::str_at(ra, &["verb"]).to_string(),
             resource_request: true,
-            api_group: str_at(ra, "/group").to_string(),
+            api_group: json::str_at(ra, &["group"]).to_string(),
             api_version: if version.is_empty() { "*" } else { version }.to_string(),
-            resource: str_at(ra, "/resource").to_string(),
-            subresource: str_at(ra, "/subresource").to_string(),
-            namespace: str_at(ra, "/namespace").to_string(),
-            name: str_at(ra, "/name").to_string(),
+            resource: json::str_at(ra, &["resource"]).to_string(),
+            subresource: json::str_at(ra, &["subresource"]).to_string(),
+            namespace: json::str_at(ra, &["namespace"]).to_string(),
+            name: json::str_at(ra, &["name"]).to_string(),
             ..Default::default()
         };
     }
     let na = spec.get("nonResourceAttributes").unwrap_or(&Value::Null);
     RequestAttributes {
-        verb: str_at(na, "/verb").to_string(),
-        path: str_at(na, "/path").to_string(),
+        verb: json::str_at(na, &["verb"]).to_string(),
+        path: json::str_at(na, &["path"]).to_string(),
         ..Default::default()
     }
 }

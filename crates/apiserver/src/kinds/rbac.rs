@@ -6,6 +6,7 @@ mod role;
 mod rolebinding;
 
 use super::{Row, row};
+use crate::json;
 use crate::table::columns::*;
 use serde_json::json;
 
@@ -24,8 +25,8 @@ pub(super) fn binding_columns() -> Vec<(&'static str, CellFn)> {
     vec![("Role", |o| {
         json!(format!(
             "{}/{}",
-            str_at(o, "/roleRef/kind"),
-            str_at(o, "/roleRef/name")
+            json::str_at(o, &["roleRef", "kind"]),
+            json::str_at(o, &["roleRef", "name"])
         ))
     })]
 }

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::json;
 use serde_json::{Value, json};
 
 use super::meta;
@@ -17,12 +18,6 @@ use crate::schema::StructuralSchema;
 use crate::validation::{
     FieldError, NameFormat, is_dns1123_label, is_dns1123_subdomain, validate_name,
 };
-
-fn s<'a>(v: &'a Value, path: &str) -> &'a str {
-    meta::get_path(v, path)
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
 
 /// Fills in the defaults of a CRD's spec (singular, listKind, conversion) and checks it;
 /// sets the status the real server reports once the CRD is established.
@@ -54,16 +49,16 @@ pub(crate) fn prepare_create(crd: &mut Value) -> Vec<FieldError> {
 }
 
 fn apply_spec_defaults(crd: &mut Value) {
-    let kind = s(crd, ".spec.names.kind").to_string();
+    let kind = json::str_at(crd, &["spec", "names", "kind"]).to_string();
     if !kind.is_empty() {
-        if s(crd, ".spec.names.singular").is_empty() {
+        if json::str_at(crd, &["spec", "names", "singular"]).is_empty() {
             meta::set_path(
                 crd,
                 ".spec.names.singular",
                 Value::from(kind.to_ascii_lowercase()),
             );
         }
-        if s(crd, ".spec.names.listKind").is_empty() {
+        if json::str_at(crd, &["spec", "names", "listKind"]).is_empty() {
             meta::set_path(
                 crd,
                 ".spec.names.listKind",
@@ -86,8 +81,8 @@ fn versions(crd: &Value) -> Vec<Value> {
 /// Checks a CRD as the real server's validation does (the parts that decide what is served).
 pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let group = s(crd, ".spec.group");
-    let plural = s(crd, ".spec.names.plural");
+    let group = json::str_at(crd, &["spec", "group"]);
+    let plural = json::str_at(crd, &["spec", "names", "plural"]);
     let name = meta::name(crd);
     if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
         errs.push(FieldError::invalid(
@@ -108,7 +103,7 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
         ));
     }
     for field in ["plural", "singular"] {
-        let v = s(crd, &format!(".spec.names.{field}"));
+        let v = json::str_at(crd, &["spec", "names", field]);
         if v.is_empty() {
             errs.push(FieldError::required(format!("spec.names.{field}"), ""));
         } else if !is_dns1123_label(v) {
@@ -120,7 +115,7 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
         }
     }
     for field in ["kind", "listKind"] {
-        if s(crd, &format!(".spec.names.{field}")).is_empty() {
+        if json::str_at(crd, &["spec", "names", field]).is_empty() {
             errs.push(FieldError::required(format!("spec.names.{field}"), ""));
         }
     }
@@ -136,7 +131,7 @@ pub(crate) fn validate(crd: &Value) -> Vec<FieldError> {
             ));
         }
     }
-    match s(crd, ".spec.scope") {
+    match json::str_at(crd, &["spec", "scope"]) {
         "Namespaced" | "Cluster" => {}
         "" => errs.push(FieldError::required("spec.scope", "")),
         other => errs.push(FieldError::not_supported(
@@ -421,7 +416,7 @@ fn validate_conversion(crd: &Value) -> Vec<FieldError> {
     let Some(conversion) = meta::get_path(crd, ".spec.conversion").filter(|c| !c.is_null()) else {
         return errs;
     };
-    let strategy = s(conversion, ".strategy");
+    let strategy = json::str_at(conversion, &["strategy"]);
     match strategy {
         "None" | "Webhook" => {}
         "" => errs.push(FieldError::required("spec.conversion.strategy", "")),
@@ -477,14 +472,14 @@ fn validate_conversion(crd: &Value) -> Vec<FieldError> {
                 (None, Some(service)) => {
                     let at = format!("{CLIENT_CONFIG}.service");
                     for f in ["name", "namespace"] {
-                        if s(service, &format!(".{f}")).is_empty() {
+                        if json::str_at(service, &[f]).is_empty() {
                             errs.push(FieldError::required(
                                 format!("{at}.{f}"),
                                 &format!("service {f} is required"),
                             ));
                         }
                     }
-                    let path = s(service, ".path");
+                    let path = json::str_at(service, &["path"]);
                     if !path.is_empty() && !path.starts_with('/') {
                         errs.push(FieldError::invalid(
                             format!("{at}.path"),
@@ -645,8 +640,8 @@ pub(crate) fn set_condition(
 
 /// The resources a CRD serves: one per served version.
 pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
-    let group = s(crd, ".spec.group").to_string();
-    let names = |f: &str| s(crd, &format!(".spec.names.{f}")).to_string();
+    let group = json::str_at(crd, &["spec", "group"]).to_string();
+    let names = |f: &str| json::str_at(crd, &["spec", "names", f]).to_string();
     let list = |f: &str| meta::string_list(meta::get_path(crd, &format!(".spec.names.{f}")));
     // Every served version publishes the hash of the storage version.
     let hash = versions(crd)
@@ -660,8 +655,8 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
         .map(|v| {
             let subs = v.get("subresources");
             let scale = subs.and_then(|s| s.get("scale")).map(|sc| ScaleInfo {
-                spec_replicas_path: s(sc, ".specReplicasPath").to_string(),
-                status_replicas_path: s(sc, ".statusReplicasPath").to_string(),
+                spec_replicas_path: json::str_at(sc, &["specReplicasPath"]).to_string(),
+                status_replicas_path: json::str_at(sc, &["statusReplicasPath"]).to_string(),
                 label_selector_path: sc
                     .get("labelSelectorPath")
                     .and_then(Value::as_str)
@@ -678,7 +673,7 @@ pub(crate) fn resources_of(crd: &Value) -> Vec<ResourceInfo> {
                 singular: names("singular"),
                 kind: names("kind"),
                 list_kind: names("listKind"),
-                namespaced: s(crd, ".spec.scope") == "Namespaced",
+                namespaced: json::str_at(crd, &["spec", "scope"]) == "Namespaced",
                 short_names: list("shortNames"),
                 categories: list("categories"),
                 status_subresource: subs.and_then(|s| s.get("status")).is_some(),
@@ -717,9 +712,9 @@ fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
     if let Some(text) = version.get("deprecationWarning").and_then(Value::as_str) {
         return Some(text.to_string());
     }
-    let group = s(crd, ".spec.group");
-    let kind = s(crd, ".spec.names.kind");
-    let name = s(version, ".name");
+    let group = json::str_at(crd, &["spec", "group"]);
+    let kind = json::str_at(crd, &["spec", "names", "kind"]);
+    let name = json::str_at(version, &["name"]);
     let mut msg = format!("{group}/{name} {kind} is deprecated");
     let newest = versions(crd)
         .iter()
@@ -727,7 +722,7 @@ fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
             v.get("served").and_then(Value::as_bool) == Some(true)
                 && v.get("deprecated").and_then(Value::as_bool) != Some(true)
         })
-        .map(|v| s(v, ".name").to_string())
+        .map(|v| json::str_at(v, &["name"]).to_string())
         .filter(|v| version_priority(v) < version_priority(name))
         .min_by_key(|v| version_priority(v));
     if let Some(newest) = newest {
@@ -763,11 +758,14 @@ fn default_stored(st: &mut State, crd: &Value) {
     let Some(version) = versions(crd)
         .iter()
         .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .map(|v| s(v, ".name").to_string())
+        .map(|v| json::str_at(v, &["name"]).to_string())
     else {
         return;
     };
-    let rk = super::convert::storage_key(s(crd, ".spec.group"), s(crd, ".spec.names.plural"));
+    let rk = super::convert::storage_key(
+        json::str_at(crd, &["spec", "group"]),
+        json::str_at(crd, &["spec", "names", "plural"]),
+    );
     let Some(schema) = st.registry.schema(&rk, &version) else {
         return;
     };

@@ -114,10 +114,6 @@ pub(crate) fn endpoints(o: &Value) -> Value {
     }
 }
 
-pub(crate) fn str_at<'a>(o: &'a Value, pointer: &str) -> &'a str {
-    get(o, pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 /// An HPA's metrics against their targets, as `kubectl get hpa` shows them
 /// (`cpu: 45%/80%, memory: <unknown>/500Mi`), two at most and a count of the rest.
 pub(crate) fn hpa_targets(o: &Value) -> Value {

@@ -1,5 +1,6 @@
 //! HorizontalPodAutoscalers (both versions).
 
+use crate::json;
 use crate::kinds::{Strategy, strategy::DEFAULT};
 use crate::table::columns::*;
 use serde_json::{Value, json};
@@ -15,8 +16,8 @@ fn hpa_columns() -> Vec<(&'static str, CellFn)> {
         ("Reference", |o| {
             json!(format!(
                 "{}/{}",
-                str_at(o, "/spec/scaleTargetRef/kind"),
-                str_at(o, "/spec/scaleTargetRef/name")
+                json::str_at(o, &["spec", "scaleTargetRef", "kind"]),
+                json::str_at(o, &["spec", "scaleTargetRef", "name"])
             ))
         }),
         ("Targets", hpa_targets),

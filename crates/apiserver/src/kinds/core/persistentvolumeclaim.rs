@@ -1,6 +1,7 @@
 //! PersistentVolumeClaims.
 
 use super::volume_wide;
+use crate::json;
 use crate::kinds::{Strategy, defaults::*, strategy::DEFAULT};
 use crate::table::columns::*;
 use crate::validation;
@@ -27,14 +28,14 @@ fn persistent_volume_claim_columns() -> Vec<(&'static str, CellFn)> {
         ("Volume", |o| string(o, "/spec/volumeName")),
         ("Capacity", |o| {
             // Only a bound claim shows what it got.
-            if str_at(o, "/spec/volumeName").is_empty() {
+            if json::str_at(o, &["spec", "volumeName"]).is_empty() {
                 json!("")
             } else {
                 string(o, "/status/capacity/storage")
             }
         }),
         ("Access Modes", |o| {
-            if str_at(o, "/spec/volumeName").is_empty() {
+            if json::str_at(o, &["spec", "volumeName"]).is_empty() {
                 json!("")
             } else {
                 access_modes(o, "/status/accessModes")
