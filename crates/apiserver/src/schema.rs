@@ -27,7 +27,7 @@
 //! `spec.versions[i].schema.openAPIV3Schema`.
 //!
 //! Validation includes the CEL rules of `x-kubernetes-validations` (module
-//! `validation_rules`, on the CEL engine of [`crate::cel`]): they are
+//! `validation_rules`, on the crate's CEL engine, `cel`): they are
 //! compiled by [`from_value`](StructuralSchema::from_value), which refuses, as a real server
 //! does, a rule that does not parse, nests deeper than 250 levels, does not type-check against the schema of its node
 //! (`cel::check`: undefined fields, operators on the wrong types, a result that is not a

@@ -2,8 +2,8 @@
 //! workqueue.
 //!
 //! An [`EventHandler`] has one method, [`handle`](EventHandler::handle), given the
-//! [`Event`] that passed the watch's predicates and an enqueue-only handle on the controller's
-//! queue ([`Enqueue`]): a handler can add work, not take it or shut the queue down.
+//! [`Event`](crate::event::Event) that passed the watch's predicates and an enqueue-only handle on the controller's
+//! queue ([`Enqueue`](crate::workqueue::Enqueue)): a handler can add work, not take it or shut the queue down.
 //!
 //! | handler | enqueues |
 //! | --- | --- |

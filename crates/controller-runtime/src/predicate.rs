@@ -3,7 +3,7 @@
 //! A source asks every predicate of a watch before calling the handler; the event reaches the
 //! handler only if all of them return `true` (see
 //! [`EventDispatcher`](crate::source::EventDispatcher)). A predicate has one method,
-//! [`filter`](Predicate::filter), over the [`Event`] (create, update, delete or generic), and a
+//! [`filter`](Predicate::filter), over the [`Event`](crate::event::Event) (create, update, delete or generic), and a
 //! closure `Fn(&Event<K>) -> bool` is a predicate.
 //!
 //! | predicate | lets through |

@@ -49,7 +49,7 @@
 //! read by anyone on the path (the server logs a warning when the filter runs without TLS).
 //!
 //! Only `GET` and `HEAD` are answered (else 405), only at `/metrics` (else 404). Connections
-//! are served by the [`serving`](crate::serving) accept loop.
+//! are served by the [`crate::serving`] accept loop.
 
 use std::sync::Arc;
 

@@ -28,7 +28,7 @@ pub type Request = ObjectKey;
 /// What a successful reconcile asks the controller to do next (controller-runtime's `Result`):
 /// nothing, or another reconcile after a delay, at the key's priority or the one
 /// [`with_priority`](Action::with_priority) gives. A retry with backoff is an error (see the
-/// [module docs](self)).
+/// [module docs](crate::reconcile)).
 ///
 /// ```
 /// use std::time::Duration;

@@ -31,7 +31,7 @@ impl fmt::Display for EventType {
     }
 }
 
-/// What happened, to be written as an Event by [`Recorder::publish`].
+/// What happened, to be written as an Event by [`Recorder::publish`](crate::recorder::Recorder::publish).
 ///
 /// ```
 /// use controller_runtime::recorder::{EventRecord, EventType};

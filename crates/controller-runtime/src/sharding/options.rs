@@ -40,7 +40,7 @@ pub enum Error {
     },
 }
 
-/// Options of a sharded controller (see the [module docs](self)). Every field has a default;
+/// Options of a sharded controller (see the [module docs](crate::sharding)). Every field has a default;
 /// set the others with the `with_*` setters.
 ///
 /// ```

@@ -67,7 +67,7 @@ pub trait Source<K, T: QueueItem = Request>: Send + Sync {
     /// A short description for logs and errors, e.g. `kind source: ConfigMap`.
     fn describe(&self) -> String;
 
-    /// Why the source has not synced, when it knows: for [`Kind`], its informer's last list or
+    /// Why the source has not synced, when it knows: for [`Kind`](crate::source::Kind), its informer's last list or
     /// watch failure (the API server's 403 naming a missing permission, say). The controller
     /// puts it in its [`SyncTimeout`](crate::controller::Error::SyncTimeout) error. The
     /// default knows nothing.

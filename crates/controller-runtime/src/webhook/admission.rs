@@ -1,6 +1,6 @@
 //! Admission webhooks (controller-runtime's `pkg/webhook/admission`): a [`Handler`] answers an
-//! `admission.k8s.io/v1` AdmissionReview (kube-core's [`AdmissionRequest`] and
-//! [`AdmissionResponse`]); a [`Webhook`] is a handler bound to its path.
+//! `admission.k8s.io/v1` AdmissionReview (kube-core's [`AdmissionRequest`](kube_core::admission::AdmissionRequest) and
+//! [`AdmissionResponse`](kube_core::admission::AdmissionResponse)); a [`Webhook`] is a handler bound to its path.
 //!
 //! Most webhooks are typed, for one kind `K`:
 //!

@@ -1,7 +1,7 @@
 //! [`Server`]: the webhook server (controller-runtime's `webhook.Server`). HTTPS (rustls, HTTP/2
 //! and HTTP/1.1 by ALPN) on [`Options::with_port`] (9443), with the certificate and key of
 //! [`Options::with_tls`] read by a [`CertWatcher`](crate::serving::CertWatcher) and read again
-//! when they change; connections are served by the [`serving`](crate::serving) accept loop.
+//! when they change; connections are served by the [`crate::serving`] accept loop.
 //!
 //! Each registered path answers `POST` with a JSON body: an admission [`Webhook`] or, at
 //! `/convert`, the registered [conversions](super::conversion). Other methods get 405, other

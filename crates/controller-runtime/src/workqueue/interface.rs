@@ -66,7 +66,7 @@ pub const LOW_PRIORITY: i32 = -100;
 /// `Arc<dyn Queue<T>>` coerces to it).
 pub trait Enqueue<T: QueueItem>: Send + Sync {
     /// Adds `item` as `opts` say. Ignored after shutdown; an item already queued is not queued
-    /// twice (see the [module docs](self)).
+    /// twice (see the [module docs](crate::workqueue)).
     fn add_with_opts(&self, opts: AddOpts, item: T);
 
     /// Adds `item` now (`Add`).
