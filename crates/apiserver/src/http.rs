@@ -249,32 +249,11 @@ fn invalid_timeout(attrs: &RequestAttributes, query: Option<&str>) -> Option<Api
 /// A whole JSON answer re-encoded in protobuf; any other (a watch stream, a custom resource,
 /// a Table) is left as it is.
 async fn protobuf_answer(resp: Response<Body>) -> Response<Body> {
-    use http_body_util::BodyExt;
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|ct| ct == "application/json");
-    if !is_json || resp.extensions().get::<watch::Streaming>().is_some() {
-        return resp;
-    }
-    let (mut parts, body) = resp.into_parts();
-    let Ok(collected) = body.collect().await;
-    let bytes = collected.to_bytes();
-    let encoded = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| protobuf::encode(&v));
-    let body = match encoded {
-        Some(encoded) => {
-            parts.headers.insert(
-                header::CONTENT_TYPE,
-                http::HeaderValue::from_static(protobuf::MEDIA_TYPE),
-            );
-            parts.headers.remove(header::CONTENT_LENGTH);
-            bytes::Bytes::from(encoded)
-        }
-        None => bytes,
-    };
-    Response::from_parts(parts, http_body_util::Full::new(body).boxed_unsync())
+    response::reencode_json(resp, |bytes| {
+        let value = serde_json::from_slice::<serde_json::Value>(bytes).ok()?;
+        Some((protobuf::encode(&value)?, protobuf::MEDIA_TYPE))
+    })
+    .await
 }
 
 /// The authorization attributes of a request (upstream's `RequestInfoFactory`): a resource

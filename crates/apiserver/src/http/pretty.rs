@@ -6,10 +6,8 @@
 //! two spaces), so field order is kept; watch streams are left compact.
 
 use http::{HeaderMap, Response, header};
-use http_body_util::BodyExt;
 
 use super::Body;
-use super::watch;
 
 /// Whether the request asks for indented JSON: its `pretty` query parameter when set, else
 /// `pretty=1` in `Accept`'s first range, else a user agent of a command-line tool or browser.
@@ -42,21 +40,7 @@ pub fn wanted(query: Option<&str>, headers: &HeaderMap) -> bool {
 
 /// A whole JSON answer indented; any other answer is left as it is.
 pub async fn answer(resp: Response<Body>) -> Response<Body> {
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|ct| ct == "application/json");
-    if !is_json || resp.extensions().get::<watch::Streaming>().is_some() {
-        return resp;
-    }
-    let (mut parts, body) = resp.into_parts();
-    let Ok(collected) = body.collect().await;
-    let indented = indent(&collected.to_bytes());
-    parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(
-        parts,
-        http_body_util::Full::new(bytes::Bytes::from(indented)).boxed_unsync(),
-    )
+    super::response::reencode_json(resp, |json| Some((indent(json), "application/json"))).await
 }
 
 /// Compact JSON text indented by two spaces per level, `": "` after keys, empty objects and

@@ -126,6 +126,41 @@ impl serde::Serialize for MetaOrder<'_> {
     }
 }
 
+/// Marks a streaming response (a watch), whose body is never read whole to re-encode it.
+#[derive(Clone, Copy, Debug)]
+pub struct Streaming;
+
+/// A whole JSON answer re-encoded by `encode` (protobuf, YAML, indented JSON), which gives the
+/// new body and its media type, or `None` to keep the JSON. Streams and answers of any other
+/// type are left as they are.
+pub async fn reencode_json(
+    resp: Response<Body>,
+    encode: impl FnOnce(&[u8]) -> Option<(Vec<u8>, &'static str)>,
+) -> Response<Body> {
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|ct| ct == "application/json");
+    if !is_json || resp.extensions().get::<Streaming>().is_some() {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let Ok(collected) = body.collect().await;
+    let bytes = collected.to_bytes();
+    let body = match encode(&bytes) {
+        Some((encoded, media_type)) => {
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static(media_type),
+            );
+            parts.headers.remove(header::CONTENT_LENGTH);
+            Bytes::from(encoded)
+        }
+        None => bytes,
+    };
+    Response::from_parts(parts, http_body_util::Full::new(body).boxed_unsync())
+}
+
 /// A response with the given content type.
 pub fn bytes_response(status: u16, content_type: &str, body: Bytes) -> Response<Body> {
     let mut resp = Response::new(Full::new(body).boxed_unsync());

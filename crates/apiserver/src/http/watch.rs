@@ -46,9 +46,7 @@ pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
     Bytes::from(line)
 }
 
-/// Marks a streaming response (a watch), whose body is never read whole to re-encode it.
-#[derive(Clone, Copy, Debug)]
-pub struct Streaming;
+pub use super::response::Streaming;
 
 /// The streaming response of a watch in protobuf ([`super::protobuf::watch_frame`]s), for a
 /// built-in kind.

@@ -5,12 +5,10 @@
 //!
 //! Answers are built as JSON and transcoded here, keeping their field order.
 
-use http::{Response, header};
-use http_body_util::BodyExt;
+use http::Response;
 use serde_json::Value;
 
 use super::Body;
-use super::watch;
 use crate::error::ApiError;
 
 /// The media type.
@@ -46,28 +44,10 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
 
 /// A whole JSON answer re-encoded as YAML; any other answer (a watch stream) is left as it is.
 pub async fn answer(resp: Response<Body>) -> Response<Body> {
-    let is_json = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|ct| ct == "application/json");
-    if !is_json || resp.extensions().get::<watch::Streaming>().is_some() {
-        return resp;
-    }
-    let (mut parts, body) = resp.into_parts();
-    let Ok(collected) = body.collect().await;
-    let bytes = collected.to_bytes();
-    let body = match transcode(&bytes) {
-        Some(yaml) => {
-            parts.headers.insert(
-                header::CONTENT_TYPE,
-                header::HeaderValue::from_static(MEDIA_TYPE),
-            );
-            parts.headers.remove(header::CONTENT_LENGTH);
-            bytes::Bytes::from(yaml)
-        }
-        None => bytes,
-    };
-    Response::from_parts(parts, http_body_util::Full::new(body).boxed_unsync())
+    super::response::reencode_json(resp, |json| {
+        transcode(json).map(|yaml| (yaml.into_bytes(), MEDIA_TYPE))
+    })
+    .await
 }
 
 /// JSON text as YAML text, in the same field order (YAML mappings keep insertion order).
