@@ -2,7 +2,12 @@
 //! path as CRDs and printer columns write it ([`get_path`], [`set_path`]: `.spec.replicas`),
 //! and a list of keys from the root ([`at`], [`str_at`], [`array_at`], [`has`]:
 //! `&["spec", "replicas"]`). Absent steps and values of another type read as absent, never
-//! as a panic.
+//! as a panic. [`FieldOrder`] says in which order an object's fields are written.
+
+mod order;
+
+pub use order::FieldOrder;
+pub(crate) use order::{GoOrder, Ordered};
 
 use serde_json::{Map, Value};
 

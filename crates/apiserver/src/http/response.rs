@@ -16,6 +16,7 @@ use http_body_util::{BodyExt, Full, combinators::UnsyncBoxBody};
 use serde_json::Value;
 
 use crate::error::ApiError;
+use crate::json::GoOrder;
 
 /// The body of every response: a whole JSON document or a watch stream.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -42,88 +43,6 @@ pub fn builtin_json(status: u16, body: &Value) -> Response<Body> {
         bytes.clear();
     }
     bytes_response(status, "application/json", Bytes::from(bytes))
-}
-
-/// The fields a Go API struct encodes first, in its order: the embedded `TypeMeta`, then
-/// `ObjectMeta` (or `ListMeta`), then `Spec`, `Status` or a list's `Items`.
-const GO_LEADING: [&str; 6] = ["kind", "apiVersion", "metadata", "spec", "status", "items"];
-
-/// Serializes an object with [`GO_LEADING`] first (a list's items likewise), without a copy.
-struct GoOrder<'a>(&'a Value);
-
-impl serde::Serialize for GoOrder<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let Value::Object(map) = self.0 else {
-            return self.0.serialize(s);
-        };
-        let mut out = s.serialize_map(Some(map.len()))?;
-        for key in GO_LEADING {
-            match map.get(key) {
-                Some(Value::Array(items)) if key == "items" => {
-                    let items: Vec<GoOrder<'_>> = items.iter().map(GoOrder).collect();
-                    out.serialize_entry(key, &items)?;
-                }
-                Some(v) if key == "metadata" => out.serialize_entry(key, &MetaOrder(v))?,
-                Some(v) => out.serialize_entry(key, v)?,
-                None => {}
-            }
-        }
-        for (k, v) in map
-            .iter()
-            .filter(|(k, _)| !GO_LEADING.contains(&k.as_str()))
-        {
-            out.serialize_entry(k, v)?;
-        }
-        out.end()
-    }
-}
-
-/// The fields of `ObjectMeta` and `ListMeta` in their Go structs' order (the two share
-/// `selfLink` and `resourceVersion`, in the same relative order).
-const META_ORDER: [&str; 17] = [
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "continue",
-    "remainingItemCount",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
-/// Serializes an object's `metadata` in [`META_ORDER`], any other field after them by name.
-struct MetaOrder<'a>(&'a Value);
-
-impl serde::Serialize for MetaOrder<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let Value::Object(map) = self.0 else {
-            return self.0.serialize(s);
-        };
-        let mut out = s.serialize_map(Some(map.len()))?;
-        for key in META_ORDER {
-            if let Some(v) = map.get(key) {
-                out.serialize_entry(key, v)?;
-            }
-        }
-        for (k, v) in map
-            .iter()
-            .filter(|(k, _)| !META_ORDER.contains(&k.as_str()))
-        {
-            out.serialize_entry(k, v)?;
-        }
-        out.end()
-    }
 }
 
 /// Marks a streaming response (a watch), whose body is never read whole to re-encode it.

@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use super::response::Body;
 use crate::error::ApiError;
+use crate::json::{FieldOrder, Ordered};
 use crate::storage::{Frame as Line, SharedWatch, WatchEvent};
 
 /// Turns each event's object into the form the client asked for (JSON, Table, metadata).
@@ -28,8 +29,8 @@ pub type Convert = Box<
     dyn Fn(Value) -> futures::future::BoxFuture<'static, Result<Value, ApiError>> + Send + Sync,
 >;
 
-/// One event as a line of the stream.
-pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
+/// One event as a line of the stream, its object's fields in `order`.
+pub fn encode(event: WatchEvent, transform: &Transform, order: FieldOrder) -> Bytes {
     let (kind, object) = match event {
         WatchEvent::Added(o) => ("ADDED", transform(o)),
         WatchEvent::Modified(o) => ("MODIFIED", transform(o)),
@@ -39,7 +40,7 @@ pub fn encode(event: WatchEvent, transform: &Transform) -> Bytes {
     };
     let mut line = serde_json::to_vec(&Line {
         event_type: kind,
-        object: &object,
+        object: Ordered(&object, order),
     })
     .unwrap_or_default();
     line.push(b'\n');
@@ -131,7 +132,10 @@ pub fn response(
             let last = event.event_type() == "ERROR";
             match &transform {
                 None => event.write_json_line(&mut batch),
-                Some(t) => batch.extend_from_slice(&encode(event.to_watch_event(), t)),
+                // A Table or PartialObjectMetadata: Go structs.
+                Some(t) => {
+                    batch.extend_from_slice(&encode(event.to_watch_event(), t, FieldOrder::Go))
+                }
             }
             if last {
                 let data = Frame::data(batch.freeze());
@@ -165,6 +169,11 @@ pub fn converted_response(
     api_version: String,
 ) -> Response<Body> {
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    // Converted objects are custom ones (sorted maps); a Table or metadata is a Go struct.
+    let order = match transform {
+        Some(_) => FieldOrder::Go,
+        None => FieldOrder::Sorted,
+    };
     let transform = transform.unwrap_or_else(|| Box::new(|v| v));
     let shared = std::sync::Arc::new((transform, convert, api_version));
     let state = (watch.events, false);
@@ -190,7 +199,7 @@ pub fn converted_response(
             };
             let event = converted.unwrap_or_else(|e| WatchEvent::Error(e.to_status()));
             let last = matches!(event, WatchEvent::Error(_));
-            let line = encode(event, transform);
+            let line = encode(event, transform, order);
             Some((Ok::<_, Infallible>(Frame::data(line)), (events, last)))
         }
     });
@@ -214,15 +223,24 @@ mod tests {
     #[test]
     fn transformed_events_name_their_type_before_their_object() {
         let identity: Transform = Box::new(|v| v);
+        let object =
+            json!({"metadata": {"uid": "u", "name": "a"}, "apiVersion": "v1", "kind": "Table"});
         let line = encode(
-            WatchEvent::Modified(json!({"metadata": {"name": "a"}, "apiVersion": "v1"})),
+            WatchEvent::Modified(object.clone()),
             &identity,
+            FieldOrder::Go,
         );
+        assert_eq!(
+            std::str::from_utf8(&line).unwrap(),
+            "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Table\",\"apiVersion\":\"v1\",\
+             \"metadata\":{\"name\":\"a\",\"uid\":\"u\"}}}\n",
+            "a Go struct's order"
+        );
+        let line = encode(WatchEvent::Modified(object), &identity, FieldOrder::Sorted);
         assert!(
-            line.starts_with(br#"{"type":"MODIFIED","object":{"#),
-            "{line:?}"
+            line.starts_with(br#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind""#),
+            "a map's sorted keys: {line:?}"
         );
-        assert!(line.ends_with(b"}}\n"));
     }
 
     #[tokio::test]

@@ -167,13 +167,13 @@ impl Watchers {
             };
             let sent = match &w.sink {
                 Sink::Owned(tx) => tx.try_send(build(t, event, &w.api_version)).is_ok(),
-                Sink::Shared(tx) => {
+                Sink::Shared(tx, order) => {
                     let found = cache
                         .iter()
                         .find(|(ct, av, _)| *ct == t && *av == w.api_version)
                         .map(|(_, _, e)| e.clone());
                     let ev = found.unwrap_or_else(|| {
-                        let e = SharedEvent::from(build(t, event, &w.api_version));
+                        let e = SharedEvent::ordered(build(t, event, &w.api_version), *order);
                         cache.push((t, w.api_version.clone(), e.clone()));
                         e
                     });

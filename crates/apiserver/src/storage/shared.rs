@@ -11,6 +11,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::options::WatchEvent;
+use crate::json::{FieldOrder, Ordered};
 
 /// One event of a shared watch: cheap to clone (an `Arc`), encoded at most once.
 #[derive(Clone, Debug)]
@@ -22,6 +23,8 @@ struct Inner {
     /// Shared with the store when the event carries a stored object as it is (a watch's
     /// initial events): no copy per watcher.
     object: Arc<Value>,
+    /// How the object is written: as upstream encodes its kind.
+    order: FieldOrder,
     line: OnceLock<Bytes>,
 }
 
@@ -32,7 +35,7 @@ struct Inner {
 pub(crate) struct Frame<'a> {
     #[serde(rename = "type")]
     pub(crate) event_type: &'a str,
-    pub(crate) object: &'a Value,
+    pub(crate) object: Ordered<'a>,
 }
 
 impl SharedEvent {
@@ -47,7 +50,9 @@ impl SharedEvent {
     }
 
     /// The event as one line of a JSON watch stream, `{"type":...,"object":...}\n`, encoded
-    /// once for every watcher that receives it.
+    /// once for every watcher that receives it, the object's fields in its [`FieldOrder`]
+    /// (keys sorted for an event made from a [`WatchEvent`]; a built-in kind's watch events
+    /// in Go's order).
     ///
     /// ```
     /// use crt_apiserver::storage::{SharedEvent, WatchEvent};
@@ -60,7 +65,7 @@ impl SharedEvent {
             .get_or_init(|| {
                 let frame = Frame {
                     event_type: self.0.event_type,
-                    object: &self.0.object,
+                    object: Ordered(&self.0.object, self.0.order),
                 };
                 let mut out = serde_json::to_vec(&frame).unwrap_or_default();
                 out.push(b'\n');
@@ -83,7 +88,7 @@ impl SharedEvent {
         }
         let frame = Frame {
             event_type: self.0.event_type,
-            object: &self.0.object,
+            object: Ordered(&self.0.object, self.0.order),
         };
         let start = out.len();
         if serde_json::to_writer((&mut *out).writer(), &frame).is_err() {
@@ -110,6 +115,13 @@ impl SharedEvent {
 
 impl From<WatchEvent> for SharedEvent {
     fn from(ev: WatchEvent) -> Self {
+        SharedEvent::ordered(ev, FieldOrder::Sorted)
+    }
+}
+
+impl SharedEvent {
+    /// The event, its object to be written in `order`.
+    pub(crate) fn ordered(ev: WatchEvent, order: FieldOrder) -> Self {
         let (event_type, object) = match ev {
             WatchEvent::Added(o) => ("ADDED", o),
             WatchEvent::Modified(o) => ("MODIFIED", o),
@@ -117,15 +129,14 @@ impl From<WatchEvent> for SharedEvent {
             WatchEvent::Bookmark(o) => ("BOOKMARK", o),
             WatchEvent::Error(o) => ("ERROR", o),
         };
-        SharedEvent::new(event_type, Arc::new(object))
+        SharedEvent::new(event_type, Arc::new(object), order)
     }
-}
 
-impl SharedEvent {
-    fn new(event_type: &'static str, object: Arc<Value>) -> Self {
+    fn new(event_type: &'static str, object: Arc<Value>, order: FieldOrder) -> Self {
         SharedEvent(Arc::new(Inner {
             event_type,
             object,
+            order,
             line: OnceLock::new(),
         }))
     }
@@ -143,8 +154,8 @@ pub struct SharedWatch {
 pub(crate) enum Sink {
     /// Each event copied for this watcher.
     Owned(mpsc::Sender<WatchEvent>),
-    /// Events shared with the other shared watchers.
-    Shared(mpsc::Sender<SharedEvent>),
+    /// Events shared with the other shared watchers, their objects written in this order.
+    Shared(mpsc::Sender<SharedEvent>, FieldOrder),
 }
 
 impl Sink {
@@ -152,7 +163,7 @@ impl Sink {
     pub(crate) fn try_send(&self, ev: WatchEvent) -> bool {
         match self {
             Sink::Owned(tx) => tx.try_send(ev).is_ok(),
-            Sink::Shared(tx) => tx.try_send(SharedEvent::from(ev)).is_ok(),
+            Sink::Shared(tx, order) => tx.try_send(SharedEvent::ordered(ev, *order)).is_ok(),
         }
     }
 
@@ -163,7 +174,9 @@ impl Sink {
             Sink::Owned(tx) => tx
                 .try_send(WatchEvent::Added(Value::clone(&object)))
                 .is_ok(),
-            Sink::Shared(tx) => tx.try_send(SharedEvent::new("ADDED", object)).is_ok(),
+            Sink::Shared(tx, order) => tx
+                .try_send(SharedEvent::new("ADDED", object, *order))
+                .is_ok(),
         }
     }
 
@@ -171,7 +184,7 @@ impl Sink {
     pub(crate) fn is_closed(&self) -> bool {
         match self {
             Sink::Owned(tx) => tx.is_closed(),
-            Sink::Shared(tx) => tx.is_closed(),
+            Sink::Shared(tx, _) => tx.is_closed(),
         }
     }
 
@@ -179,16 +192,17 @@ impl Sink {
     pub(crate) async fn closed(&self) {
         match self {
             Sink::Owned(tx) => tx.closed().await,
-            Sink::Shared(tx) => tx.closed().await,
+            Sink::Shared(tx, _) => tx.closed().await,
         }
     }
 }
 
-/// A new watch channel of `capacity` of the given form: the sink and the caller's end.
-pub(crate) fn channel(shared: bool, capacity: usize) -> (Sink, Receiver) {
+/// A new watch channel of `capacity` of the given form: the sink and the caller's end. A
+/// shared watch's objects are written in `order`.
+pub(crate) fn channel(shared: bool, capacity: usize, order: FieldOrder) -> (Sink, Receiver) {
     if shared {
         let (tx, rx) = mpsc::channel(capacity);
-        (Sink::Shared(tx), Receiver::Shared(rx))
+        (Sink::Shared(tx, order), Receiver::Shared(rx))
     } else {
         let (tx, rx) = mpsc::channel(capacity);
         (Sink::Owned(tx), Receiver::Owned(rx))
@@ -214,10 +228,11 @@ mod tests {
         let expected = b"{\"type\":\"ADDED\",\"object\":{\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"a\\\"b\"}}}\n";
         // Held by this watcher alone: encoded straight into the buffer, after what is there.
         let mut out = BytesMut::from(&b"x"[..]);
-        SharedEvent::new("ADDED", Arc::new(object.clone())).write_json_line(&mut out);
+        SharedEvent::new("ADDED", Arc::new(object.clone()), FieldOrder::Sorted)
+            .write_json_line(&mut out);
         assert_eq!(&out[1..], expected);
         // Held by two watchers: encoded once, cached, copied.
-        let shared = SharedEvent::new("ADDED", Arc::new(object));
+        let shared = SharedEvent::new("ADDED", Arc::new(object), FieldOrder::Sorted);
         let other = shared.clone();
         let mut out = BytesMut::new();
         shared.write_json_line(&mut out);

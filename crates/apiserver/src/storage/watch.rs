@@ -20,11 +20,12 @@ use super::select::Selection;
 use super::shared::{Receiver, Sink, channel};
 use super::store::{State, res_key};
 use crate::error::ApiError;
+use crate::json::FieldOrder;
 use crate::resource::ResourceInfo;
 
 /// A watch that answers one ERROR event and ends (e.g. 410 Expired on a too old version).
 fn error_watch(shared: bool, status: Value) -> Receiver {
-    let (tx, rx) = channel(shared, 1);
+    let (tx, rx) = channel(shared, 1, FieldOrder::Go);
     tx.try_send(WatchEvent::Error(status));
     rx
 }
@@ -121,7 +122,13 @@ pub(crate) fn start(
         }
     }
     let capacity = st.config.watcher_buffer.max(1) + current.len() + initial.len();
-    let (tx, rx) = channel(shared, capacity);
+    // Events are written as upstream encodes the kind: Go structs, or sorted maps.
+    let order = if res.custom {
+        FieldOrder::Sorted
+    } else {
+        FieldOrder::Go
+    };
+    let (tx, rx) = channel(shared, capacity, order);
     for obj in current {
         // Cannot fail: the channel was sized for the initial events.
         tx.try_send_added(obj);

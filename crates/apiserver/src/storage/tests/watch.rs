@@ -563,6 +563,14 @@ async fn shared_watches_share_one_event_per_change() {
     assert_eq!(ea.event_type(), "ADDED");
     let (la, lb) = (ea.to_json_line(), eb.to_json_line());
     assert_eq!(la.as_ptr(), lb.as_ptr(), "encoded once for both watchers");
+    // A built-in kind's object is written as kube-apiserver encodes its Go struct.
+    let text = std::str::from_utf8(&la).unwrap();
+    assert!(
+        text.starts_with(
+            r#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"x","namespace":"default","uid":"#
+        ),
+        "{text}"
+    );
     let parsed: Value = serde_json::from_slice(&la).unwrap();
     assert_eq!(parsed["type"], "ADDED");
     assert_eq!(parsed["object"]["metadata"]["name"], "x");
@@ -613,4 +621,35 @@ async fn shared_watches_share_one_event_per_change() {
     assert!(old.events.recv().await.is_none());
     s.close_watches();
     assert!(a.events.recv().await.is_none());
+}
+
+/// A custom object is an unstructured map upstream: its watch events keep sorted keys, where a
+/// built-in kind's are written in its Go struct's order.
+#[tokio::test]
+async fn custom_objects_are_watched_with_sorted_keys() {
+    let s = store();
+    let crds = res(&s, "apiextensions.k8s.io", "customresourcedefinitions");
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": true}}}]},
+    });
+    s.create(&crds, None, crd, &w()).unwrap();
+    let widgets = s.resolve("example.com", "v1", "widgets").unwrap();
+    let mut watch = s
+        .watch_shared(&widgets, Some("default"), &WatchOptions::default())
+        .unwrap();
+    let widget = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                        "metadata": {"name": "w", "namespace": "default"}, "spec": {"a": 1}});
+    s.create(&widgets, Some("default"), widget, &w()).unwrap();
+    let line = watch.events.recv().await.unwrap().to_json_line();
+    let text = std::str::from_utf8(&line).unwrap();
+    assert!(
+        text.starts_with(r#"{"type":"ADDED","object":{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"creationTimestamp":"#),
+        "{text}"
+    );
 }
