@@ -81,6 +81,23 @@ pub struct Printer {
     pub(crate) columns_after_age: columns::Columns,
     /// `-o wide` columns (priority 1), after AGE.
     pub(crate) columns_wide: columns::Columns,
+    /// The order of a list's rows, when the kind's printer sorts them (`None`: the list's).
+    pub(crate) row_order: Option<RowOrder>,
+}
+
+/// Compares two objects for a table's row order.
+pub type RowOrder = fn(&Value, &Value) -> std::cmp::Ordering;
+
+impl Printer {
+    /// Sorts a list answer's `items` into the printer's row order, if it has one.
+    pub fn sort_rows(&self, answer: &mut Value) {
+        if let (Some(order), Some(items)) = (
+            self.row_order,
+            answer.get_mut("items").and_then(Value::as_array_mut),
+        ) {
+            items.sort_by(order);
+        }
+    }
 }
 
 /// The columns of a resource. `printer_columns` is the served version's

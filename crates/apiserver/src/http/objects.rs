@@ -537,13 +537,14 @@ fn transform_for(
             } else {
                 None
             };
-            let cols =
-                table::columns_for(res, printer_columns.as_ref(), &crate::kinds::printer(res));
+            let printer = crate::kinds::printer(res);
+            let cols = table::columns_for(res, printer_columns.as_ref(), &printer);
             let include = IncludeObject::parse(query.include_object.as_deref());
-            Box::new(move |v| {
+            Box::new(move |mut v| {
                 if v.get("kind") == Some(&Value::from("Status")) {
                     v
                 } else {
+                    printer.sort_rows(&mut v);
                     table::to_table(&cols, &v, include)
                 }
             })

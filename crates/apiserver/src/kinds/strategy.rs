@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use crate::error::ApiError;
 use crate::patch::MergeRoot;
-use crate::table::Printer;
 use crate::table::columns::{CellFn, Columns, Table};
+use crate::table::{Printer, RowOrder};
 use crate::validation::{FieldError, NameFormat, Validator};
 
 /// Rewrites an object as its kind stores it; a 400 when it cannot.
@@ -107,6 +107,8 @@ pub(crate) struct Strategy {
     pub(crate) columns_after_age: Columns,
     /// `-o wide` columns (priority 1), after AGE.
     pub(crate) columns_wide: Columns,
+    /// The order of a table's rows when upstream's printer sorts a list (`None`: as listed).
+    pub(crate) row_order: Option<RowOrder>,
 }
 
 impl Strategy {
@@ -124,6 +126,7 @@ impl Strategy {
             columns: self.columns,
             columns_after_age: self.columns_after_age,
             columns_wide: self.columns_wide,
+            row_order: self.row_order,
         }
     }
 }
@@ -154,4 +157,5 @@ pub(crate) const DEFAULT: Strategy = Strategy {
     columns: no_columns,
     columns_after_age: no_columns,
     columns_wide: no_columns,
+    row_order: None,
 };

@@ -1,6 +1,6 @@
 //! FlowSchemas: a status write keeps all metadata; the table shows the priority level, the
-//! matching precedence, the distinguisher and whether the priority level is missing
-//! (`kubectl get flowschemas`, as upstream's printer).
+//! matching precedence, the distinguisher and whether the priority level is missing, its rows
+//! in the order the schemas match (`kubectl get flowschemas`, as upstream's printer).
 
 use serde_json::{Value, json};
 
@@ -13,8 +13,20 @@ pub(crate) const STRATEGY: Strategy = Strategy {
     status: StatusStrategy::SpecAndMetadata,
     columns,
     columns_after_age,
+    row_order: Some(by_precedence),
     ..DEFAULT
 };
+
+/// The order schemas are matched in: lowest `matchingPrecedence` first, then by name.
+fn by_precedence(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let precedence = |o: &Value| {
+        json::at(o, &["spec", "matchingPrecedence"])
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
+    let name = |o: &Value| json::str_at(o, &["metadata", "name"]).to_owned();
+    (precedence(a), name(a)).cmp(&(precedence(b), name(b)))
+}
 
 fn columns() -> Vec<(&'static str, CellFn)> {
     vec![
@@ -74,6 +86,23 @@ mod tests {
             ]
         );
         let bare = json!({"spec": {"priorityLevelConfiguration": {"name": "x"}}});
+        let mut list = json!({"items": [
+            {"metadata": {"name": "b"}, "spec": {"matchingPrecedence": 500}},
+            {"metadata": {"name": "z"}, "spec": {"matchingPrecedence": 1}},
+            {"metadata": {"name": "a"}, "spec": {"matchingPrecedence": 500}},
+        ]});
+        super::STRATEGY.printer().sort_rows(&mut list);
+        let names: Vec<_> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["metadata"]["name"].clone())
+            .collect();
+        assert_eq!(
+            names,
+            vec![json!("z"), json!("a"), json!("b")],
+            "by precedence, then name"
+        );
         assert_eq!(((super::STRATEGY.columns)()[2].1)(&bare), json!("<none>"));
         assert_eq!(
             ((super::STRATEGY.columns_after_age)()[0].1)(&bare),
