@@ -166,9 +166,12 @@ impl Storage {
     }
 
     /// Creates the `default/kubernetes` Service, its Endpoints and EndpointSlice for a server
-    /// listening on `addr`, as kube-apiserver's bootstrap controller does at start.
+    /// listening on `addr`, as kube-apiserver's bootstrap controller does at start, and the
+    /// default ServiceCIDR `kubernetes` the Service's address comes from.
     pub fn install_kubernetes_service(&self, addr: std::net::SocketAddr) {
-        write::create_kubernetes_service(&mut self.state.lock(), addr);
+        let mut st = self.state.lock();
+        write::create_default_service_cidr(&mut st);
+        write::create_kubernetes_service(&mut st, addr);
     }
 
     /// Runs `f` on the state, first checking that `res` is still served.

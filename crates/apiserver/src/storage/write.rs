@@ -102,6 +102,38 @@ pub(crate) fn create_kubernetes_service(st: &mut State, addr: std::net::SocketAd
     }
 }
 
+/// Creates the default ServiceCIDR `kubernetes` (the service range, `10.96.0.0/12`) and marks it
+/// Ready, as kube-apiserver's `kubernetes-service-cidr-controller` does at start.
+pub(crate) fn create_default_service_cidr(st: &mut State) {
+    let Some(res) = st
+        .registry
+        .resolve("networking.k8s.io", "v1", "servicecidrs")
+        .cloned()
+    else {
+        return;
+    };
+    let opts = WriteOptions {
+        field_manager: Some("kubernetes-service-cidr-controller".into()),
+        ..WriteOptions::default()
+    };
+    let body = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+        "metadata": {"name": "kubernetes"},
+        "spec": {"cidrs": ["10.96.0.0/12"]},
+    });
+    let created = create(st, &res, None, body, &opts).and_then(|mut obj| {
+        obj["status"] = json!({"conditions": [{
+            "type": "Ready", "status": "True", "reason": "",
+            "message": "Kubernetes default Service CIDR is ready",
+            "lastTransitionTime": super::meta::now(),
+        }]});
+        update(st, &res, None, "kubernetes", Some("status"), obj, &opts)
+    });
+    if let Err(e) = created {
+        tracing::error!("creating the default ServiceCIDR: {e}");
+    }
+}
+
 /// POST.
 pub(crate) fn create(
     st: &mut State,

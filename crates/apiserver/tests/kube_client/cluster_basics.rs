@@ -1,5 +1,5 @@
 //! What clients expect of any cluster, as kube-rs's own cluster tests read it: the
-//! `default/kubernetes` Service and its endpoints, `componentstatuses`, metadata-only answers to
+//! `default/kubernetes` Service, its endpoints and ServiceCIDR, `componentstatuses`, metadata-only answers to
 //! writes, bodies in upstream's field order, and the pod and CSR subresources that write one
 //! part of their object (`ephemeralcontainers`, `resize`, `approval`, a namespace's `finalize`).
 
@@ -7,6 +7,7 @@ use http_body_util::BodyExt;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{ComponentStatus, ConfigMap, Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::ServiceCIDR;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_client::api::{Api, Patch, PatchParams, PostParams};
 use kube_client::core::PartialObjectMetaExt;
@@ -74,13 +75,25 @@ async fn the_kubernetes_service_and_its_endpoints_exist_from_the_start() {
         (Some("https"), Some(port))
     );
 
-    let endpoints = Api::<Endpoints>::namespaced(client, "default")
+    let endpoints = Api::<Endpoints>::namespaced(client.clone(), "default")
         .get("kubernetes")
         .await
         .unwrap();
     let subset = &endpoints.subsets.unwrap()[0];
     assert_eq!(subset.addresses.as_ref().unwrap()[0].ip, "127.0.0.1");
     assert_eq!(subset.ports.as_ref().unwrap()[0].port, port);
+
+    // The default ServiceCIDR the Service's address comes from, Ready.
+    let cidr = Api::<ServiceCIDR>::all(client)
+        .get("kubernetes")
+        .await
+        .unwrap();
+    assert_eq!(cidr.spec.unwrap().cidrs.unwrap(), ["10.96.0.0/12"]);
+    let ready = &cidr.status.unwrap().conditions.unwrap()[0];
+    assert_eq!(
+        (ready.type_.as_str(), ready.status.as_str(), ready.message.as_str()),
+        ("Ready", "True", "Kubernetes default Service CIDR is ready")
+    );
 }
 
 #[tokio::test]
