@@ -431,14 +431,21 @@ fn optional(v: Option<Cel>) -> Cel {
     }
 }
 
-/// The message of a failed rule: the `messageExpression`'s string when it evaluates to a
-/// non-empty one, else `message`, else `failed rule: <rule>`.
+/// The longest message a `messageExpression` may give, in bytes after trimming (upstream's
+/// `MaxEvaluatedMessageExpressionSizeBytes`).
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// The message of a failed rule: the `messageExpression`'s string, trimmed, when it is not
+/// empty, has no line break and is at most [`MAX_MESSAGE_BYTES`] long; else `message`, else
+/// `failed rule: <rule>`.
 fn message(rule: &Rule, ctx: &Context<'_, '_>) -> String {
     if let Some(expr) = &rule.message_expression
         && let Ok(Cel::String(s)) = expr.execute(ctx)
-        && !s.trim().is_empty()
     {
-        return s.trim().to_string();
+        let s = s.trim();
+        if !s.is_empty() && !s.contains('\n') && s.len() <= MAX_MESSAGE_BYTES {
+            return s.to_string();
+        }
     }
     match &rule.message {
         Some(m) => m.clone(),
@@ -842,6 +849,31 @@ mod runtime_cost_tests {
         let cost = |n: usize| actual_cost(rule, Which::Rule, node, false, &json!(vec![1; n]), None);
         assert_eq!((cost(1), cost(10), cost(100)), (12, 552, 50_502));
         assert_eq!(static_cost(rule, Which::Rule, node, false), 50_502);
+    }
+
+    #[test]
+    fn a_message_expression_too_long_multiline_or_blank_gives_the_rules_message() {
+        // A literal of 5,121 bytes: one more than upstream allows.
+        let expression = format!(
+            "self == 'long' ? '{}' : self == 'lines' ? 'a\\nb' : self == 'blank' ? '  ' : ' ' + self + ' is not x '",
+            "a".repeat(5121)
+        );
+        let s = schema(json!({"type": "object", "properties": {"name": {
+            "type": "string", "maxLength": 8, "x-kubernetes-validations": [
+                {"rule": "self == 'x'", "message": "must be x", "messageExpression": expression}]}}}));
+        let at = |name: &str| errors(&s, json!({"name": name}));
+        assert_eq!(
+            at("y"),
+            [r#"spec.name: Invalid value: "string": y is not x"#],
+            "trimmed"
+        );
+        for name in ["long", "lines", "blank"] {
+            assert_eq!(
+                at(name),
+                [r#"spec.name: Invalid value: "string": must be x"#],
+                "{name}"
+            );
+        }
     }
 
     #[test]

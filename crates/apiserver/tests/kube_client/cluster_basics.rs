@@ -91,7 +91,11 @@ async fn the_kubernetes_service_and_its_endpoints_exist_from_the_start() {
     assert_eq!(cidr.spec.unwrap().cidrs.unwrap(), ["10.96.0.0/12"]);
     let ready = &cidr.status.unwrap().conditions.unwrap()[0];
     assert_eq!(
-        (ready.type_.as_str(), ready.status.as_str(), ready.message.as_str()),
+        (
+            ready.type_.as_str(),
+            ready.status.as_str(),
+            ready.message.as_str()
+        ),
         ("Ready", "True", "Kubernetes default Service CIDR is ready")
     );
 }
