@@ -43,12 +43,16 @@ struct Out {
 
 impl Kubectl {
     fn new(server: &Server) -> Option<Kubectl> {
-        if std::process::Command::new("kubectl")
-            .arg("version")
-            .arg("--client")
-            .output()
-            .is_err()
-        {
+        // Looked up once per test binary, not once per test.
+        static ON_PATH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on_path = *ON_PATH.get_or_init(|| {
+            std::process::Command::new("kubectl")
+                .arg("version")
+                .arg("--client")
+                .output()
+                .is_ok()
+        });
+        if !on_path {
             if std::env::var_os("CRT_SKIP_KUBECTL").is_some() {
                 eprintln!("kubectl not found on PATH: skipped, as CRT_SKIP_KUBECTL asks");
                 return None;
