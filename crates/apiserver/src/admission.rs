@@ -106,6 +106,14 @@ pub(crate) struct Attributes<'a> {
 }
 
 impl Attributes<'_> {
+    /// Whether the request is about the resource `gr` names.
+    pub(crate) fn is(&self, gr: crate::resource::GroupResource<'_>) -> bool {
+        crate::resource::GroupResource {
+            group: self.group,
+            resource: self.resource,
+        } == gr
+    }
+
     /// `resource.group`, or `resource` for the core group, as errors name it.
     pub(crate) fn group_resource(&self) -> String {
         if self.group.is_empty() {

@@ -279,7 +279,7 @@ pub(crate) fn request_attributes(
     // `namespaces/NAME` (and its subresources) is in the namespace NAME, as upstream has it:
     // a RoleBinding there may grant reading its own Namespace.
     let namespace = match res.namespace.as_deref() {
-        None if res.plural == "namespaces" => name,
+        None if res.is(crate::resource::names::NAMESPACES) => name,
         ns => ns.unwrap_or(""),
     };
     let target = ResourceTarget {
@@ -388,10 +388,9 @@ where
 
 /// The stored CustomResourceDefinitions, whose schemas the OpenAPI documents carry.
 fn crds(state: &AppState) -> Vec<Value> {
-    let Some(res) =
-        state
-            .storage
-            .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    let Some(res) = state
+        .storage
+        .resolve_gr(crate::resource::names::CUSTOM_RESOURCE_DEFINITIONS, "v1")
     else {
         return Vec::new();
     };

@@ -61,7 +61,7 @@ pub(crate) use strategy::{FieldLabel, StatusStrategy, Strategy, label};
 use serde_json::Value;
 
 use crate::patch::MergeKeys;
-use crate::resource::{ResourceInfo, ScaleInfo, storage_version_hash};
+use crate::resource::{GroupResource, ResourceInfo, ScaleInfo, names, storage_version_hash};
 use crate::table::Printer;
 use crate::validation::{FieldError, NameFormat};
 
@@ -208,11 +208,11 @@ impl Row {
     /// `componentstatuses`. Events of `events.k8s.io` are stored as core `v1` Events, and
     /// HorizontalPodAutoscalers at `autoscaling/v2`, as kube-apiserver 1.33 stores them.
     pub(crate) fn storage_gvk(&self) -> Option<(&'static str, &'static str, &'static str)> {
-        match (self.group, self.plural) {
+        match GroupResource::of(self.group, self.plural) {
             _ if self.verbs == CREATE || self.is_review() => None,
-            ("", "componentstatuses") => None,
-            ("events.k8s.io", "events") => Some(("", "v1", "Event")),
-            ("autoscaling", "horizontalpodautoscalers") => Some(("autoscaling", "v2", self.kind)),
+            names::COMPONENT_STATUSES => None,
+            names::EVENTS_V1 => Some(("", "v1", "Event")),
+            names::HORIZONTAL_POD_AUTOSCALERS => Some(("autoscaling", "v2", self.kind)),
             _ => Some((self.group, self.version, self.kind)),
         }
     }

@@ -7,6 +7,10 @@
 //! they read. CRD-defined resources are built by the storage when a
 //! `CustomResourceDefinition` is created (see `storage::crd`).
 
+pub mod names;
+
+pub use names::GroupResource;
+
 /// One served resource at one group/version, e.g. `apps/v1 deployments`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceInfo {
@@ -57,6 +61,25 @@ impl ResourceInfo {
         } else {
             format!("{}/{}", self.group, self.version)
         }
+    }
+
+    /// Its group and plural name, typed: for a `match` against [`names`]' constants.
+    pub fn gr(&self) -> GroupResource<'_> {
+        GroupResource {
+            group: &self.group,
+            resource: &self.plural,
+        }
+    }
+
+    /// Whether it is the resource `gr` names (at any version).
+    ///
+    /// ```
+    /// use crt_apiserver::resource::{ResourceInfo, names};
+    /// let pods = ResourceInfo::builtins().into_iter().find(|r| r.plural == "pods").unwrap();
+    /// assert!(pods.is(names::PODS) && !pods.is(names::SERVICES));
+    /// ```
+    pub fn is(&self, gr: GroupResource<'_>) -> bool {
+        self.gr() == gr
     }
 
     /// `plural.group` (or `plural` for the core group), as error messages name a resource.

@@ -293,7 +293,7 @@ impl Server {
     ) -> Result<String, crate::ApiError> {
         let storage = &self.state.storage;
         let res = storage
-            .resolve("", "v1", "serviceaccounts")
+            .resolve_gr(crate::resource::names::SERVICE_ACCOUNTS, "v1")
             .ok_or_else(|| crate::ApiError::not_found("serviceaccounts", name))?;
         let sa = storage.get(&res, Some(namespace), name, None)?;
         let now = std::time::SystemTime::now()

@@ -118,7 +118,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 pub use handle::Storage;
 pub(crate) use hooked::Write;
 pub(crate) use options::apply_patch;
@@ -225,6 +225,19 @@ impl Storage {
 
     /// The resource served at `group/version/plural`, if any (built-in or from a CRD).
     pub fn resolve(&self, group: &str, version: &str, plural: &str) -> Option<ResourceInfo> {
+        self.resolve_inner(group, version, plural)
+    }
+
+    /// The resource `gr` names, at `version`.
+    pub(crate) fn resolve_gr(
+        &self,
+        gr: crate::resource::GroupResource<'_>,
+        version: &str,
+    ) -> Option<ResourceInfo> {
+        self.resolve_inner(gr.group, version, gr.resource)
+    }
+
+    fn resolve_inner(&self, group: &str, version: &str, plural: &str) -> Option<ResourceInfo> {
         self.state
             .lock()
             .registry
@@ -454,7 +467,7 @@ impl Storage {
         binding: &Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let pods = self.resolve("", "v1", "pods").ok_or_else(not_served)?;
+        let pods = self.resolve_gr(names::PODS, "v1").ok_or_else(not_served)?;
         self.with(&pods, |st, pods| {
             bind::bind(st, pods, namespace, pod, binding, opts)
         })
@@ -470,7 +483,7 @@ impl Storage {
         eviction: &Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
-        let pods = self.resolve("", "v1", "pods").ok_or_else(not_served)?;
+        let pods = self.resolve_gr(names::PODS, "v1").ok_or_else(not_served)?;
         self.with(&pods, |st, pods| {
             evict::evict(st, pods, namespace, pod, eviction, opts)
         })

@@ -24,7 +24,7 @@ impl Plugin for NamespaceLifecycle {
         attrs: &Attributes<'_>,
         store: &dyn Lookup,
     ) -> Result<Vec<String>, ApiError> {
-        let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
+        let is_namespace = attrs.is(crate::resource::names::NAMESPACES);
         match attrs.operation {
             Operation::Delete if is_namespace && IMMORTAL.contains(&attrs.name) => {
                 Err(forbidden(attrs.name, "this namespace may not be deleted"))

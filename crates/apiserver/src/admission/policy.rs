@@ -509,7 +509,7 @@ fn matches(criteria: &Value, attrs: &Attributes<'_>, store: &dyn Lookup) -> Resu
     // namespaceSelector: cluster-scoped objects other than namespaces are always selected.
     let ns_sel = selector(criteria.get("namespaceSelector"))?;
     if !ns_sel.is_everything() && (attrs.namespaced || attrs.resource == "namespaces") {
-        let selected = if attrs.group.is_empty() && attrs.resource == "namespaces" {
+        let selected = if attrs.is(crate::resource::names::NAMESPACES) {
             selects(&ns_sel, attrs.object.or(attrs.old_object))
         } else {
             match store.namespace(attrs.namespace) {
@@ -692,7 +692,7 @@ pub(super) fn match_conditions(
 /// The `namespaceObject` variable: the request's namespace (`null` for cluster-scoped
 /// requests), its metadata trimmed as upstream's `CreateNamespaceObject` trims it.
 fn namespace_of(attrs: &Attributes<'_>, store: &dyn Lookup) -> Cel {
-    let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
+    let is_namespace = attrs.is(crate::resource::names::NAMESPACES);
     if attrs.namespace.is_empty() || is_namespace {
         return Cel::Null;
     }

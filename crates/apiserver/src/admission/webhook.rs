@@ -192,7 +192,7 @@ fn namespace_selected(
     attrs: &Attributes<'_>,
     lookup: &dyn Lookup,
 ) -> Result<bool, String> {
-    let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
+    let is_namespace = attrs.is(crate::resource::names::NAMESPACES);
     if !attrs.namespaced && !is_namespace {
         return Ok(true);
     }

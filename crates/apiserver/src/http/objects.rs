@@ -15,7 +15,7 @@ use super::request::{Accept, Query, ResourcePath, accept, decode_object, parse_q
 use super::response::{self, Body, builtin_json, json, method_not_allowed, not_found, read_body};
 use super::{AppState, converted, watch};
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 use crate::storage::Write;
 use crate::table::{self, IncludeObject};
 
@@ -125,7 +125,7 @@ where
     {
         return Err(err);
     }
-    if res.group.is_empty() && res.plural == "componentstatuses" {
+    if res.is(names::COMPONENT_STATUSES) {
         let answer = super::component_statuses::answer(name)?;
         let answer = match transform_for(state, &res, accept, &query) {
             Some(transform) => transform(answer),
@@ -556,7 +556,7 @@ fn transform_for(
 fn crd_printer_columns(state: &AppState, res: &ResourceInfo) -> Option<Value> {
     let crds = state
         .storage
-        .resolve("apiextensions.k8s.io", "v1", "customresourcedefinitions")?;
+        .resolve_gr(names::CUSTOM_RESOURCE_DEFINITIONS, "v1")?;
     let crd = state
         .storage
         .get(&crds, None, &format!("{}.{}", res.plural, res.group), None)

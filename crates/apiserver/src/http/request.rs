@@ -56,6 +56,13 @@ pub struct ResourcePath {
     pub legacy_watch: bool,
 }
 
+impl ResourcePath {
+    /// Whether the path names the resource `gr`.
+    pub fn is(&self, gr: crate::resource::GroupResource<'_>) -> bool {
+        self.group == gr.group && self.plural == gr.resource
+    }
+}
+
 /// Parses a request path (without the query string).
 pub fn parse_path(path: &str) -> Route {
     let split = || path.split('/').filter(|s| !s.is_empty());

@@ -17,10 +17,9 @@ use super::store::{Data, Registry, State, res_key};
 use crate::admission::chain::{self, ValidatingAdmissionPolicy};
 use crate::admission::{self, Attributes, Operation, policy, webhook};
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 use crate::validation::FieldError;
 
-const GROUP: &str = "admissionregistration.k8s.io";
 /// The storage keys (`plural.group`) of policies and bindings, written out so that the check
 /// every write makes allocates nothing.
 const POLICIES: &str = "validatingadmissionpolicies.admissionregistration.k8s.io";
@@ -244,9 +243,9 @@ pub(crate) fn admit(
 /// The checks of an admission configuration object on write (a policy whose expressions do
 /// not compile is refused); none for other resources.
 pub(crate) fn validate_config(res: &ResourceInfo, obj: &Value) -> Vec<FieldError> {
-    match (res.group.as_str(), res.plural.as_str()) {
-        (GROUP, "validatingadmissionpolicies") => policy::validate_policy(obj),
-        (GROUP, "validatingadmissionpolicybindings") => policy::validate_binding(obj),
+    match res.gr() {
+        names::VALIDATING_ADMISSION_POLICIES => policy::validate_policy(obj),
+        names::VALIDATING_ADMISSION_POLICY_BINDINGS => policy::validate_binding(obj),
         _ => Vec::new(),
     }
 }
@@ -255,6 +254,8 @@ pub(crate) fn validate_config(res: &ResourceInfo, obj: &Value) -> Vec<FieldError
 mod tests {
     use super::*;
     use crate::storage::convert::storage_key;
+
+    const GROUP: &str = "admissionregistration.k8s.io";
 
     #[test]
     fn the_keys_are_the_storage_keys() {

@@ -127,7 +127,7 @@ fn normalized(rule: &Value) -> Value {
 fn write_rules(st: &mut State, name: &str, rules: Vec<Value>) -> bool {
     let Some(res) = st
         .registry
-        .resolve("rbac.authorization.k8s.io", "v1", "clusterroles")
+        .resolve_gr(crate::resource::names::CLUSTER_ROLES, "v1")
         .cloned()
     else {
         return false;

@@ -21,7 +21,7 @@ use crate::admission::Operation;
 use crate::error::ApiError;
 use crate::fieldmanager::{self, shape::Shape};
 use crate::kinds;
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 use crate::schema::decode::Decoder;
 use crate::validation::{self, FieldError, invalid};
 
@@ -171,8 +171,7 @@ pub(crate) fn create_with(
 /// [`prepare_create`] can run without the store's lock: built-in kinds other than Services
 /// (which take their ClusterIP from the store). Custom resources need their CRD's schema.
 pub(crate) fn prepares_without_state(res: &ResourceInfo) -> bool {
-    let services = res.group.is_empty() && res.plural == "services";
-    !res.custom && !services
+    !res.custom && !res.is(names::SERVICES)
 }
 
 /// A create checked and completed (system metadata, defaults, managedFields), not yet stored.
@@ -268,11 +267,9 @@ pub(crate) fn prepare_create(
             errs.extend(kinds::validate(res, &obj, None));
         }
     }
-    match (res.group.as_str(), res.plural.as_str()) {
-        ("", "namespaces") => rules::namespace_on_create(&mut obj),
-        ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            errs.extend(crd::prepare_create(&mut obj))
-        }
+    match res.gr() {
+        names::NAMESPACES => rules::namespace_on_create(&mut obj),
+        names::CUSTOM_RESOURCE_DEFINITIONS => errs.extend(crd::prepare_create(&mut obj)),
         _ => errs.extend(admit::validate_config(res, &obj)),
     }
     if !errs.is_empty() {
@@ -341,10 +338,10 @@ pub(crate) fn commit_create(
         st.next_cluster_ip = ip;
     }
     let stored = st.put(&rk, key, obj);
-    if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
+    if res.is(names::CUSTOM_RESOURCE_DEFINITIONS) {
         crd::register(st, &stored);
     }
-    if res.group.is_empty() && res.plural == "namespaces" {
+    if res.is(names::NAMESPACES) {
         create_default_service_account(st, &name);
     }
     if meta::has_owner_refs(&stored) {
@@ -362,7 +359,11 @@ pub(crate) fn commit_create(
 /// kube-controller-manager creates it. One deleted later is not recreated (the real controller
 /// would, on its next pass).
 fn create_default_service_account(st: &mut State, ns: &str) {
-    let Some(res) = st.registry.resolve("", "v1", "serviceaccounts").cloned() else {
+    let Some(res) = st
+        .registry
+        .resolve_gr(names::SERVICE_ACCOUNTS, "v1")
+        .cloned()
+    else {
         return;
     };
     let opts = WriteOptions {
@@ -757,7 +758,7 @@ pub(crate) fn commit_update(
         // binding strategy does not run them either.
         errs.extend(kinds::validate(res, &new, Some(&old)));
     }
-    if res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions" {
+    if res.is(names::CUSTOM_RESOURCE_DEFINITIONS) {
         errs.extend(crd::prepare_update(&old, &mut new));
         crd::track_stored_versions(&mut new);
     }
@@ -816,10 +817,7 @@ pub(crate) fn commit_update(
     if meta::owner_refs(&stored) != meta::owner_refs(&old) {
         tasks.push(Task::Owners(meta::uid(&stored).to_string()));
     }
-    if res.group == "apiextensions.k8s.io"
-        && res.plural == "customresourcedefinitions"
-        && !meta::is_deleting(&stored)
-    {
+    if res.is(names::CUSTOM_RESOURCE_DEFINITIONS) && !meta::is_deleting(&stored) {
         crd::register(st, &stored);
     }
     gc::run(st, tasks);
@@ -828,7 +826,7 @@ pub(crate) fn commit_update(
 
 /// Whether a resource is the core Services.
 fn is_service(res: &ResourceInfo) -> bool {
-    res.group.is_empty() && res.plural == "services"
+    res.is(names::SERVICES)
 }
 
 /// The node ports every stored Service holds, but the one at `except`.

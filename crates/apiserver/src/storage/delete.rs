@@ -15,7 +15,7 @@ use super::store::{Loc, State, obj_key, res_key};
 use super::{admit, meta, select::Selection};
 use crate::admission::Operation;
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 
 /// Whether the real server answers a deletion of this resource with the deleted object
 /// (`ReturnDeletedObject`) rather than a `Status`.
@@ -140,9 +140,7 @@ pub(crate) fn delete_collection(
         .unwrap_or_default();
     // The system namespaces are never deleted, by a collection delete either.
     let protected = |key: &super::store::ObjKey| {
-        res.group.is_empty()
-            && res.plural == "namespaces"
-            && SYSTEM_NAMESPACES[..3].contains(&key.1.as_str())
+        res.is(names::NAMESPACES) && SYSTEM_NAMESPACES[..3].contains(&key.1.as_str())
     };
     // Every deletion is admitted before any is carried out: a denied one changes nothing.
     for (_, obj) in selected.iter().filter(|(k, _)| !protected(k)) {

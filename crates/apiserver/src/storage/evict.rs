@@ -12,7 +12,7 @@ use super::options::{DeleteOptions, WriteOptions};
 use super::store::{State, obj_key, res_key};
 use super::{delete, meta, select};
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 
 /// 429 `TooManyRequests` naming the budget in a `DisruptionBudget` cause.
 fn refused(cause: String) -> ApiError {
@@ -76,7 +76,7 @@ fn take_disruption(
 ) -> Result<(), ApiError> {
     let Some(pdbs_res) = st
         .registry
-        .resolve("policy", "v1", "poddisruptionbudgets")
+        .resolve_gr(names::POD_DISRUPTION_BUDGETS, "v1")
         .cloned()
     else {
         return Ok(());

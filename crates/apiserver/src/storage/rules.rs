@@ -9,17 +9,12 @@ use serde_json::{Value, json};
 use super::meta;
 use crate::error::ApiError;
 use crate::kinds::{self, defaults::default_at};
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 use crate::validation::FieldError;
 
 /// The namespaces every cluster starts with.
 pub(crate) const SYSTEM_NAMESPACES: [&str; 4] =
     ["default", "kube-system", "kube-public", "kube-node-lease"];
-
-/// `(group, plural)` of a resource, for matching.
-fn gp(res: &ResourceInfo) -> (&str, &str) {
-    (res.group.as_str(), res.plural.as_str())
-}
 
 /// Fills in the defaults the real server applies on create and update (a representative
 /// subset: what controllers and `kubectl` read back), as `res`'s kind defines them.
@@ -165,7 +160,7 @@ pub(crate) fn allocate_node_ports(
 
 /// Services keep their clusterIP when an update leaves it out (the real server copies it).
 pub(crate) fn carry_over(res: &ResourceInfo, old: &Value, new: &mut Value) {
-    if gp(res) == ("", "services") {
+    if res.is(names::SERVICES) {
         for path in [".spec.clusterIP", ".spec.clusterIPs"] {
             if meta::get_path(new, path).is_none_or(|v| v.is_null() || v == "")
                 && let Some(v) = meta::get_path(old, path).cloned()

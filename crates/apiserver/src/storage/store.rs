@@ -89,6 +89,15 @@ impl Registry {
             .find(|r| r.group == group && r.version == version && r.plural == plural)
     }
 
+    /// The built-in (or CRD-defined) resource `gr` at `version`.
+    pub(crate) fn resolve_gr(
+        &self,
+        gr: crate::resource::GroupResource<'_>,
+        version: &str,
+    ) -> Option<&Arc<ResourceInfo>> {
+        self.resolve(gr.group, version, gr.resource)
+    }
+
     /// The resources a CRD serves now.
     pub(crate) fn crd(&self, name: &str) -> Option<&Vec<Arc<ResourceInfo>>> {
         self.crds.get(name)

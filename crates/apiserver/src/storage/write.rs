@@ -13,13 +13,13 @@ use super::options::{PatchType, WriteOptions, apply_patch};
 use super::rules::SYSTEM_NAMESPACES;
 use super::store::{State, obj_key};
 use crate::error::ApiError;
-use crate::resource::ResourceInfo;
+use crate::resource::{ResourceInfo, names};
 
 /// Creates the system namespaces of a new store.
 pub(crate) fn create_system_namespaces(st: &mut State) {
     let res = st
         .registry
-        .resolve("", "v1", "namespaces")
+        .resolve_gr(names::NAMESPACES, "v1")
         .cloned()
         .expect("namespaces are built in");
     for name in SYSTEM_NAMESPACES {
@@ -105,11 +105,7 @@ pub(crate) fn create_kubernetes_service(st: &mut State, addr: std::net::SocketAd
 /// Creates the default ServiceCIDR `kubernetes` (the service range, `10.96.0.0/12`) and marks it
 /// Ready, as kube-apiserver's `kubernetes-service-cidr-controller` does at start.
 pub(crate) fn create_default_service_cidr(st: &mut State) {
-    let Some(res) = st
-        .registry
-        .resolve("networking.k8s.io", "v1", "servicecidrs")
-        .cloned()
-    else {
+    let Some(res) = st.registry.resolve_gr(names::SERVICE_CIDRS, "v1").cloned() else {
         return;
     };
     let opts = WriteOptions {
