@@ -123,7 +123,12 @@ async fn check_stored(k: &Kubectl, doc: &Doc, object: &Value, how: &str) {
     let out = k
         .ok_with(&["get", "-f", "-", "-o", "json"], Some(&text))
         .await;
-    let mut got: Value = serde_json::from_str(&out).unwrap();
+    check_object(&out, doc, object, how);
+}
+
+/// Checks what the fixture says of `out`, the object as kubectl printed it (`-o json`).
+fn check_object(out: &str, doc: &Doc, object: &Value, how: &str) {
+    let mut got: Value = serde_json::from_str(out).unwrap();
     // One object read through `-f` may come back as a one-item List.
     if got["kind"] == "List" {
         got = got["items"][0].take();
@@ -205,9 +210,16 @@ async fn good(k: &Kubectl, doc: &Doc, object: &Value, seen: &mut Vec<String>) {
         }
         let mut args = args.to_vec();
         args.extend(manager.as_deref());
-        // Applying twice: the second apply changes nothing and still succeeds.
+        // Applying twice: the second apply changes nothing and still succeeds. The first
+        // apply's answer (`-o json`: the object as the server stored it) is checked, and the
+        // object is read back after the second.
         let times = if way == "create" { 1 } else { 2 };
-        for _ in 0..times {
+        for time in 1..=times {
+            let answered = time < times;
+            let mut args = args.clone();
+            if answered {
+                args.extend(["-o", "json"]);
+            }
             let out = k.run(&args, Some(&target.to_string())).await;
             assert!(
                 out.ok,
@@ -215,7 +227,11 @@ async fn good(k: &Kubectl, doc: &Doc, object: &Value, seen: &mut Vec<String>) {
                 target["metadata"]["name"], out.stdout, out.stderr
             );
             warnings_ok(doc, &out.stderr, way);
-            check_stored(k, doc, &target, way).await;
+            if answered {
+                check_object(&out.stdout, doc, &target, way);
+            } else {
+                check_stored(k, doc, &target, way).await;
+            }
         }
         seen.push(target["metadata"]["name"].as_str().unwrap().to_string());
     }
