@@ -58,16 +58,18 @@ pub use config::ClusterConfig;
 
 /// A running simulated cluster: its controllers are tokio tasks on the runtime that started
 /// it, stopped by [`Cluster::stop`] or when it is dropped.
-#[derive(Debug)]
 pub struct Cluster {
     tasks: Vec<JoinHandle<()>>,
     nodes: Vec<String>,
+    storage: Storage,
 }
 
 impl Cluster {
     /// Registers the nodes and starts every controller on the current tokio runtime (it
-    /// panics outside one).
+    /// panics outside one). While it runs, the store deletes bound pods gracefully
+    /// ([`Storage::set_graceful_pod_deletion`]): their kubelets finish the deletion.
     pub fn start(storage: &Storage, config: ClusterConfig) -> Cluster {
+        storage.set_graceful_pod_deletion(true);
         let api = api::Api::new(storage.clone());
         let sim_nodes = config.sim_nodes();
         let mut tasks = nodes::start(&api, &config);
@@ -79,6 +81,7 @@ impl Cluster {
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),
+            storage: storage.clone(),
         }
     }
 
@@ -91,10 +94,19 @@ impl Cluster {
     pub fn stop(self) {}
 }
 
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("nodes", &self.nodes)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         for task in &self.tasks {
             task.abort();
         }
+        self.storage.set_graceful_pod_deletion(false);
     }
 }

@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use crt_apiserver::storage::{ListOptions, PatchType, Storage, StorageConfig, WriteOptions};
+use crt_apiserver::storage::{
+    DeleteOptions, ListOptions, PatchType, Storage, StorageConfig, WriteOptions,
+};
 use serde_json::{Value, json};
 
 use crate::{Cluster, ClusterConfig};
@@ -524,4 +526,78 @@ async fn services_get_endpoints_of_ready_pods() {
         .then_some(())
     })
     .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn deleted_pods_stop_within_their_grace_period() {
+    let env = Env::start(ClusterConfig::default());
+    for (name, after) in [
+        ("quick", None),
+        ("slow", Some("20s")),
+        ("capped", Some("100s")),
+    ] {
+        let mut body = json!({"metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        if let Some(after) = after {
+            body["metadata"]["annotations"] = json!({crate::script::TERMINATE_AFTER: after});
+        }
+        env.create("", "pods", Some("default"), body);
+    }
+    eventually(Duration::from_secs(5), "the pods running", || {
+        let pods = env.list("", "pods", Some("default"), "");
+        (pods
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .count()
+            == 3)
+            .then_some(())
+    })
+    .await;
+    let pods = env.res("", "pods");
+    let delete = |name: &str, grace: Option<i64>| {
+        let opts = DeleteOptions {
+            grace_period_seconds: grace,
+            ..DeleteOptions::default()
+        };
+        env.store
+            .delete(&pods, Some("default"), name, &opts)
+            .unwrap()
+    };
+    let started = tokio::time::Instant::now();
+    let marked = delete("slow", None);
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    delete("capped", Some(5));
+    delete("quick", None);
+    eventually(Duration::from_secs(1), "quick gone", || {
+        env.get("", "pods", Some("default"), "quick")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    eventually(Duration::from_secs(10), "capped gone", || {
+        env.get("", "pods", Some("default"), "capped")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        env.get("", "pods", Some("default"), "slow").is_some(),
+        "still stopping"
+    );
+    eventually(Duration::from_secs(20), "slow gone", || {
+        env.get("", "pods", Some("default"), "slow")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
 }
