@@ -28,12 +28,14 @@
 //!   `revisionHistoryLimit`, pause, `Available`/`Progressing` conditions.
 //! - **EndpointSlice** and **Endpoints** controllers: a Service's endpoints are its selected
 //!   pods with IPs, ready or not, and terminating.
+//! - **Job** controller: completions, parallelism, `backoffLimit`, suspension, the
+//!   `Complete`/`Failed` conditions and `ttlSecondsAfterFinished`.
 //!
 //! Time: every delay and timestamp is on tokio's clock (offset to the wall time at start), so
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
-//! Left out, for now: StatefulSets, DaemonSets, Jobs and CronJobs, volumes and claims, PDB
-//! status, quotas, inter-pod affinity, probes, preemption, node failures.
+//! Left out, for now: StatefulSets, DaemonSets, CronJobs, volumes and claims, PDB status,
+//! quotas, inter-pod affinity, probes, preemption, node failures.
 
 mod api;
 mod clock;
@@ -41,6 +43,7 @@ mod config;
 mod controller;
 mod deployment;
 mod endpoints;
+mod job;
 mod kubelet;
 mod nodes;
 mod obj;
@@ -78,6 +81,7 @@ impl Cluster {
         tasks.extend(replicaset::start(&api));
         tasks.extend(deployment::start(&api));
         tasks.extend(endpoints::start(&api));
+        tasks.extend(job::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),

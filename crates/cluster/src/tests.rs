@@ -601,3 +601,84 @@ async fn deleted_pods_stop_within_their_grace_period() {
         started.elapsed()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn jobs_complete_fail_and_expire() {
+    let env = Env::start(ClusterConfig::default());
+    let job = |name: &str, spec: Value, annotations: Value| {
+        let mut spec = spec;
+        spec["template"] = json!({
+            "metadata": {"annotations": annotations},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+        });
+        env.create(
+            "batch",
+            "jobs",
+            Some("default"),
+            json!({"metadata": {"name": name}, "spec": spec}),
+        );
+    };
+    job(
+        "three",
+        json!({"completions": 3, "parallelism": 2, "ttlSecondsAfterFinished": 60}),
+        json!({}),
+    );
+    job(
+        "broken",
+        json!({"backoffLimit": 1}),
+        json!({crate::script::EXIT_CODE: "1"}),
+    );
+    let done = eventually(Duration::from_secs(10), "three complete", || {
+        let j = env.get("batch", "jobs", Some("default"), "three")?;
+        (condition(&j, "Complete")?["status"] == "True").then_some(j)
+    })
+    .await;
+    assert_eq!(done["status"]["succeeded"], 3);
+    assert!(done["status"]["completionTime"].is_string());
+    assert_eq!(
+        condition(&done, "SuccessCriteriaMet").unwrap()["reason"],
+        "CompletionsReached"
+    );
+    assert_eq!(
+        env.list(
+            "",
+            "pods",
+            Some("default"),
+            "batch.kubernetes.io/job-name=three"
+        )
+        .len(),
+        3
+    );
+    let failed = eventually(Duration::from_secs(10), "broken failed", || {
+        let j = env.get("batch", "jobs", Some("default"), "broken")?;
+        (condition(&j, "Failed")?["status"] == "True").then_some(j)
+    })
+    .await;
+    assert_eq!(failed["status"]["failed"], 2);
+    assert_eq!(
+        condition(&failed, "Failed").unwrap()["reason"],
+        "BackoffLimitExceeded"
+    );
+    assert_eq!(
+        condition(&failed, "Failed").unwrap()["message"],
+        "Job has reached the specified backoff limit"
+    );
+    // The TTL: gone a minute after it finished, with its pods.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(env.get("batch", "jobs", Some("default"), "three").is_some());
+    eventually(Duration::from_secs(40), "three expired", || {
+        env.get("batch", "jobs", Some("default"), "three")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        env.list(
+            "",
+            "pods",
+            Some("default"),
+            "batch.kubernetes.io/job-name=three"
+        )
+        .is_empty()
+    );
+}

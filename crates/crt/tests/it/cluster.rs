@@ -1,7 +1,7 @@
 //! `crt serve`'s simulated cluster, driven by the real kubectl: a Deployment rolls out to
 //! Running, Ready pods on the nodes, scales, updates through a new ReplicaSet, shows its
 //! history, undoes, gets a Service with endpoints, and is deleted with its ReplicaSets and
-//! pods; a pod that fits no node stays Pending with the scheduler's event.
+//! pods; a pod that fits no node stays Pending with the scheduler's event; a Job completes.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
