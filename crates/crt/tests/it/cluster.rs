@@ -4,7 +4,7 @@
 //! pods; a pod that fits no node stays Pending with the scheduler's event; a Job completes.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -294,6 +294,43 @@ fn kubectl_sees_an_unschedulable_pod_pending_with_the_schedulers_event() {
     );
 }
 
+/// kube-rs's `pod_can_await_conditions`, step by step with kubectl: a busybox pod runs,
+/// turns ContainersReady, and a delete with its 1 s grace period completes.
+#[test]
+fn a_pod_runs_turns_ready_and_its_graceful_delete_completes() {
+    if !kubectl_available() && std::env::var_os("CRT_SKIP_KUBECTL").is_some() {
+        return;
+    }
+    let s = Serve::start(&[]);
+    let manifest = s._dir.path().join("pod.json");
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "busybox-kube4", "labels": {"app": "kube-rs-test"}},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "restartPolicy": "Never",
+            "containers": [{"name": "busybox", "image": "busybox:stable",
+                "command": ["sh", "-c", "sleep 20"]}],
+        },
+    });
+    std::fs::write(&manifest, pod.to_string()).unwrap();
+    s.kubectl(&["create", "-f", manifest.to_str().unwrap()]);
+    s.kubectl(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Running",
+        "pod/busybox-kube4",
+        "--timeout=15s",
+    ]);
+    s.kubectl(&[
+        "wait",
+        "--for=condition=ContainersReady",
+        "pod/busybox-kube4",
+        "--timeout=10s",
+    ]);
+    s.kubectl(&["delete", "pod", "busybox-kube4", "--timeout=20s"]);
+    assert!(s.try_kubectl(&["get", "pod", "busybox-kube4"]).is_err());
+}
+
 #[test]
 fn serve_without_the_cluster_has_no_nodes() {
     if !kubectl_available() && std::env::var_os("CRT_SKIP_KUBECTL").is_some() {
@@ -301,5 +338,4 @@ fn serve_without_the_cluster_has_no_nodes() {
     }
     let s = Serve::start(&["--no-cluster"]);
     assert!(s.items(&["get", "nodes"]).is_empty());
-    let _: &Path = &s.kubeconfig;
 }
