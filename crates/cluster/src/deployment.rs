@@ -803,7 +803,7 @@ impl Sync<'_> {
             "updatedReplicas": obj::omit_zero(updated),
             "readyReplicas": obj::omit_zero(ready),
             "availableReplicas": obj::omit_zero(available),
-            "unavailableReplicas": obj::omit_zero((total_spec.max(want) - available).max(0)),
+            "unavailableReplicas": obj::omit_zero((total_spec - available).max(0)),
             "conditions": conditions,
         }});
         if old_status.get("collisionCount").is_some() {

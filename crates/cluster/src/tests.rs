@@ -682,3 +682,136 @@ async fn jobs_complete_fail_and_expire() {
         .is_empty()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn paused_recreated_and_stalled_deployments() {
+    let env = Env::start(ClusterConfig::default());
+    let deployment = |name: &str| env.get("apps", "deployments", Some("default"), name);
+    let rss = |app: &str| {
+        env.list(
+            "apps",
+            "replicasets",
+            Some("default"),
+            &format!("app={app}"),
+        )
+    };
+
+    // Paused: a new template makes no ReplicaSet until resumed.
+    env.deployment("held", 2, "nginx", json!({}));
+    eventually(Duration::from_secs(5), "held rolled out", || {
+        (deployment("held")?["status"]["availableReplicas"] == 2).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "held",
+        json!({"spec": {"paused": true,
+        "template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    );
+    let paused = eventually(Duration::from_secs(5), "paused", || {
+        let d = deployment("held")?;
+        (condition(&d, "Progressing")?["reason"] == "DeploymentPaused").then_some(d)
+    })
+    .await;
+    assert_eq!(
+        condition(&paused, "Progressing").unwrap()["status"],
+        "Unknown"
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(rss("held").len(), 1);
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "held",
+        json!({"spec": {"paused": false}}),
+    );
+    eventually(Duration::from_secs(10), "resumed and rolled out", || {
+        let d = deployment("held")?;
+        (rss("held").len() == 2
+            && d["status"]["updatedReplicas"] == 2
+            && d["status"]["availableReplicas"] == 2
+            && condition(&d, "Progressing")?["reason"] == "NewReplicaSetAvailable")
+            .then_some(())
+    })
+    .await;
+
+    // Recreate: the old pods are gone before the new ones start.
+    env.create(
+        "apps",
+        "deployments",
+        Some("default"),
+        json!({
+            "metadata": {"name": "again"},
+            "spec": {
+                "replicas": 2,
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": {"app": "again"}},
+                "template": {"metadata": {"labels": {"app": "again"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            },
+        }),
+    );
+    eventually(Duration::from_secs(5), "again rolled out", || {
+        (deployment("again")?["status"]["availableReplicas"] == 2).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "again",
+        json!({"spec": {"template": {
+        "spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    );
+    eventually(Duration::from_secs(10), "again recreated", || {
+        let pods = env.list("", "pods", Some("default"), "app=again");
+        (pods.len() == 2
+            && pods
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "nginx:2")
+            && deployment("again")?["status"]["availableReplicas"] == 2)
+            .then_some(())
+    })
+    .await;
+
+    // Pods that never turn ready: the rollout times out after progressDeadlineSeconds.
+    env.create(
+        "apps",
+        "deployments",
+        Some("default"),
+        json!({
+            "metadata": {"name": "stuck"},
+            "spec": {
+                "replicas": 1,
+                "progressDeadlineSeconds": 60,
+                "selector": {"matchLabels": {"app": "stuck"}},
+                "template": {
+                    "metadata": {"labels": {"app": "stuck"},
+                        "annotations": {crate::script::READY_AFTER: "never"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                },
+            },
+        }),
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let d = deployment("stuck").unwrap();
+    assert_eq!(condition(&d, "Progressing").unwrap()["status"], "True");
+    assert_eq!(condition(&d, "Available").unwrap()["status"], "False");
+    let d = eventually(Duration::from_secs(40), "the deadline", || {
+        let d = deployment("stuck")?;
+        (condition(&d, "Progressing")?["reason"] == "ProgressDeadlineExceeded").then_some(d)
+    })
+    .await;
+    let c = condition(&d, "Progressing").unwrap();
+    assert_eq!(c["status"], "False");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("has timed out progressing."),
+        "{c}"
+    );
+}
