@@ -33,6 +33,9 @@ pub(crate) struct Api {
     pub(crate) storage: Storage,
     pub(crate) res: Arc<Resources>,
     pub(crate) clock: Clock,
+    /// Added to the time in Event names, so that two Events of one object at one instant
+    /// (the paused clock stands still) get different names.
+    events: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Who writes: a field manager and a user.
@@ -102,6 +105,7 @@ impl Api {
             storage,
             res: Arc::new(res),
             clock: Clock::new(),
+            events: Arc::default(),
         }
     }
 
@@ -230,10 +234,13 @@ impl Api {
             ns => ns,
         };
         let now = self.clock.now();
+        let seq = self
+            .events
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!(
             "{}.{:x}",
             crate::obj::name(regarding),
-            now.timestamp_nanos_opt().unwrap_or_default()
+            (now.timestamp_nanos_opt().unwrap_or_default() as u64).wrapping_add(seq)
         );
         let body = json!({
             "apiVersion": "events.k8s.io/v1", "kind": "Event",

@@ -14,7 +14,9 @@
 //! simulation's clock), so recomputing it writes nothing new; the controller asks to be
 //! called at the next change. Pods bound to nodes the simulation does not run are left alone.
 //!
-//! Left out: probes, volumes, resource limits, the kubelet's Events, image pulls.
+//! It records the kubelet's Events: `Pulled`, `Created`, `Started`, `BackOff`, `Killing`.
+//!
+//! Left out: probes, volumes, resource limits, image pulls (every image is present).
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -93,7 +95,21 @@ impl Reconcile for Kubelets {
         }
         let script = Script::of(&pod);
         if obj::is_deleting(&pod) {
+            let first = run.deleting_since.is_none();
             let since = *run.deleting_since.get_or_insert(now);
+            if first && !obj::pod_terminal(&pod) {
+                for c in obj::array(&pod, "/spec/containers") {
+                    let note = format!("Stopping container {}", obj::str_at(c, "/name"));
+                    self.api.event(
+                        &pod,
+                        "Normal",
+                        "Killing",
+                        "Killing",
+                        &note,
+                        &kubelet(&node.name),
+                    );
+                }
+            }
             let grace = obj::i64_at(&pod, "/metadata/deletionGracePeriodSeconds").unwrap_or(0);
             let stop = script
                 .terminate_after
@@ -166,7 +182,10 @@ impl Reconcile for Kubelets {
             new,
             &kubelet(&node.name),
         ) {
-            Ok(_) => next,
+            Ok(updated) => {
+                self.events(&pod, &updated, &node);
+                next
+            }
             Err(e) => {
                 tracing::debug!("updating pod {}/{} status: {e}", key.0, key.1);
                 Some(Duration::from_millis(100))
@@ -176,6 +195,62 @@ impl Reconcile for Kubelets {
 }
 
 impl Kubelets {
+    /// The Events of what a status change says the containers did, as the kubelet records
+    /// them: `Pulled`, `Created` and `Started` when a container starts (`Pulled` on its first
+    /// start only), `BackOff` when it waits to restart.
+    fn events(&self, old: &Value, new: &Value, node: &SimNode) {
+        let who = kubelet(&node.name);
+        let statuses = |pod: &Value| -> Vec<(String, Value)> {
+            obj::array(pod, "/status/containerStatuses")
+                .iter()
+                .map(|c| (obj::str_at(c, "/name").to_string(), c.clone()))
+                .collect()
+        };
+        let before = statuses(old);
+        for (name, c) in statuses(new) {
+            let was = before.iter().find(|(n, _)| *n == name).map(|(_, c)| c);
+            let restarts = obj::i64_at(&c, "/restartCount").unwrap_or(0);
+            let running = c.pointer("/state/running").is_some();
+            let was_running = was.is_some_and(|w| {
+                w.pointer("/state/running").is_some()
+                    && obj::i64_at(w, "/restartCount") == Some(restarts)
+            });
+            if running && !was_running {
+                let image = obj::array(new, "/spec/containers")
+                    .iter()
+                    .find(|s| obj::str_at(s, "/name") == name)
+                    .map(|s| obj::str_at(s, "/image"))
+                    .unwrap_or("");
+                if restarts == 0 {
+                    let note = format!("Container image \"{image}\" already present on machine");
+                    self.api
+                        .event(new, "Normal", "Pulled", "Pulled", &note, &who);
+                }
+                let created = format!("Created container: {name}");
+                self.api
+                    .event(new, "Normal", "Created", "Created", &created, &who);
+                let started = format!("Started container {name}");
+                self.api
+                    .event(new, "Normal", "Started", "Started", &started, &who);
+            }
+            let backoff = obj::str_at(&c, "/state/waiting/reason") == "CrashLoopBackOff";
+            let was_backoff = was.is_some_and(|w| {
+                obj::str_at(w, "/state/waiting/reason") == "CrashLoopBackOff"
+                    && obj::i64_at(w, "/restartCount") == Some(restarts)
+            });
+            if backoff && !was_backoff {
+                let note = format!(
+                    "Back-off restarting failed container {name} in pod {}_{}({})",
+                    obj::name(new),
+                    obj::namespace(new),
+                    obj::uid(new)
+                );
+                self.api
+                    .event(new, "Warning", "BackOff", "Backoff", &note, &who);
+            }
+        }
+    }
+
     /// The next pod IP of `node`.
     fn allocate(&mut self, node: &SimNode) -> String {
         let n = self.next_ip.entry(node.name.clone()).or_insert(1);

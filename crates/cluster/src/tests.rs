@@ -409,6 +409,28 @@ async fn scripts_delay_readiness_and_crash_loop() {
             .unwrap()
             .starts_with("back-off 20s restarting failed container=c pod=crash_default(")
     );
+    let events = env.list("events.k8s.io", "events", Some("default"), "");
+    let notes = |pod: &str, reason: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
+            .map(|e| e["note"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(
+        notes("slow", "Pulled"),
+        ["Container image \"nginx\" already present on machine"]
+    );
+    assert_eq!(notes("slow", "Created"), ["Created container: c"]);
+    assert_eq!(notes("slow", "Started"), ["Started container c"]);
+    assert_eq!(
+        notes("crash", "Started").len(),
+        2,
+        "started, then restarted once"
+    );
+    let backoff = notes("crash", "BackOff");
+    assert_eq!(backoff.len(), 2, "{backoff:?}");
+    assert!(backoff[0].starts_with("Back-off restarting failed container c in pod crash_default("));
 }
 
 #[tokio::test(start_paused = true)]
