@@ -593,6 +593,17 @@ impl Storage {
         }
     }
 
+    /// While `on`, deleting a pod that is bound to a node and has not ended marks it instead
+    /// of removing it, as kube-apiserver does: `deletionTimestamp` is now plus the grace period
+    /// (the request's `gracePeriodSeconds`, else the pod's `terminationGracePeriodSeconds`),
+    /// and `deletionGracePeriodSeconds` says it; a later delete may only shorten it. The node's
+    /// kubelet then deletes the pod with a grace period of 0. A simulated cluster, whose
+    /// kubelets do that, turns it on; off (the default) a pod goes at once, as nothing would
+    /// ever finish its deletion.
+    pub fn set_graceful_pod_deletion(&self, on: bool) {
+        self.state.lock().graceful_pods = on;
+    }
+
     /// Fault injection: while `on`, committed events do not reach the running watches (a
     /// watch behind, as a slow watch cache or network makes one); turning it off hands them
     /// the held events in order. Watches started meanwhile get the events committed before

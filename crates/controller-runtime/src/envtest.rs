@@ -147,6 +147,15 @@
 //! TokenRequest subresource (`kubectl create token`); one that does not is named in the
 //! error ([`Error::TokenRequest`]).
 //!
+//! ## A simulated cluster
+//!
+//! By default the environment is Go envtest's: an API server and nothing else, so a pod stays
+//! `Pending` and a Deployment never gets a ReplicaSet. [`Environment::simulate_cluster`] adds a
+//! simulated cluster ([`crt_cluster`]): nodes, a scheduler, kubelets that run the bound pods
+//! (annotations script delays, failures and crash loops), and the ReplicaSet, Deployment,
+//! EndpointSlice and Endpoints controllers, so an operator that owns Deployments or Services
+//! can be tested on what they become.
+//!
 //! ## An existing cluster
 //!
 //! Set `USE_EXISTING_CLUSTER=true` (or `1`) and the same tests run against the cluster
@@ -201,6 +210,9 @@ pub use error::Error;
 pub use eventually::{Eventually, eventually};
 pub use webhooks::{MUTATING_CONFIGURATION, VALIDATING_CONFIGURATION};
 
+/// The shape of the simulated cluster [`Environment::simulate_cluster`] runs.
+pub use crt_cluster::ClusterConfig;
+
 /// The environment variable that points tests at an existing cluster (`true` or `1`), as
 /// envtest's.
 pub const USE_EXISTING_CLUSTER: &str = "USE_EXISTING_CLUSTER";
@@ -218,6 +230,7 @@ pub struct Environment {
     use_existing_cluster: Option<bool>,
     crd_install_timeout: Duration,
     clean_up_after_use: bool,
+    cluster: Option<ClusterConfig>,
 }
 
 impl Default for Environment {
@@ -230,6 +243,7 @@ impl Default for Environment {
             use_existing_cluster: None,
             crd_install_timeout: Duration::from_secs(10),
             clean_up_after_use: false,
+            cluster: None,
         }
     }
 }
@@ -300,6 +314,17 @@ impl Environment {
         self
     }
 
+    /// Runs a simulated cluster on the embedded API server ([`crt_cluster`]): `config`'s nodes,
+    /// a scheduler, kubelets that run the bound pods, and the ReplicaSet, Deployment,
+    /// EndpointSlice and Endpoints controllers, so Deployments roll out, pods turn Running and
+    /// Ready, and Services get endpoints. Without it the environment is Go envtest's: an API
+    /// server alone (pods stay Pending). An existing cluster runs its own controllers: this
+    /// setting is ignored there.
+    pub fn simulate_cluster(mut self, config: ClusterConfig) -> Self {
+        self.cluster = Some(config);
+        self
+    }
+
     /// Starts the environment: reads the CRD files, starts the embedded API server (or
     /// connects to the existing cluster), installs every CRD and waits until each is served.
     /// See the [module docs](self) for each step.
@@ -347,6 +372,12 @@ impl Environment {
             })?;
             (Some(server), kubeconfig)
         };
+        let cluster = match (&server, self.cluster) {
+            (Some(server), Some(config)) => {
+                Some(crt_cluster::Cluster::start(server.storage(), config))
+            }
+            _ => None,
+        };
         let config = kube_client::Config::from_custom_kubeconfig(
             kubeconfig.clone(),
             &KubeConfigOptions::default(),
@@ -376,6 +407,7 @@ impl Environment {
         manifests::install(&client, &manifests).await?;
         Ok(Running {
             server,
+            cluster,
             kubeconfig,
             config,
             client,
@@ -404,6 +436,8 @@ fn use_existing_from_env(value: Option<&str>) -> Result<bool, Error> {
 /// [module docs](self).
 pub struct Running {
     server: Option<crt_apiserver::Server>,
+    /// The simulated cluster's controllers, stopped before the server.
+    cluster: Option<crt_cluster::Cluster>,
     kubeconfig: Kubeconfig,
     config: kube_client::Config,
     client: kube_client::Client,
@@ -548,6 +582,7 @@ impl Running {
         } else {
             Ok(())
         };
+        drop(self.cluster);
         if let Some(server) = self.server {
             server.stop().await;
         }

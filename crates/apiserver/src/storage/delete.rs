@@ -86,6 +86,17 @@ pub(crate) fn delete(
         &opts.warnings,
         opts.user.as_deref(),
     )?;
+    if st.graceful_pods
+        && loc.res == "pods"
+        && let Some(marked) = graceful_mark(&obj, opts.grace_period_seconds)
+    {
+        let stored = if opts.dry_run || meta::same_content(&obj, &marked) {
+            Arc::new(marked)
+        } else {
+            st.put(&loc.res, loc.key.clone(), marked)
+        };
+        return Ok(to_version(&stored, &res.api_version()));
+    }
     if opts.dry_run {
         let fins = finalizers_for(&loc, &obj, policy);
         if fins.is_empty() && !held_by_spec(&obj) {
@@ -101,6 +112,49 @@ pub(crate) fn delete(
         Some(Outcome::Removed(obj)) => Ok(deleted_answer(res, &obj)),
         None => Err(ApiError::not_found(&gr, name)),
     }
+}
+
+/// A graceful deletion of a pod (upstream's `CheckGracefulDelete` for pods): a pod bound to a
+/// node that has not ended, deleted with a grace period above 0 (the request's, else its
+/// `terminationGracePeriodSeconds`, 30 by default; a negative one is 1), is marked to go
+/// at the end of the period, or sooner than an earlier deletion said. `None`: removed now.
+fn graceful_mark(pod: &Value, requested: Option<i64>) -> Option<Value> {
+    let spec = pod.get("spec");
+    let bound = spec
+        .and_then(|s| s.get("nodeName"))
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let phase = meta::get_path(pod, ".status.phase").and_then(Value::as_str);
+    if !bound || matches!(phase, Some("Succeeded" | "Failed")) {
+        return None;
+    }
+    let grace = requested
+        .or_else(|| {
+            spec.and_then(|s| s.get("terminationGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(30);
+    let grace = if grace < 0 { 1 } else { grace };
+    if grace == 0 {
+        return None;
+    }
+    let earlier =
+        meta::get_path(pod, ".metadata.deletionGracePeriodSeconds").and_then(Value::as_i64);
+    if meta::is_deleting(pod) && earlier.is_some_and(|e| e <= grace) {
+        return Some(pod.clone());
+    }
+    let mut marked = pod.clone();
+    meta::set_meta(
+        &mut marked,
+        "deletionTimestamp",
+        Value::from(meta::seconds_from_now(grace)),
+    );
+    meta::set_meta(
+        &mut marked,
+        "deletionGracePeriodSeconds",
+        Value::from(grace),
+    );
+    Some(marked)
 }
 
 fn deleted_answer(res: &ResourceInfo, obj: &Value) -> Value {

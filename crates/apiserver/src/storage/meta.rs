@@ -118,6 +118,11 @@ pub(crate) fn now() -> String {
     rfc3339_seconds(&chrono::Utc::now())
 }
 
+/// The time `seconds` from now, as [`now`] writes it.
+pub(crate) fn seconds_from_now(seconds: i64) -> String {
+    rfc3339_seconds(&(chrono::Utc::now() + chrono::Duration::seconds(seconds)))
+}
+
 /// `2024-01-02T03:04:05Z`: written digit by digit (every write stamps a time or two, and
 /// chrono's `format` parses its pattern on each call).
 fn rfc3339_seconds(t: &chrono::DateTime<chrono::Utc>) -> String {

@@ -146,6 +146,8 @@ pub(crate) struct State {
     /// Fault injection: streaming lists started meanwhile get their initial-events-end
     /// bookmark only after the next write to their resource (or when this is cleared).
     pub(crate) withhold_initial_events_end: bool,
+    /// Pods bound to a node are deleted gracefully (`Storage::set_graceful_pod_deletion`).
+    pub(crate) graceful_pods: bool,
     /// Fault injection: while `Some`, committed events are kept here instead of reaching the
     /// running watches; they get them, in order, when it is cleared.
     pub(crate) held_events: Option<Vec<Arc<Event>>>,
@@ -177,6 +179,7 @@ impl State {
             window: Window::new(config.watch_window),
             watchers: Watchers::default(),
             withhold_initial_events_end: false,
+            graceful_pods: false,
             held_events: None,
             snapshots: VecDeque::new(),
             compacted: 0,

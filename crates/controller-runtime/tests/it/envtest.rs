@@ -987,3 +987,79 @@ subjects:
         env.stop().await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn a_simulated_cluster_rolls_deployments_out_and_plain_envtest_has_no_nodes() {
+    use controller_runtime::ObjectKey;
+    use controller_runtime::envtest::{ClusterConfig, eventually};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{Node, Pod};
+
+    let plain = Environment::new()
+        .use_existing_cluster(false)
+        .start()
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(plain.client());
+    assert!(
+        nodes
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    plain.stop().await.unwrap();
+
+    let env = Environment::new()
+        .use_existing_cluster(false)
+        .simulate_cluster(ClusterConfig::default().with_nodes(2))
+        .start()
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(env.client());
+    assert_eq!(
+        nodes
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        2
+    );
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            },
+        },
+    }))
+    .unwrap();
+    Api::<Deployment>::namespaced(env.client(), "default")
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    eventually(env.client())
+        .until_object::<Deployment>(&ObjectKey::new("default", "web"), |d| {
+            d.status
+                .as_ref()
+                .is_some_and(|s| s.available_replicas == Some(2))
+        })
+        .await
+        .unwrap();
+    let pods = Api::<Pod>::namespaced(env.client(), "default")
+        .list(&ListParams::default().labels("app=web"))
+        .await
+        .unwrap();
+    assert_eq!(pods.items.len(), 2);
+    for pod in &pods.items {
+        let status = pod.status.as_ref().unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        assert!(status.pod_ip.is_some());
+    }
+    env.stop().await.unwrap();
+}

@@ -23,6 +23,14 @@ pub struct Args {
     /// The bearer token clients must send (random when unset).
     #[arg(long, env = "CRT_TOKEN")]
     pub token: Option<String>,
+    /// How many simulated nodes the cluster has (`node-1` .. `node-N`): their kubelets run
+    /// the pods a scheduler binds, and the workload controllers run (see `crt-cluster`).
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+    /// Serve the API only, as Go's envtest does: no nodes, no scheduler, no kubelets, no
+    /// controllers (pods stay Pending, Deployments at 0 replicas).
+    #[arg(long, conflicts_with = "nodes")]
+    pub no_cluster: bool,
 }
 
 /// Runs the server until Ctrl-C or SIGTERM, then stops it cleanly.
@@ -39,6 +47,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let server = Server::start(config)
         .await
         .context("starting the API server")?;
+    let cluster = (!args.no_cluster).then(|| {
+        crt_cluster::Cluster::start(
+            server.storage(),
+            crt_cluster::ClusterConfig::default().with_nodes(args.nodes),
+        )
+    });
     let token_path = args
         .token_kubeconfig_out
         .unwrap_or_else(|| token_kubeconfig_beside(&args.kubeconfig_out));
@@ -51,6 +65,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let path = std::path::absolute(&args.kubeconfig_out).unwrap_or(args.kubeconfig_out);
     let token_path = std::path::absolute(&token_path).unwrap_or(token_path);
     println!("crt-apiserver listening on {}", server.url());
+    match &cluster {
+        Some(cluster) => println!(
+            "simulated cluster: {} node(s), scheduler, kubelets and workload controllers",
+            cluster.nodes().len()
+        ),
+        None => println!("no simulated cluster (--no-cluster): the API server only"),
+    }
     println!("token kubeconfig written to {}", token_path.display());
     println!("kubeconfig written to {}", path.display());
     println!(
@@ -59,6 +80,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     shutdown.wait().await?;
     println!("stopping");
+    drop(cluster);
     server.stop().await;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `crt`'s integration tests, one module per area, in one test binary (one build and link for
 //! all of them).
 
+mod cluster;
 mod demo;
 mod module_cycles;
 mod serve;

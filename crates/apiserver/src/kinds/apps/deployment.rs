@@ -22,11 +22,17 @@ fn deployment_defaults(obj: &mut Value, _next_cluster_ip: &mut u32) {
     default_at(obj, ".spec.replicas", json!(1));
     default_at(obj, ".spec.revisionHistoryLimit", json!(10));
     default_at(obj, ".spec.progressDeadlineSeconds", json!(600));
-    default_at(
-        obj,
-        ".spec.strategy",
-        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
-    );
+    // Field by field, as upstream's SetDefaults_Deployment: `kubectl create deployment` sends
+    // `strategy: {}`.
+    default_at(obj, ".spec.strategy.type", json!("RollingUpdate"));
+    if obj.pointer("/spec/strategy/type") == Some(&json!("RollingUpdate")) {
+        default_at(
+            obj,
+            ".spec.strategy.rollingUpdate.maxUnavailable",
+            json!("25%"),
+        );
+        default_at(obj, ".spec.strategy.rollingUpdate.maxSurge", json!("25%"));
+    }
     default_template(obj);
 }
 
@@ -38,4 +44,28 @@ fn deployment_columns() -> Vec<(&'static str, CellFn)> {
         ("Up-to-date", |o| json!(int(o, "/status/updatedReplicas"))),
         ("Available", |o| json!(int(o, "/status/availableReplicas"))),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_strategy_is_defaulted_field_by_field() {
+        let mut d = json!({"spec": {"strategy": {}}});
+        deployment_defaults(&mut d, &mut 0);
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        let mut d = json!({"spec": {"strategy": {"rollingUpdate": {"maxSurge": 1}}}});
+        deployment_defaults(&mut d, &mut 0);
+        assert_eq!(
+            d["spec"]["strategy"]["rollingUpdate"],
+            json!({"maxUnavailable": "25%", "maxSurge": 1})
+        );
+        let mut d = json!({"spec": {"strategy": {"type": "Recreate"}}});
+        deployment_defaults(&mut d, &mut 0);
+        assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
+    }
 }

@@ -617,3 +617,56 @@ fn a_dry_run_eviction_checks_the_budget_but_charges_nothing_and_keeps_the_pod() 
     assert!(s.get(&pods, Some("default"), "db-0", None).is_err());
     assert_eq!(allowed(&s), 0);
 }
+
+#[test]
+fn bound_pods_are_deleted_gracefully_while_kubelets_run() {
+    let s = store();
+    let pods = res(&s, "", "pods");
+    let pod = |name: &str, node: Option<&str>| {
+        let mut p = json!({"metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        if let Some(node) = node {
+            p["spec"]["nodeName"] = json!(node);
+        }
+        s.create(&pods, Some("default"), p, &w()).unwrap();
+    };
+    let del = |name: &str, grace: Option<i64>| {
+        let opts = DeleteOptions {
+            grace_period_seconds: grace,
+            ..DeleteOptions::default()
+        };
+        s.delete(&pods, Some("default"), name, &opts)
+    };
+    let get = |name: &str| s.get(&pods, Some("default"), name, None).ok();
+
+    // Off (the default): a bound pod goes at once.
+    pod("a", Some("node-1"));
+    del("a", None).unwrap();
+    assert!(get("a").is_none());
+
+    s.set_graceful_pod_deletion(true);
+    pod("b", Some("node-1"));
+    let marked = del("b", None).unwrap();
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        get("b").unwrap()["metadata"]["deletionGracePeriodSeconds"],
+        30
+    );
+    // A shorter grace period shortens it; a longer one changes nothing.
+    del("b", Some(5)).unwrap();
+    let rv = get("b").unwrap()["metadata"]["resourceVersion"].clone();
+    assert_eq!(
+        get("b").unwrap()["metadata"]["deletionGracePeriodSeconds"],
+        5
+    );
+    del("b", Some(10)).unwrap();
+    assert_eq!(get("b").unwrap()["metadata"]["resourceVersion"], rv);
+    // The kubelet's final delete.
+    del("b", Some(0)).unwrap();
+    assert!(get("b").is_none());
+    // An unbound pod has nothing to stop.
+    pod("c", None);
+    del("c", None).unwrap();
+    assert!(get("c").is_none());
+}

@@ -1,0 +1,839 @@
+//! The simulation end to end on the store, on tokio's paused clock: no sleeping, no HTTP.
+
+use std::time::Duration;
+
+use crt_apiserver::storage::{
+    DeleteOptions, ListOptions, PatchType, Storage, StorageConfig, WriteOptions,
+};
+use serde_json::{Value, json};
+
+use crate::{Cluster, ClusterConfig};
+
+struct Env {
+    store: Storage,
+    _cluster: Cluster,
+}
+
+fn opts() -> WriteOptions {
+    WriteOptions {
+        field_manager: Some("test".into()),
+        ..WriteOptions::default()
+    }
+}
+
+impl Env {
+    fn start(config: ClusterConfig) -> Env {
+        let store = Storage::new(StorageConfig::default());
+        let cluster = Cluster::start(&store, config);
+        Env {
+            store,
+            _cluster: cluster,
+        }
+    }
+
+    fn res(&self, group: &str, plural: &str) -> crt_apiserver::resource::ResourceInfo {
+        self.store.resolve(group, "v1", plural).unwrap()
+    }
+
+    fn create(&self, group: &str, plural: &str, ns: Option<&str>, body: Value) -> Value {
+        self.store
+            .create(&self.res(group, plural), ns, body, &opts())
+            .unwrap()
+    }
+
+    fn get(&self, group: &str, plural: &str, ns: Option<&str>, name: &str) -> Option<Value> {
+        self.store
+            .get(&self.res(group, plural), ns, name, None)
+            .ok()
+    }
+
+    fn list(&self, group: &str, plural: &str, ns: Option<&str>, selector: &str) -> Vec<Value> {
+        let opts = ListOptions {
+            label_selector: (!selector.is_empty()).then(|| selector.to_string()),
+            ..ListOptions::default()
+        };
+        let list = self
+            .store
+            .list(&self.res(group, plural), ns, &opts)
+            .unwrap();
+        list["items"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn patch(
+        &self,
+        group: &str,
+        plural: &str,
+        ns: Option<&str>,
+        name: &str,
+        patch: Value,
+    ) -> Value {
+        self.store
+            .patch(
+                &self.res(group, plural),
+                ns,
+                name,
+                None,
+                PatchType::Merge,
+                patch.to_string().as_bytes(),
+                &opts(),
+            )
+            .unwrap()
+    }
+
+    fn deployment(&self, name: &str, replicas: i64, image: &str, annotations: Value) {
+        self.create(
+            "apps",
+            "deployments",
+            Some("default"),
+            json!({
+                "metadata": {"name": name},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {
+                        "metadata": {"labels": {"app": name}, "annotations": annotations},
+                        "spec": {"containers": [{"name": "c", "image": image,
+                            "ports": [{"name": "http", "containerPort": 8080}]}]},
+                    },
+                },
+            }),
+        );
+    }
+}
+
+/// Waits (on the paused clock: time advances only while everything waits) until `check`
+/// answers `Some`, for at most `within` of simulated time.
+async fn eventually<T>(within: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        if tokio::time::Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn condition<'a>(obj: &'a Value, type_: &str) -> Option<&'a Value> {
+    obj["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+#[tokio::test(start_paused = true)]
+async fn nodes_register_ready_and_renew_their_leases() {
+    let env = Env::start(ClusterConfig::default().with_nodes(2));
+    let nodes = env.list("", "nodes", None, "");
+    assert_eq!(nodes.len(), 2);
+    let node = &nodes[0];
+    assert_eq!(
+        node["metadata"]["labels"]["kubernetes.io/hostname"],
+        "node-1"
+    );
+    assert_eq!(condition(node, "Ready").unwrap()["status"], "True");
+    assert_eq!(node["status"]["allocatable"]["pods"], "110");
+    let lease = |env: &Env| {
+        env.get(
+            "coordination.k8s.io",
+            "leases",
+            Some("kube-node-lease"),
+            "node-1",
+        )
+        .unwrap()["spec"]["renewTime"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let first = lease(&env);
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    assert!(
+        lease(&env) > first,
+        "the lease was renewed on the simulated clock"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_deployment_rolls_out_updates_and_undoes() {
+    let env = Env::start(ClusterConfig::default());
+    env.deployment("web", 3, "nginx", json!({}));
+    let d = eventually(Duration::from_secs(5), "the rollout", || {
+        let d = env.get("apps", "deployments", Some("default"), "web")?;
+        (d["status"]["availableReplicas"] == 3 && d["status"]["updatedReplicas"] == 3).then_some(d)
+    })
+    .await;
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "1"
+    );
+    assert_eq!(
+        d["status"]["observedGeneration"],
+        d["metadata"]["generation"]
+    );
+    assert_eq!(
+        condition(&d, "Available").unwrap()["reason"],
+        "MinimumReplicasAvailable"
+    );
+    assert_eq!(
+        condition(&d, "Progressing").unwrap()["reason"],
+        "NewReplicaSetAvailable"
+    );
+    let pods = env.list("", "pods", Some("default"), "app=web");
+    assert_eq!(pods.len(), 3);
+    let mut nodes: Vec<&str> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+        .collect();
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        ["node-1", "node-2", "node-3"],
+        "spread over the nodes"
+    );
+    for pod in &pods {
+        assert_eq!(pod["status"]["phase"], "Running");
+        assert!(
+            pod["status"]["podIP"]
+                .as_str()
+                .unwrap()
+                .starts_with("10.244.")
+        );
+        assert!(
+            pod["status"]["hostIP"]
+                .as_str()
+                .unwrap()
+                .starts_with("172.18.")
+        );
+        let c = &pod["status"]["containerStatuses"][0];
+        assert_eq!(c["ready"], true);
+        assert_eq!(c["image"], "docker.io/library/nginx:latest");
+        assert!(c["state"]["running"]["startedAt"].is_string());
+        for type_ in [
+            "PodReadyToStartContainers",
+            "Initialized",
+            "Ready",
+            "ContainersReady",
+            "PodScheduled",
+        ] {
+            assert_eq!(condition(pod, type_).unwrap()["status"], "True", "{type_}");
+        }
+        assert_eq!(pod["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet");
+    }
+    let rss = env.list("apps", "replicasets", Some("default"), "app=web");
+    assert_eq!(rss.len(), 1);
+    let first = rss[0]["metadata"]["name"].as_str().unwrap().to_string();
+    let hash = rss[0]["metadata"]["labels"]["pod-template-hash"]
+        .as_str()
+        .unwrap();
+    assert_eq!(first, format!("web-{hash}"));
+    assert_eq!(rss[0]["status"]["readyReplicas"], 3);
+
+    // A new image: a second ReplicaSet takes over, the first is scaled to zero.
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "web",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.27",
+            "ports": [{"name": "http", "containerPort": 8080}]}]}}}}),
+    );
+    let d = eventually(Duration::from_secs(10), "the update", || {
+        let d = env.get("apps", "deployments", Some("default"), "web")?;
+        let s = &d["status"];
+        (s["updatedReplicas"] == 3
+            && s["replicas"] == 3
+            && s["availableReplicas"] == 3
+            && s["observedGeneration"] == d["metadata"]["generation"])
+            .then_some(d)
+    })
+    .await;
+    assert_eq!(
+        d["metadata"]["annotations"]["deployment.kubernetes.io/revision"],
+        "2"
+    );
+    let rss = env.list("apps", "replicasets", Some("default"), "app=web");
+    assert_eq!(rss.len(), 2);
+    let old = rss
+        .iter()
+        .find(|rs| rs["metadata"]["name"] == first.as_str())
+        .unwrap();
+    assert_eq!(old["spec"]["replicas"], 0);
+    let pods = env.list("", "pods", Some("default"), "app=web");
+    assert_eq!(pods.len(), 3);
+    assert!(
+        pods.iter()
+            .all(|p| p["spec"]["containers"][0]["image"] == "nginx:1.27")
+    );
+
+    // Undo, as kubectl does it: the old template back; the old ReplicaSet is revision 3.
+    let mut template = old["spec"]["template"].clone();
+    template["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("pod-template-hash");
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "web",
+        json!({"spec": {"template": template}}),
+    );
+    eventually(Duration::from_secs(10), "the undo", || {
+        let rs = env.get("apps", "replicasets", Some("default"), &first)?;
+        let d = env.get("apps", "deployments", Some("default"), "web")?;
+        (rs["status"]["availableReplicas"] == 3
+            && rs["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "3"
+            && rs["metadata"]["annotations"]["deployment.kubernetes.io/revision-history"] == "1"
+            && d["status"]["replicas"] == 3)
+            .then_some(())
+    })
+    .await;
+
+    // Scale down.
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "web",
+        json!({"spec": {"replicas": 1}}),
+    );
+    eventually(Duration::from_secs(10), "the scale down", || {
+        let pods = env.list("", "pods", Some("default"), "app=web");
+        let d = env.get("apps", "deployments", Some("default"), "web")?;
+        (pods.len() == 1 && d["status"]["availableReplicas"] == 1).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unschedulable_pod_stays_pending_with_upstreams_event() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({
+            "metadata": {"name": "big"},
+            "spec": {"containers": [{"name": "c", "image": "nginx",
+                "resources": {"requests": {"cpu": "100"}}}]},
+        }),
+    );
+    let pod = eventually(
+        Duration::from_secs(5),
+        "the unschedulable condition",
+        || {
+            let pod = env.get("", "pods", Some("default"), "big")?;
+            condition(&pod, "PodScheduled").cloned()
+        },
+    )
+    .await;
+    let message = "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are \
+                   available: 3 No preemption victims found for incoming pod.";
+    assert_eq!(pod["status"], "False");
+    assert_eq!(pod["reason"], "Unschedulable");
+    assert_eq!(pod["message"], message);
+    let events = env.list("events.k8s.io", "events", Some("default"), "");
+    let failed: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["reason"] == "FailedScheduling")
+        .collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["note"], message);
+    assert_eq!(failed[0]["type"], "Warning");
+    assert_eq!(failed[0]["regarding"]["name"], "big");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let pod = env.get("", "pods", Some("default"), "big").unwrap();
+    assert_eq!(pod["status"]["phase"], "Pending");
+    assert!(pod["spec"]["nodeName"].is_null());
+}
+
+#[tokio::test(start_paused = true)]
+async fn scripts_delay_readiness_and_crash_loop() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({
+            "metadata": {"name": "slow", "annotations": {crate::script::READY_AFTER: "30s"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+        }),
+    );
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({
+            "metadata": {"name": "crash", "annotations": {
+                crate::script::RUN_FOR: "1s", crate::script::EXIT_CODE: "3"}},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+        }),
+    );
+    let running = eventually(Duration::from_secs(5), "slow running", || {
+        let pod = env.get("", "pods", Some("default"), "slow")?;
+        (pod["status"]["phase"] == "Running").then_some(pod)
+    })
+    .await;
+    let started = tokio::time::Instant::now();
+    assert_eq!(condition(&running, "Ready").unwrap()["status"], "False");
+    assert_eq!(
+        condition(&running, "Ready").unwrap()["reason"],
+        "ContainersNotReady"
+    );
+    eventually(Duration::from_secs(40), "slow ready", || {
+        let pod = env.get("", "pods", Some("default"), "slow")?;
+        (condition(&pod, "Ready")?["status"] == "True").then_some(())
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(29),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let waiting = eventually(Duration::from_secs(60), "a crash loop", || {
+        let pod = env.get("", "pods", Some("default"), "crash")?;
+        let c = pod["status"]["containerStatuses"][0].clone();
+        (c["restartCount"] == 1 && c["state"]["waiting"]["reason"] == "CrashLoopBackOff")
+            .then_some(c)
+    })
+    .await;
+    assert_eq!(waiting["lastState"]["terminated"]["exitCode"], 3);
+    assert_eq!(waiting["lastState"]["terminated"]["reason"], "Error");
+    assert_eq!(waiting["ready"], false);
+    assert!(
+        waiting["state"]["waiting"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("back-off 20s restarting failed container=c pod=crash_default(")
+    );
+    let events = env.list("events.k8s.io", "events", Some("default"), "");
+    let notes = |pod: &str, reason: &str| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
+            .map(|e| e["note"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(
+        notes("slow", "Pulled"),
+        ["Container image \"nginx\" already present on machine"]
+    );
+    assert_eq!(notes("slow", "Created"), ["Created container: c"]);
+    assert_eq!(notes("slow", "Started"), ["Started container c"]);
+    assert_eq!(
+        notes("crash", "Started").len(),
+        2,
+        "started, then restarted once"
+    );
+    let backoff = notes("crash", "BackOff");
+    assert_eq!(backoff.len(), 2, "{backoff:?}");
+    assert!(backoff[0].starts_with("Back-off restarting failed container c in pod crash_default("));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_jobs_pod_succeeds() {
+    let env = Env::start(ClusterConfig::default());
+    let job = env.create(
+        "batch",
+        "jobs",
+        Some("default"),
+        json!({
+            "metadata": {"name": "once"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "c", "image": "busybox"}]}}},
+        }),
+    );
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({
+            "metadata": {"name": "once-x", "ownerReferences": [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": "once",
+                 "uid": job["metadata"]["uid"], "controller": true}]},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+        }),
+    );
+    let pod = eventually(Duration::from_secs(5), "success", || {
+        let pod = env.get("", "pods", Some("default"), "once-x")?;
+        (pod["status"]["phase"] == "Succeeded").then_some(pod)
+    })
+    .await;
+    let c = &pod["status"]["containerStatuses"][0];
+    assert_eq!(c["state"]["terminated"]["reason"], "Completed");
+    assert_eq!(c["state"]["terminated"]["exitCode"], 0);
+    assert_eq!(condition(&pod, "Ready").unwrap()["reason"], "PodCompleted");
+}
+
+#[tokio::test(start_paused = true)]
+async fn services_get_endpoints_of_ready_pods() {
+    let env = Env::start(ClusterConfig::default());
+    env.deployment("api", 2, "nginx", json!({}));
+    env.create(
+        "",
+        "services",
+        Some("default"),
+        json!({
+            "metadata": {"name": "api", "labels": {"team": "a"}},
+            "spec": {"selector": {"app": "api"}, "ports": [{"port": 80, "targetPort": "http"}]},
+        }),
+    );
+    let slice = eventually(Duration::from_secs(5), "the endpoint slice", || {
+        let slices = env.list(
+            "discovery.k8s.io",
+            "endpointslices",
+            Some("default"),
+            "kubernetes.io/service-name=api",
+        );
+        let slice = slices.first()?.clone();
+        (slice["endpoints"].as_array()?.len() == 2).then_some(slice)
+    })
+    .await;
+    assert_eq!(slice["addressType"], "IPv4");
+    assert_eq!(
+        slice["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
+    assert_eq!(slice["metadata"]["labels"]["team"], "a");
+    assert_eq!(
+        slice["ports"],
+        json!([{"name": "", "port": 8080, "protocol": "TCP"}])
+    );
+    assert_eq!(slice["metadata"]["ownerReferences"][0]["kind"], "Service");
+    for ep in slice["endpoints"].as_array().unwrap() {
+        assert_eq!(
+            ep["conditions"],
+            json!({"ready": true, "serving": true, "terminating": false})
+        );
+        assert_eq!(ep["targetRef"]["kind"], "Pod");
+    }
+    let endpoints = env.get("", "endpoints", Some("default"), "api").unwrap();
+    assert_eq!(
+        endpoints["subsets"][0]["addresses"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        endpoints["subsets"][0]["ports"],
+        json!([{"port": 8080, "protocol": "TCP"}])
+    );
+
+    // Scaled to zero: the placeholder slice, and no subsets.
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "api",
+        json!({"spec": {"replicas": 0}}),
+    );
+    eventually(Duration::from_secs(5), "no endpoints", || {
+        let slices = env.list(
+            "discovery.k8s.io",
+            "endpointslices",
+            Some("default"),
+            "kubernetes.io/service-name=api",
+        );
+        let e = env.get("", "endpoints", Some("default"), "api")?;
+        (slices.len() == 1
+            && slices[0]["endpoints"]
+                .as_array()
+                .is_none_or(|e| e.is_empty())
+            && e.get("subsets")
+                .is_none_or(|s| s.as_array().is_none_or(|s| s.is_empty())))
+        .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn deleted_pods_stop_within_their_grace_period() {
+    let env = Env::start(ClusterConfig::default());
+    for (name, after) in [
+        ("quick", None),
+        ("slow", Some("20s")),
+        ("capped", Some("100s")),
+    ] {
+        let mut body = json!({"metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        if let Some(after) = after {
+            body["metadata"]["annotations"] = json!({crate::script::TERMINATE_AFTER: after});
+        }
+        env.create("", "pods", Some("default"), body);
+    }
+    eventually(Duration::from_secs(5), "the pods running", || {
+        let pods = env.list("", "pods", Some("default"), "");
+        (pods
+            .iter()
+            .filter(|p| p["status"]["phase"] == "Running")
+            .count()
+            == 3)
+            .then_some(())
+    })
+    .await;
+    let pods = env.res("", "pods");
+    let delete = |name: &str, grace: Option<i64>| {
+        let opts = DeleteOptions {
+            grace_period_seconds: grace,
+            ..DeleteOptions::default()
+        };
+        env.store
+            .delete(&pods, Some("default"), name, &opts)
+            .unwrap()
+    };
+    let started = tokio::time::Instant::now();
+    let marked = delete("slow", None);
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    delete("capped", Some(5));
+    delete("quick", None);
+    eventually(Duration::from_secs(1), "quick gone", || {
+        env.get("", "pods", Some("default"), "quick")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    eventually(Duration::from_secs(10), "capped gone", || {
+        env.get("", "pods", Some("default"), "capped")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        env.get("", "pods", Some("default"), "slow").is_some(),
+        "still stopping"
+    );
+    eventually(Duration::from_secs(20), "slow gone", || {
+        env.get("", "pods", Some("default"), "slow")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn jobs_complete_fail_and_expire() {
+    let env = Env::start(ClusterConfig::default());
+    let job = |name: &str, spec: Value, annotations: Value| {
+        let mut spec = spec;
+        spec["template"] = json!({
+            "metadata": {"annotations": annotations},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]},
+        });
+        env.create(
+            "batch",
+            "jobs",
+            Some("default"),
+            json!({"metadata": {"name": name}, "spec": spec}),
+        );
+    };
+    job(
+        "three",
+        json!({"completions": 3, "parallelism": 2, "ttlSecondsAfterFinished": 60}),
+        json!({}),
+    );
+    job(
+        "broken",
+        json!({"backoffLimit": 1}),
+        json!({crate::script::EXIT_CODE: "1"}),
+    );
+    let done = eventually(Duration::from_secs(10), "three complete", || {
+        let j = env.get("batch", "jobs", Some("default"), "three")?;
+        (condition(&j, "Complete")?["status"] == "True").then_some(j)
+    })
+    .await;
+    assert_eq!(done["status"]["succeeded"], 3);
+    assert!(done["status"]["completionTime"].is_string());
+    assert_eq!(
+        condition(&done, "SuccessCriteriaMet").unwrap()["reason"],
+        "CompletionsReached"
+    );
+    assert_eq!(
+        env.list(
+            "",
+            "pods",
+            Some("default"),
+            "batch.kubernetes.io/job-name=three"
+        )
+        .len(),
+        3
+    );
+    let failed = eventually(Duration::from_secs(10), "broken failed", || {
+        let j = env.get("batch", "jobs", Some("default"), "broken")?;
+        (condition(&j, "Failed")?["status"] == "True").then_some(j)
+    })
+    .await;
+    assert_eq!(failed["status"]["failed"], 2);
+    assert_eq!(
+        condition(&failed, "Failed").unwrap()["reason"],
+        "BackoffLimitExceeded"
+    );
+    assert_eq!(
+        condition(&failed, "Failed").unwrap()["message"],
+        "Job has reached the specified backoff limit"
+    );
+    // The TTL: gone a minute after it finished, with its pods.
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(env.get("batch", "jobs", Some("default"), "three").is_some());
+    eventually(Duration::from_secs(40), "three expired", || {
+        env.get("batch", "jobs", Some("default"), "three")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        env.list(
+            "",
+            "pods",
+            Some("default"),
+            "batch.kubernetes.io/job-name=three"
+        )
+        .is_empty()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn paused_recreated_and_stalled_deployments() {
+    let env = Env::start(ClusterConfig::default());
+    let deployment = |name: &str| env.get("apps", "deployments", Some("default"), name);
+    let rss = |app: &str| {
+        env.list(
+            "apps",
+            "replicasets",
+            Some("default"),
+            &format!("app={app}"),
+        )
+    };
+
+    // Paused: a new template makes no ReplicaSet until resumed.
+    env.deployment("held", 2, "nginx", json!({}));
+    eventually(Duration::from_secs(5), "held rolled out", || {
+        (deployment("held")?["status"]["availableReplicas"] == 2).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "held",
+        json!({"spec": {"paused": true,
+        "template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    );
+    let paused = eventually(Duration::from_secs(5), "paused", || {
+        let d = deployment("held")?;
+        (condition(&d, "Progressing")?["reason"] == "DeploymentPaused").then_some(d)
+    })
+    .await;
+    assert_eq!(
+        condition(&paused, "Progressing").unwrap()["status"],
+        "Unknown"
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(rss("held").len(), 1);
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "held",
+        json!({"spec": {"paused": false}}),
+    );
+    eventually(Duration::from_secs(10), "resumed and rolled out", || {
+        let d = deployment("held")?;
+        (rss("held").len() == 2
+            && d["status"]["updatedReplicas"] == 2
+            && d["status"]["availableReplicas"] == 2
+            && condition(&d, "Progressing")?["reason"] == "NewReplicaSetAvailable")
+            .then_some(())
+    })
+    .await;
+
+    // Recreate: the old pods are gone before the new ones start.
+    env.create(
+        "apps",
+        "deployments",
+        Some("default"),
+        json!({
+            "metadata": {"name": "again"},
+            "spec": {
+                "replicas": 2,
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": {"app": "again"}},
+                "template": {"metadata": {"labels": {"app": "again"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}},
+            },
+        }),
+    );
+    eventually(Duration::from_secs(5), "again rolled out", || {
+        (deployment("again")?["status"]["availableReplicas"] == 2).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "deployments",
+        Some("default"),
+        "again",
+        json!({"spec": {"template": {
+        "spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    );
+    eventually(Duration::from_secs(10), "again recreated", || {
+        let pods = env.list("", "pods", Some("default"), "app=again");
+        (pods.len() == 2
+            && pods
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "nginx:2")
+            && deployment("again")?["status"]["availableReplicas"] == 2)
+            .then_some(())
+    })
+    .await;
+
+    // Pods that never turn ready: the rollout times out after progressDeadlineSeconds.
+    env.create(
+        "apps",
+        "deployments",
+        Some("default"),
+        json!({
+            "metadata": {"name": "stuck"},
+            "spec": {
+                "replicas": 1,
+                "progressDeadlineSeconds": 60,
+                "selector": {"matchLabels": {"app": "stuck"}},
+                "template": {
+                    "metadata": {"labels": {"app": "stuck"},
+                        "annotations": {crate::script::READY_AFTER: "never"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                },
+            },
+        }),
+    );
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let d = deployment("stuck").unwrap();
+    assert_eq!(condition(&d, "Progressing").unwrap()["status"], "True");
+    assert_eq!(condition(&d, "Available").unwrap()["status"], "False");
+    let d = eventually(Duration::from_secs(40), "the deadline", || {
+        let d = deployment("stuck")?;
+        (condition(&d, "Progressing")?["reason"] == "ProgressDeadlineExceeded").then_some(d)
+    })
+    .await;
+    let c = condition(&d, "Progressing").unwrap();
+    assert_eq!(c["status"], "False");
+    assert!(
+        c["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("has timed out progressing."),
+        "{c}"
+    );
+}
