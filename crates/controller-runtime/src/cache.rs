@@ -52,7 +52,7 @@ pub use options::{
 };
 pub use raw::RawObject;
 pub use reader::ListOptions;
-pub use storage::{Codec, Storage};
+pub use storage::{CachedObject, Codec, Storage};
 pub use store::{IndexError, IndexFn, Store};
 /// The watch-line decoder, for the fuzz targets in crates/fuzz: not part of the API.
 #[doc(hidden)]

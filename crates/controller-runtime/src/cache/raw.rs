@@ -1,21 +1,24 @@
 //! Objects kept as the server sent them, for compact stores: an informer whose store is
 //! compact ([`Storage::Compact`](super::Storage)) and that has no transform lists and watches
-//! [`RawObject`]s, so filling the cache never builds the typed object at all. Only its key
-//! and resourceVersion are read; the JSON is stored as received and decoded on each read (and
-//! for each event a handler is told about).
+//! [`RawObject`]s, so filling the cache never builds the typed object at all. Only the
+//! metadata is read out (in the same pass that captures the JSON, `managedFields` skipped
+//! without being built); the JSON is stored as received and decoded on each typed read, and
+//! for an event only if a handler or predicate needs more than the metadata.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, OwnerReference, Time};
 use kube_client::core::{ObjectList, TypeMeta};
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::value::RawValue;
 
 use crate::ObjectKey;
 
-/// One object as the server sent it: its JSON, with its key and resourceVersion read out.
+/// One object as the server sent it: its JSON, with its key and metadata read out.
 #[derive(Clone, Debug)]
 pub struct RawObject {
     key: ObjectKey,
-    resource_version: Option<String>,
+    meta: ObjectMeta,
     json: Box<RawValue>,
 }
 
@@ -27,7 +30,12 @@ impl RawObject {
 
     /// The object's resourceVersion.
     pub fn resource_version(&self) -> Option<&str> {
-        self.resource_version.as_deref()
+        self.meta.resource_version.as_deref()
+    }
+
+    /// The object's metadata, without `managedFields` (which are skipped, never decoded).
+    pub fn metadata(&self) -> &ObjectMeta {
+        &self.meta
     }
 
     /// The object's JSON, as received.
@@ -35,15 +43,10 @@ impl RawObject {
         self.json.get().as_bytes()
     }
 
-    /// Takes the resourceVersion out.
-    pub(crate) fn take_resource_version(&mut self) -> Option<String> {
-        self.resource_version.take()
-    }
-
-    /// The key and the JSON, without a copy.
-    pub(crate) fn into_parts(self) -> (ObjectKey, Box<[u8]>) {
+    /// The key, the metadata and the JSON, without a copy.
+    pub(crate) fn into_parts(self) -> (ObjectKey, ObjectMeta, Box<[u8]>) {
         let json: Box<str> = self.json.into();
-        (self.key, json.into_boxed_bytes())
+        (self.key, self.meta, json.into_boxed_bytes())
     }
 }
 
@@ -54,14 +57,48 @@ struct Head {
     metadata: HeadMeta,
 }
 
+/// `ObjectMeta` less `managedFields`: serde skips that field's JSON (and any other unknown
+/// one) without building it, where `ObjectMeta` would build a `serde_json::Value` tree for
+/// each entry's `fieldsV1`.
 #[derive(serde::Deserialize, Default)]
-struct HeadMeta {
-    #[serde(default)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct HeadMeta {
+    annotations: Option<BTreeMap<String, String>>,
+    creation_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
+    generate_name: Option<String>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
     name: Option<String>,
-    #[serde(default)]
     namespace: Option<String>,
-    #[serde(default, rename = "resourceVersion")]
+    owner_references: Option<Vec<OwnerReference>>,
     resource_version: Option<String>,
+    self_link: Option<String>,
+    uid: Option<String>,
+}
+
+impl From<HeadMeta> for ObjectMeta {
+    fn from(m: HeadMeta) -> Self {
+        ObjectMeta {
+            annotations: m.annotations,
+            creation_timestamp: m.creation_timestamp,
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            deletion_timestamp: m.deletion_timestamp,
+            finalizers: m.finalizers,
+            generate_name: m.generate_name,
+            generation: m.generation,
+            labels: m.labels,
+            managed_fields: None,
+            name: m.name,
+            namespace: m.namespace,
+            owner_references: m.owner_references,
+            resource_version: m.resource_version,
+            self_link: m.self_link,
+            uid: m.uid,
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for RawObject {
@@ -70,17 +107,13 @@ impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let json = Box::<RawValue>::deserialize(deserializer)?;
         let head: Head = serde_json::from_str(json.get()).map_err(D::Error::custom)?;
-        let HeadMeta {
-            name,
-            namespace,
-            resource_version,
-        } = head.metadata;
+        let meta = ObjectMeta::from(head.metadata);
         Ok(RawObject {
             key: ObjectKey {
-                namespace: namespace.filter(|ns| !ns.is_empty()),
-                name: name.unwrap_or_default(),
+                namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
+                name: meta.name.clone().unwrap_or_default(),
             },
-            resource_version,
+            meta,
             json,
         })
     }

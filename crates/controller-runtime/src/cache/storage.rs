@@ -2,9 +2,14 @@
 //! stores.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_core::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::event::Object;
 
 /// How a [`Store`](super::Store) holds its objects: as shared typed objects (the default), or
 /// compactly, as their JSON encoding, decoded on each read.
@@ -137,6 +142,195 @@ impl<K> Clone for Codec<K> {
 }
 
 impl<K> Copy for Codec<K> {}
+
+/// One object of a compact store: its encoding, and its metadata (less `managedFields`) read
+/// from the same bytes once, when it was stored. Shared behind an `Arc` by the store, the
+/// events about it and reads in progress.
+pub(crate) struct Encoded {
+    pub(crate) meta: ObjectMeta,
+    pub(crate) bytes: Box<[u8]>,
+}
+
+impl Encoded {
+    /// What the store is charged for this object: the encoding, the metadata's inline size and
+    /// its strings (a close estimate of the heap it holds; allocator rounding aside).
+    pub(crate) fn size(&self) -> usize {
+        std::mem::size_of::<Self>() + self.bytes.len() + meta_heap_size(&self.meta)
+    }
+}
+
+impl Object for Encoded {
+    fn metadata(&self) -> &ObjectMeta {
+        &self.meta
+    }
+}
+
+/// The heap bytes of a metadata's strings, maps and lists, roughly.
+fn meta_heap_size(meta: &ObjectMeta) -> usize {
+    let s = |v: &Option<String>| v.as_ref().map_or(0, String::len);
+    let map = |m: &Option<std::collections::BTreeMap<String, String>>| {
+        m.as_ref().map_or(0, |m| {
+            // A B-tree node holds up to eleven pairs.
+            m.len().div_ceil(11) * 544 + m.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+        })
+    };
+    s(&meta.name)
+        + s(&meta.namespace)
+        + s(&meta.uid)
+        + s(&meta.resource_version)
+        + s(&meta.generate_name)
+        + s(&meta.self_link)
+        + map(&meta.labels)
+        + map(&meta.annotations)
+        + meta.finalizers.as_ref().map_or(0, |f| {
+            f.iter().map(|x| x.len() + 24).sum::<usize>()
+        })
+        + meta.owner_references.as_ref().map_or(0, |o| {
+            o.iter()
+                .map(|r| 160 + r.api_version.len() + r.kind.len() + r.name.len() + r.uid.len())
+                .sum::<usize>()
+        })
+}
+
+/// The metadata a compact store keeps beside an object's encoding: the object's own, less
+/// `managedFields` (which nothing reads from the metadata alone and which would cost a
+/// `serde_json::Value` tree per entry).
+pub(crate) fn stored_meta(meta: &ObjectMeta) -> ObjectMeta {
+    ObjectMeta {
+        managed_fields: None,
+        ..meta.clone()
+    }
+}
+
+/// An object as the cache holds it, as handed to [`ResourceEventHandler`]s: its metadata,
+/// always at hand, and the typed object, decoded from the cache's compact encoding the first
+/// time it is asked for and then kept for the object's other readers (every handler told about
+/// one event shares one `CachedObject`, so the event is decoded at most once).
+///
+/// A shared store ([`Storage::Shared`]) hands its typed objects, so nothing is decoded.
+///
+/// [`ResourceEventHandler`]: super::ResourceEventHandler
+pub struct CachedObject<K> {
+    repr: Repr<K>,
+}
+
+enum Repr<K> {
+    Typed(Arc<K>),
+    Encoded {
+        entry: Arc<Encoded>,
+        /// `None` only for an encoding no codec of this store made: it never decodes.
+        codec: Option<Codec<K>>,
+        typed: OnceLock<Option<Arc<K>>>,
+    },
+}
+
+impl<K> Clone for CachedObject<K> {
+    fn clone(&self) -> Self {
+        CachedObject {
+            repr: match &self.repr {
+                Repr::Typed(obj) => Repr::Typed(obj.clone()),
+                Repr::Encoded {
+                    entry,
+                    codec,
+                    typed,
+                } => Repr::Encoded {
+                    entry: entry.clone(),
+                    codec: *codec,
+                    typed: typed.clone(),
+                },
+            },
+        }
+    }
+}
+
+impl<K> fmt::Debug for CachedObject<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedObject")
+            .field("decoded", &self.is_decoded())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource> CachedObject<K> {
+    /// A typed object, already decoded.
+    pub fn typed(obj: Arc<K>) -> Self {
+        CachedObject {
+            repr: Repr::Typed(obj),
+        }
+    }
+
+    /// The object's metadata. For an object of a compact store, `managedFields` is `None`
+    /// here (the typed object has them).
+    pub fn metadata(&self) -> &ObjectMeta {
+        match &self.repr {
+            Repr::Typed(obj) => obj.meta(),
+            Repr::Encoded { entry, .. } => &entry.meta,
+        }
+    }
+
+}
+
+impl<K: Resource + 'static> CachedObject<K> {
+    /// The object seen through its metadata, shared, not copied or decoded.
+    pub fn as_object(&self) -> Arc<dyn Object> {
+        match &self.repr {
+            Repr::Typed(obj) => obj.clone() as Arc<dyn Object>,
+            Repr::Encoded { entry, .. } => entry.clone() as Arc<dyn Object>,
+        }
+    }
+}
+
+impl<K> CachedObject<K> {
+    /// The typed object: decoded on the first call (for every holder of this object), then
+    /// shared. `None`, logged, when its encoding does not decode into `K`.
+    pub fn object(&self) -> Option<Arc<K>> {
+        match &self.repr {
+            Repr::Typed(obj) => Some(obj.clone()),
+            Repr::Encoded {
+                entry,
+                codec,
+                typed,
+            } => typed
+                .get_or_init(|| match codec.map(|c| c.decode(&entry.bytes)) {
+                    Some(Ok(obj)) => Some(Arc::new(obj)),
+                    None => None,
+                    Some(Err(error)) => {
+                        tracing::error!(%error, name = ?entry.meta.name, namespace = ?entry.meta.namespace, "a cached object does not decode; skipped");
+                        None
+                    }
+                })
+                .clone(),
+        }
+    }
+
+    /// Whether the typed object is at hand (held typed, or decoded already).
+    pub fn is_decoded(&self) -> bool {
+        match &self.repr {
+            Repr::Typed(_) => true,
+            Repr::Encoded { typed, .. } => typed.get().is_some(),
+        }
+    }
+
+    /// An object of a compact store, decoded by `codec` when first asked for (unless `typed`
+    /// gives the object already).
+    pub(crate) fn encoded(
+        entry: Arc<Encoded>,
+        codec: Option<Codec<K>>,
+        typed: Option<Arc<K>>,
+    ) -> Self {
+        let once = OnceLock::new();
+        if let Some(obj) = typed {
+            let _ = once.set(Some(obj));
+        }
+        CachedObject {
+            repr: Repr::Encoded {
+                entry,
+                codec,
+                typed: once,
+            },
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

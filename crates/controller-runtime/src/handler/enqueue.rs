@@ -1,11 +1,11 @@
 //! [`EnqueueRequestForObject`]: reconcile the object the event is about.
 
-use kube_core::Resource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::Request;
-use crate::event::Event;
+use crate::event::{Event, Object};
 use crate::workqueue::Enqueue;
 
 /// Enqueues a [`Request`] for the object of each event: the namespace and name of the created,
@@ -18,8 +18,7 @@ use crate::workqueue::Enqueue;
 pub struct EnqueueRequestForObject;
 
 /// The request naming `obj`, or `None` (logged) when it has no name.
-pub(crate) fn request_for<K: Resource>(obj: &K, event: &str) -> Option<Request> {
-    let meta = obj.meta();
+pub(crate) fn request_for(meta: &ObjectMeta, event: &str) -> Option<Request> {
     match meta.name.as_deref() {
         Some(name) if !name.is_empty() => Some(Request {
             namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
@@ -35,10 +34,20 @@ pub(crate) fn request_for<K: Resource>(obj: &K, event: &str) -> Option<Request> 
     }
 }
 
-impl<K: Resource> EventHandler<K> for EnqueueRequestForObject {
-    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
-        if let Some(req) = request_for(&**event.object(), event.kind()) {
+impl EnqueueRequestForObject {
+    fn enqueue<K: ?Sized + Object>(event: &Event<K>, queue: &dyn Enqueue<Request>) {
+        if let Some(req) = request_for(event.object().metadata(), event.kind()) {
             with_low_priority(event, queue, |queue| queue.add(req));
         }
+    }
+}
+
+impl<K: Object> EventHandler<K> for EnqueueRequestForObject {
+    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
+        Self::enqueue(event, queue)
+    }
+    fn handle_metadata(&self, event: &Event<dyn Object>, queue: &dyn Enqueue<Request>) -> bool {
+        Self::enqueue(event, queue);
+        true
     }
 }
