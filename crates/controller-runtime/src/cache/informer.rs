@@ -592,7 +592,8 @@ where
         drop(old);
         if let Some((table, gvk)) = self.pending_writes() {
             table.settle_all(gvk, |key, w| {
-                self.scope_of(key) == scope && w.seen_in(seen_cached(store.get_cached(key).as_ref()))
+                self.scope_of(key) == scope
+                    && w.seen_in(seen_cached(store.get_cached(key).as_ref()))
             });
         }
         self.shared.store_changed.notify_waiters();

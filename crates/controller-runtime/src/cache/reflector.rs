@@ -515,7 +515,9 @@ mod tests {
             .into_entries()
             .into_iter()
             .map(|e| match e.slot {
-                Slot::Encoded(tag) => format!("{} {}", e.key.name, String::from_utf8_lossy(&tag.bytes)),
+                Slot::Encoded(tag) => {
+                    format!("{} {}", e.key.name, String::from_utf8_lossy(&tag.bytes))
+                }
                 Slot::Shared(_) => unreachable!(),
             })
             .collect()

@@ -1,5 +1,5 @@
-//! How a [`Store`](super::Store) holds its objects: [`Storage`], and the [`Codec`] of compact
-//! stores.
+//! How a [`Store`](super::Store) holds its objects: [`Storage`], the [`Codec`] of compact
+//! stores, and [`CachedObject`], an object as held, as informers hand it to their handlers.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -11,8 +11,13 @@ use serde::de::DeserializeOwned;
 
 use crate::event::Object;
 
-/// How a [`Store`](super::Store) holds its objects: as shared typed objects (the default), or
-/// compactly, as their JSON encoding, decoded on each read.
+/// How a [`Store`](super::Store) holds its objects: as shared typed objects, or compactly, as
+/// their JSON encoding plus their metadata, decoded on each typed read. A [`Cache`](super::Cache)
+/// holds every type compactly unless told otherwise
+/// ([`CacheOptions::with_default_compact`](super::CacheOptions::with_default_compact),
+/// [`ByObject::with_compact`](super::ByObject::with_compact)); a bare
+/// [`InformerConfig`](super::InformerConfig)
+/// defaults to [`Storage::Shared`] (it needs no serde bounds).
 ///
 /// A typed Kubernetes object takes two to four times its JSON size in memory: every
 /// `BTreeMap` (labels, annotations, a ConfigMap's data) reserves a 544-byte node for up to
@@ -20,28 +25,31 @@ use crate::event::Object;
 /// `managedFields` decode into nested `serde_json::Value` maps. A 1.1 KB ConfigMap held as
 /// `Arc<ConfigMap>` costs about 3 KB, and 6.5 KB with one managedFields entry.
 ///
-/// [`Storage::Compact`] keeps the JSON instead, and decodes it again for every read: about a
-/// quarter to a half of the heap, for a few microseconds of CPU per object read. It suits
-/// large caches that reconcilers read now and then (Secrets, ConfigMaps, the Pods of a big
-/// cluster); [`Storage::Shared`] suits objects read on every event. controller-runtime (Go)
-/// deep-copies every object on every read by default, which costs about what a compact read
-/// does.
+/// [`Storage::Compact`] keeps the JSON and the object's metadata (less `managedFields`) read
+/// from the same bytes once, when stored: about a quarter of the heap. What needs only
+/// metadata never decodes the object: the informer hands its handlers [`CachedObject`]s, and
+/// the Kind source asks the built-in handlers (enqueue the object, its owner) and metadata
+/// predicates (generation, labels, annotations, resourceVersion changed, label selectors) to
+/// decide from the metadata; an event is decoded, once, only for a handler or predicate that
+/// reads the typed object. A typed get or list decodes (a few microseconds for a 1 KB
+/// object); controller-runtime (Go) deep-copies every object on every read by default, which
+/// costs about as much. [`Storage::Shared`] suits objects read far more often than they change.
 ///
 /// A compact informer without a transform never builds the typed object to store it: it lists
-/// and watches [`RawObject`](super::RawObject)s, reads their key and resourceVersion, and
-/// stores the JSON as the server sent it (so filling the cache costs less CPU than a shared
-/// one). With a transform, objects are decoded, transformed and encoded again.
+/// and watches [`RawObject`](super::RawObject)s, reads their metadata in the pass that captures
+/// the JSON, and stores the JSON as the server sent it. With a transform, objects are decoded,
+/// transformed and encoded again.
 ///
 /// With compact storage:
 /// - a get or list returns freshly decoded objects, not the stored allocation, so two reads
 ///   of one object are two objects;
-/// - handlers get typed objects as with shared storage, decoded for them (an event's object,
-///   the replaced object of an update, a deleted one found on a relist, the replay a late
-///   handler or a resync gets): an informer with handlers decodes every event once;
+/// - handlers of typed objects get them decoded for them (an event's object, the replaced
+///   object of an update, a deleted one found on a relist, the replay a late handler or a
+///   resync gets), each object of an event once however many handlers ask;
 /// - field indexes decode the objects they index;
 /// - an object whose JSON no longer decodes into `K` (which a type that cannot read its own
 ///   output, or a raw object the type does not fit, would cause) is logged and left out of
-///   reads rather than failing them all.
+///   reads and typed events rather than failing them all.
 ///
 /// ```
 /// use controller_runtime::cache::{InformerConfig, Storage};
@@ -55,7 +63,7 @@ use crate::event::Object;
 pub enum Storage<K> {
     /// Each object as an `Arc<K>`, shared by every reader: reads copy nothing.
     Shared,
-    /// Each object encoded by the codec, decoded on every read.
+    /// Each object encoded by the codec, with its metadata; decoded on every typed read.
     Compact(Codec<K>),
 }
 
@@ -124,6 +132,15 @@ impl<K: Serialize + DeserializeOwned> Codec<K> {
 }
 
 impl<K> Codec<K> {
+    /// A codec of the given functions, for tests that count decodes.
+    #[cfg(test)]
+    pub(crate) fn counted(
+        encode: fn(&K) -> Result<Vec<u8>, serde_json::Error>,
+        decode: fn(&[u8]) -> Result<K, serde_json::Error>,
+    ) -> Self {
+        Codec { encode, decode }
+    }
+
     /// Encodes an object.
     pub fn encode(&self, obj: &K) -> Result<Vec<u8>, serde_json::Error> {
         (self.encode)(obj)
@@ -182,9 +199,10 @@ fn meta_heap_size(meta: &ObjectMeta) -> usize {
         + s(&meta.self_link)
         + map(&meta.labels)
         + map(&meta.annotations)
-        + meta.finalizers.as_ref().map_or(0, |f| {
-            f.iter().map(|x| x.len() + 24).sum::<usize>()
-        })
+        + meta
+            .finalizers
+            .as_ref()
+            .map_or(0, |f| f.iter().map(|x| x.len() + 24).sum::<usize>())
         + meta.owner_references.as_ref().map_or(0, |o| {
             o.iter()
                 .map(|r| 160 + r.api_version.len() + r.kind.len() + r.name.len() + r.uid.len())
@@ -267,7 +285,6 @@ impl<K: Resource> CachedObject<K> {
             Repr::Encoded { entry, .. } => &entry.meta,
         }
     }
-
 }
 
 impl<K: Resource + 'static> CachedObject<K> {

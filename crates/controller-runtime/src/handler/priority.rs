@@ -12,9 +12,7 @@ use crate::workqueue::{AddOpts, Enqueue, LOW_PRIORITY, QueueItem};
 pub(crate) fn low_priority<K: ?Sized + Object>(event: &Event<K>) -> Option<i32> {
     let low = match event {
         Event::Create(e) => e.is_in_initial_list,
-        Event::Update(e) => {
-            e.old.metadata().resource_version == e.new.metadata().resource_version
-        }
+        Event::Update(e) => e.old.metadata().resource_version == e.new.metadata().resource_version,
         Event::Delete(_) | Event::Generic(_) => false,
     };
     low.then_some(LOW_PRIORITY)

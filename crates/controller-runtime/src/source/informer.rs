@@ -9,8 +9,8 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::dispatch::CachedEvent;
 use super::EventDispatcher;
+use super::dispatch::CachedEvent;
 use super::interface::{Error, Source, short_type_name};
 use crate::cache::{self, Cache, CacheObject, CachedObject, ResourceEventHandler};
 use crate::event::{CreateEvent, DeleteEvent, Event, UpdateEvent};
