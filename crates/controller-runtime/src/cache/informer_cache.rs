@@ -619,7 +619,8 @@ impl Collector for CacheResources {
             *objects += informer.len();
             *bytes += informer.size_bytes();
         }
-        let families: [(&str, &str, fn(&(usize, usize)) -> usize); 3] = [
+        type Family = (&'static str, &'static str, fn(&(usize, usize)) -> usize);
+        let families: [Family; 3] = [
             (
                 "controller_runtime_cache_resources",
                 "Number of resources cached in the controller-runtime local cache, broken down by group, version, kind",

@@ -708,7 +708,7 @@ static DECODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 /// Compact JSON storage whose decodes are counted in [`DECODES`].
 fn counting() -> Storage<ConfigMap> {
     Storage::Compact(super::storage::Codec::counted(
-        |obj| serde_json::to_vec(obj),
+        serde_json::to_vec,
         |bytes| {
             DECODES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             serde_json::from_slice(bytes)
