@@ -3,7 +3,7 @@
 //! and the stores they fill.
 //!
 //! - [`Store`]: every object held once (`Arc<K>`), shared by every reader, with a namespace index
-//!   and user field indexes; or held compactly, as JSON plus metadata, decoded on each typed
+//!   and user field indexes; or held compactly, as JSON, decoded on each typed
 //!   read (the cache's default, [`Storage`]); informers hand handlers [`CachedObject`]s.
 //! - [`Informer`]: one store and its registered [`ResourceEventHandler`]s, told about every
 //!   change. One list+watch per [`InformerScope`]: every namespace at once, or each cached

@@ -839,10 +839,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for RawObject {
     fn entry(self, _: &Informer<K>, _: usize) -> Entry<K> {
-        let (key, meta, bytes) = self.into_parts();
+        let (key, bytes) = self.into_parts();
         Entry {
             key,
-            slot: Slot::Encoded(Arc::new(Encoded { meta, bytes })),
+            slot: Slot::Encoded(Arc::new(Encoded { bytes })),
             typed: None,
         }
     }

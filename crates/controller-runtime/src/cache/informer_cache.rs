@@ -336,7 +336,7 @@ impl Cache {
     ///
     /// Beside it, per kind and with the same labels: `controller_runtime_cache_objects` (the
     /// same count) and `controller_runtime_cache_bytes`, the heap its informers hold: for a
-    /// compact store (the default) the JSON kept per object plus its metadata, within a few
+    /// compact store (the default) the JSON kept per object, within a few
     /// percent of what the allocator holds for them; for typed shared storage only the objects'
     /// inline size, a lower bound.
     ///

@@ -137,9 +137,10 @@ pub struct CacheOptions {
     pub(crate) sync_period: Option<Duration>,
     /// Hold every type's objects compactly unless its [`ByObject`] says otherwise (see
     /// [`Storage`](super::Storage)). Default true: each object is kept as the JSON the server
-    /// sent plus its metadata, about a quarter of the memory of a typed object; events reach
-    /// metadata-only handlers and predicates without a decode, and a typed read decodes (a few
-    /// microseconds for a 1 KB object). False: shared typed `Arc`s, which reads never copy.
+    /// sent, about a quarter of the memory of a typed object; events reach metadata-only
+    /// handlers and predicates with the metadata read from it, without a full decode, and a
+    /// typed read decodes (a few microseconds for a 1 KB object). False: shared typed `Arc`s,
+    /// which reads never copy.
     pub(crate) default_compact: bool,
     /// Per-type settings, keyed by `group/version/Kind` (`v1/Kind` for the core group); see
     /// [`CacheOptions::by_object`].
@@ -341,9 +342,10 @@ impl CacheOptions {
 
     /// Hold every type's objects compactly unless its [`ByObject`] says otherwise (see
     /// [`Storage`](super::Storage)). Default true: each object is kept as the JSON the server
-    /// sent plus its metadata, about a quarter of the memory of a typed object; events reach
-    /// metadata-only handlers and predicates without a decode, and a typed read decodes (a few
-    /// microseconds for a 1 KB object). False: shared typed `Arc`s, which reads never copy.
+    /// sent, about a quarter of the memory of a typed object; events reach metadata-only
+    /// handlers and predicates with the metadata read from it, without a full decode, and a
+    /// typed read decodes (a few microseconds for a 1 KB object). False: shared typed `Arc`s,
+    /// which reads never copy.
     pub fn with_default_compact(mut self, compact: bool) -> Self {
         self.default_compact = compact;
         self

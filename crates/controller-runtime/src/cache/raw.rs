@@ -1,9 +1,10 @@
 //! Objects kept as the server sent them, for compact stores: an informer whose store is
 //! compact ([`Storage::Compact`](super::Storage)) and that has no transform lists and watches
-//! [`RawObject`]s, so filling the cache never builds the typed object at all. Only the
-//! metadata is read out (in the same pass that captures the JSON, `managedFields` skipped
-//! without being built); the JSON is stored as received and decoded on each typed read, and
-//! for an event only if a handler or predicate needs more than the metadata.
+//! [`RawObject`]s, so filling the cache never builds the typed object at all. Only the key and
+//! resourceVersion are read out; the JSON is stored as received. An event's metadata is read
+//! from it when a handler or predicate asks ([`read_meta`]: `managedFields` skipped, never
+//! built), and the typed object is decoded on each typed read, and for an event only if a
+//! handler or predicate needs more than the metadata.
 
 use std::collections::BTreeMap;
 
@@ -14,11 +15,11 @@ use serde_json::value::RawValue;
 
 use crate::ObjectKey;
 
-/// One object as the server sent it: its JSON, with its key and metadata read out.
+/// One object as the server sent it: its JSON, with its key and resourceVersion read out.
 #[derive(Clone, Debug)]
 pub struct RawObject {
     key: ObjectKey,
-    meta: ObjectMeta,
+    resource_version: Option<String>,
     json: Box<RawValue>,
 }
 
@@ -30,12 +31,13 @@ impl RawObject {
 
     /// The object's resourceVersion.
     pub fn resource_version(&self) -> Option<&str> {
-        self.meta.resource_version.as_deref()
+        self.resource_version.as_deref()
     }
 
-    /// The object's metadata, without `managedFields` (which are skipped, never decoded).
-    pub fn metadata(&self) -> &ObjectMeta {
-        &self.meta
+    /// The object's metadata, without `managedFields` (which are skipped, never decoded), read
+    /// from its JSON on each call.
+    pub fn metadata(&self) -> Result<ObjectMeta, serde_json::Error> {
+        read_meta(self.json())
     }
 
     /// The object's JSON, as received.
@@ -43,10 +45,10 @@ impl RawObject {
         self.json.get().as_bytes()
     }
 
-    /// The key, the metadata and the JSON, without a copy.
-    pub(crate) fn into_parts(self) -> (ObjectKey, ObjectMeta, Box<[u8]>) {
+    /// The key and the JSON, without a copy.
+    pub(crate) fn into_parts(self) -> (ObjectKey, Box<[u8]>) {
         let json: Box<str> = self.json.into();
-        (self.key, self.meta, json.into_boxed_bytes())
+        (self.key, json.into_boxed_bytes())
     }
 }
 
@@ -54,7 +56,31 @@ impl RawObject {
 #[derive(serde::Deserialize)]
 struct Head {
     #[serde(default)]
+    metadata: KeyMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct KeyMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+    #[serde(default, rename = "resourceVersion")]
+    resource_version: Option<String>,
+}
+
+/// An object's metadata, read from its JSON: [`HeadMeta`] under `metadata`, everything else
+/// skipped without being built.
+#[derive(serde::Deserialize)]
+struct MetaHead {
+    #[serde(default)]
     metadata: HeadMeta,
+}
+
+/// The metadata of an object's JSON, less `managedFields`.
+pub(crate) fn read_meta(json: &[u8]) -> Result<ObjectMeta, serde_json::Error> {
+    let head: MetaHead = serde_json::from_slice(json)?;
+    Ok(head.metadata.into())
 }
 
 /// `ObjectMeta` less `managedFields`: serde skips that field's JSON (and any other unknown
@@ -62,7 +88,7 @@ struct Head {
 /// each entry's `fieldsV1`.
 #[derive(serde::Deserialize, Default)]
 #[serde(rename_all = "camelCase", default)]
-pub(crate) struct HeadMeta {
+struct HeadMeta {
     annotations: Option<BTreeMap<String, String>>,
     creation_timestamp: Option<Time>,
     deletion_grace_period_seconds: Option<i64>,
@@ -107,13 +133,17 @@ impl<'de> Deserialize<'de> for RawObject {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let json = Box::<RawValue>::deserialize(deserializer)?;
         let head: Head = serde_json::from_str(json.get()).map_err(D::Error::custom)?;
-        let meta = ObjectMeta::from(head.metadata);
+        let KeyMeta {
+            name,
+            namespace,
+            resource_version,
+        } = head.metadata;
         Ok(RawObject {
             key: ObjectKey {
-                namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
-                name: meta.name.clone().unwrap_or_default(),
+                namespace: namespace.filter(|ns| !ns.is_empty()),
+                name: name.unwrap_or_default(),
             },
-            meta,
+            resource_version,
             json,
         })
     }
@@ -161,6 +191,19 @@ mod tests {
         // Cluster-scoped: no namespace.
         let raw: RawObject = serde_json::from_str(r#"{"metadata":{"name":"n"}}"#).unwrap();
         assert_eq!(raw.key(), &ObjectKey::cluster_scoped("n"));
+        // Its metadata, read on request; managedFields skipped.
+        let text = r#"{"metadata":{"name":"a","uid":"u","generation":3,"labels":{"x":"y"},"managedFields":[{"manager":"m","fieldsV1":{"f:data":{}}}],"ownerReferences":[{"apiVersion":"v1","kind":"K","name":"o","uid":"ou","controller":true}],"finalizers":["f"],"deletionTimestamp":"2026-01-01T00:00:00Z"}}"#;
+        let meta = serde_json::from_str::<RawObject>(text)
+            .unwrap()
+            .metadata()
+            .unwrap();
+        assert_eq!(meta.uid.as_deref(), Some("u"));
+        assert_eq!(meta.generation, Some(3));
+        assert_eq!(meta.labels.unwrap()["x"], "y");
+        assert!(meta.managed_fields.is_none());
+        assert_eq!(meta.owner_references.unwrap()[0].name, "o");
+        assert_eq!(meta.finalizers.unwrap(), ["f"]);
+        assert!(meta.deletion_timestamp.is_some());
         // Not an object: an error, not a panic.
         assert!(serde_json::from_str::<RawObject>(r#"{"metadata":7}"#).is_err());
     }

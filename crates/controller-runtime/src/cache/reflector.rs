@@ -503,7 +503,6 @@ mod tests {
         Entry {
             key: ObjectKey::new("ns", name),
             slot: Slot::Encoded(std::sync::Arc::new(crate::cache::storage::Encoded {
-                meta: Default::default(),
                 bytes: tag.as_bytes().into(),
             })),
             typed: None,

@@ -25,9 +25,9 @@ use crate::event::Object;
 /// `managedFields` decode into nested `serde_json::Value` maps. A 1.1 KB ConfigMap held as
 /// `Arc<ConfigMap>` costs about 3 KB, and 6.5 KB with one managedFields entry.
 ///
-/// [`Storage::Compact`] keeps the JSON and the object's metadata (less `managedFields`) read
-/// from the same bytes once, when stored: about a quarter of the heap. What needs only
-/// metadata never decodes the object: the informer hands its handlers [`CachedObject`]s, and
+/// [`Storage::Compact`] keeps the JSON: about a quarter of the heap. What needs only metadata
+/// never decodes the object: the informer hands its handlers [`CachedObject`]s, whose
+/// metadata is read from the JSON on demand (skipping the rest, `managedFields` included), and
 /// the Kind source asks the built-in handlers (enqueue the object, its owner) and metadata
 /// predicates (generation, labels, annotations, resourceVersion changed, label selectors) to
 /// decide from the metadata; an event is decoded, once, only for a handler or predicate that
@@ -36,8 +36,8 @@ use crate::event::Object;
 /// costs about as much. [`Storage::Shared`] suits objects read far more often than they change.
 ///
 /// A compact informer without a transform never builds the typed object to store it: it lists
-/// and watches [`RawObject`](super::RawObject)s, reads their metadata in the pass that captures
-/// the JSON, and stores the JSON as the server sent it. With a transform, objects are decoded,
+/// and watches [`RawObject`](super::RawObject)s, reads their key and resourceVersion, and
+/// stores the JSON as the server sent it. With a transform, objects are decoded,
 /// transformed and encoded again.
 ///
 /// With compact storage:
@@ -63,7 +63,7 @@ use crate::event::Object;
 pub enum Storage<K> {
     /// Each object as an `Arc<K>`, shared by every reader: reads copy nothing.
     Shared,
-    /// Each object encoded by the codec, with its metadata; decoded on every typed read.
+    /// Each object encoded by the codec; decoded on every typed read.
     Compact(Codec<K>),
 }
 
@@ -160,70 +160,33 @@ impl<K> Clone for Codec<K> {
 
 impl<K> Copy for Codec<K> {}
 
-/// One object of a compact store: its encoding, and its metadata (less `managedFields`) read
-/// from the same bytes once, when it was stored. Shared behind an `Arc` by the store, the
+/// One object of a compact store: its encoding, shared behind an `Arc` by the store, the
 /// events about it and reads in progress.
 pub(crate) struct Encoded {
-    pub(crate) meta: ObjectMeta,
     pub(crate) bytes: Box<[u8]>,
 }
 
 impl Encoded {
-    /// What the store is charged for this object: the encoding, the metadata's inline size and
-    /// its strings (a close estimate of the heap it holds; allocator rounding aside).
+    /// What the store is charged for this object: the encoding and its `Arc`.
     pub(crate) fn size(&self) -> usize {
-        std::mem::size_of::<Self>() + self.bytes.len() + meta_heap_size(&self.meta)
+        2 * std::mem::size_of::<usize>() + std::mem::size_of::<Self>() + self.bytes.len()
     }
 }
 
-impl Object for Encoded {
+/// An object's metadata, read from its encoding for an event, seen as an [`Object`].
+struct MetaView(ObjectMeta);
+
+impl Object for MetaView {
     fn metadata(&self) -> &ObjectMeta {
-        &self.meta
+        &self.0
     }
 }
 
-/// The heap bytes of a metadata's strings, maps and lists, roughly.
-fn meta_heap_size(meta: &ObjectMeta) -> usize {
-    let s = |v: &Option<String>| v.as_ref().map_or(0, String::len);
-    let map = |m: &Option<std::collections::BTreeMap<String, String>>| {
-        m.as_ref().map_or(0, |m| {
-            // A B-tree node holds up to eleven pairs.
-            m.len().div_ceil(11) * 544 + m.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
-        })
-    };
-    s(&meta.name)
-        + s(&meta.namespace)
-        + s(&meta.uid)
-        + s(&meta.resource_version)
-        + s(&meta.generate_name)
-        + s(&meta.self_link)
-        + map(&meta.labels)
-        + map(&meta.annotations)
-        + meta
-            .finalizers
-            .as_ref()
-            .map_or(0, |f| f.iter().map(|x| x.len() + 24).sum::<usize>())
-        + meta.owner_references.as_ref().map_or(0, |o| {
-            o.iter()
-                .map(|r| 160 + r.api_version.len() + r.kind.len() + r.name.len() + r.uid.len())
-                .sum::<usize>()
-        })
-}
-
-/// The metadata a compact store keeps beside an object's encoding: the object's own, less
-/// `managedFields` (which nothing reads from the metadata alone and which would cost a
-/// `serde_json::Value` tree per entry).
-pub(crate) fn stored_meta(meta: &ObjectMeta) -> ObjectMeta {
-    ObjectMeta {
-        managed_fields: None,
-        ..meta.clone()
-    }
-}
-
-/// An object as the cache holds it, as handed to [`ResourceEventHandler`]s: its metadata,
-/// always at hand, and the typed object, decoded from the cache's compact encoding the first
-/// time it is asked for and then kept for the object's other readers (every handler told about
-/// one event shares one `CachedObject`, so the event is decoded at most once).
+/// An object as the cache holds it, as handed to [`ResourceEventHandler`]s: its metadata and
+/// the typed object, each read from the cache's compact encoding the first time it is asked
+/// for and then kept for the object's other readers (every handler told about one event shares
+/// one `CachedObject`, so the event is decoded at most once; its metadata alone costs a read
+/// that skips everything else, `managedFields` included).
 ///
 /// A shared store ([`Storage::Shared`]) hands its typed objects, so nothing is decoded.
 ///
@@ -239,6 +202,7 @@ enum Repr<K> {
         /// `None` only for an encoding no codec of this store made: it never decodes.
         codec: Option<Codec<K>>,
         typed: OnceLock<Option<Arc<K>>>,
+        meta: OnceLock<Arc<MetaView>>,
     },
 }
 
@@ -251,10 +215,12 @@ impl<K> Clone for CachedObject<K> {
                     entry,
                     codec,
                     typed,
+                    meta,
                 } => Repr::Encoded {
                     entry: entry.clone(),
                     codec: *codec,
                     typed: typed.clone(),
+                    meta: meta.clone(),
                 },
             },
         }
@@ -277,12 +243,17 @@ impl<K: Resource> CachedObject<K> {
         }
     }
 
-    /// The object's metadata. For an object of a compact store, `managedFields` is `None`
-    /// here (the typed object has them).
+    /// The object's metadata. For an object of a compact store not decoded yet, read from its
+    /// encoding on the first call, without `managedFields` (the typed object has them).
     pub fn metadata(&self) -> &ObjectMeta {
         match &self.repr {
             Repr::Typed(obj) => obj.meta(),
-            Repr::Encoded { entry, .. } => &entry.meta,
+            Repr::Encoded {
+                typed, entry, meta, ..
+            } => match typed.get() {
+                Some(Some(obj)) => obj.meta(),
+                _ => &read_view(meta, entry).0,
+            },
         }
     }
 }
@@ -292,7 +263,12 @@ impl<K: Resource + 'static> CachedObject<K> {
     pub fn as_object(&self) -> Arc<dyn Object> {
         match &self.repr {
             Repr::Typed(obj) => obj.clone() as Arc<dyn Object>,
-            Repr::Encoded { entry, .. } => entry.clone() as Arc<dyn Object>,
+            Repr::Encoded {
+                typed, entry, meta, ..
+            } => match typed.get() {
+                Some(Some(obj)) => obj.clone() as Arc<dyn Object>,
+                _ => read_view(meta, entry).clone() as Arc<dyn Object>,
+            },
         }
     }
 }
@@ -307,12 +283,13 @@ impl<K> CachedObject<K> {
                 entry,
                 codec,
                 typed,
+                ..
             } => typed
                 .get_or_init(|| match codec.map(|c| c.decode(&entry.bytes)) {
                     Some(Ok(obj)) => Some(Arc::new(obj)),
                     None => None,
                     Some(Err(error)) => {
-                        tracing::error!(%error, name = ?entry.meta.name, namespace = ?entry.meta.namespace, "a cached object does not decode; skipped");
+                        tracing::error!(%error, "a cached object does not decode; skipped");
                         None
                     }
                 })
@@ -344,9 +321,22 @@ impl<K> CachedObject<K> {
                 entry,
                 codec,
                 typed: once,
+                meta: OnceLock::new(),
             },
         }
     }
+}
+
+/// The metadata read from `entry`'s encoding, once; empty (logged) if it does not read.
+fn read_view<'a>(meta: &'a OnceLock<Arc<MetaView>>, entry: &Encoded) -> &'a Arc<MetaView> {
+    meta.get_or_init(|| {
+        Arc::new(MetaView(
+            super::raw::read_meta(&entry.bytes).unwrap_or_else(|error| {
+                tracing::error!(%error, "a cached object's metadata does not read");
+                ObjectMeta::default()
+            }),
+        ))
+    })
 }
 
 #[cfg(test)]

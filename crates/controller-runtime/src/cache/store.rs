@@ -13,7 +13,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 use parking_lot::RwLock;
 
-use super::storage::{CachedObject, Codec, Encoded, Storage, stored_meta};
+use super::storage::{CachedObject, Codec, Encoded, Storage};
 use crate::ObjectKey;
 
 /// A function that extracts the values an object is indexed under (controller-runtime's
@@ -39,8 +39,7 @@ type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 /// The namespace key of cluster-scoped objects (a namespace is never empty).
 const CLUSTER: &str = "";
 
-/// One stored object: the shared typed object, or its encoding and metadata
-/// ([`Storage::Compact`]).
+/// One stored object: the shared typed object, or its encoding ([`Storage::Compact`]).
 pub(crate) enum Slot<K> {
     Shared(Arc<K>),
     /// Reads take a reference out of the lock and decode outside it.
@@ -48,7 +47,7 @@ pub(crate) enum Slot<K> {
 }
 
 impl<K: Resource> Slot<K> {
-    /// The heap this slot is charged for: an encoded object's bytes and metadata; a shared
+    /// The heap this slot is charged for: an encoded object's bytes; a shared
     /// object's inline size and metadata strings (a lower bound: its own maps and strings are
     /// not walked).
     fn size(&self) -> usize {
@@ -313,9 +312,9 @@ impl<K: Resource> Store<K> {
         self.inner.read().len
     }
 
-    /// The heap the stored objects take, about: exact for a compact store's encodings, plus
-    /// an estimate of their metadata; for shared objects only their inline size (a lower
-    /// bound). What the `controller_runtime_cache_bytes` gauge reports.
+    /// The heap the stored objects take, about: a compact store's encodings (allocator
+    /// rounding aside); for shared objects only their inline size (a lower bound). What the
+    /// `controller_runtime_cache_bytes` gauge reports.
     pub fn size_bytes(&self) -> usize {
         self.inner.read().bytes
     }
@@ -371,7 +370,6 @@ impl<K: Resource> Store<K> {
         };
         match codec.encode(&obj) {
             Ok(bytes) => Slot::Encoded(Arc::new(Encoded {
-                meta: stored_meta(obj.meta()),
                 bytes: bytes.into_boxed_slice(),
             })),
             Err(error) => {
@@ -608,7 +606,6 @@ mod tests {
                     serde_json::from_slice::<ConfigMap>(&entry.bytes).unwrap(),
                     *obj
                 );
-                assert_eq!(entry.meta, obj.metadata);
             }
             _ => panic!("a compact store holds encoded objects"),
         }
