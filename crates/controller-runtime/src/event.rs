@@ -37,6 +37,17 @@ use kube_core::Resource;
 pub trait Object {
     /// The object's metadata.
     fn metadata(&self) -> &ObjectMeta;
+
+    /// The object's namespace (`None` when empty or cluster-scoped) and name (empty when it
+    /// has none): the metadata's, unless the object knows them without reading its metadata
+    /// (an object of a compact cache, whose metadata is read from its JSON on demand).
+    fn namespace_and_name(&self) -> (Option<&str>, &str) {
+        let meta = self.metadata();
+        (
+            meta.namespace.as_deref().filter(|ns| !ns.is_empty()),
+            meta.name.as_deref().unwrap_or_default(),
+        )
+    }
 }
 
 impl<K: Resource> Object for K {

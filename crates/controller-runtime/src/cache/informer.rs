@@ -568,10 +568,10 @@ where
         };
         for (key, obj) in told {
             let previous = match key {
-                Some(key) if !old.is_empty() => old.remove(&key),
+                Some(key) if !old.is_empty() => old.remove(&key).map(|slot| (key, slot)),
                 _ => None,
             };
-            match previous.and_then(|slot| store.cached(&slot)) {
+            match previous.map(|(key, slot)| store.cached(&key, &slot)) {
                 Some(previous) if !initial => handlers
                     .iter()
                     .for_each(|h| h.handler.on_update_cached(&previous, &obj)),
@@ -581,7 +581,7 @@ where
             }
         }
         if !handlers.is_empty() {
-            for gone in old.values().filter_map(|slot| store.cached(slot)) {
+            for gone in old.iter().map(|(key, slot)| store.cached(key, slot)) {
                 handlers
                     .iter()
                     .for_each(|h| h.handler.on_delete_cached(&gone, true));
@@ -634,6 +634,7 @@ where
         let store = &self.shared.store;
         let pending = self.pending_writes().map(|p| (p, entry.key.clone()));
         let obj = store.cached_entry(&entry);
+        let key = (!handlers.is_empty()).then(|| entry.key.clone());
         let old = store.put_entry(entry);
         if let Some(((table, gvk), key)) = pending {
             table.settle(gvk, &key, |w| w.seen_in(seen(Some(obj.metadata()))));
@@ -642,7 +643,7 @@ where
         if handlers.is_empty() {
             return;
         }
-        match old.and_then(|slot| store.cached(&slot)) {
+        match old.zip(key).map(|(slot, key)| store.cached(&key, &slot)) {
             Some(old) => handlers
                 .iter()
                 .for_each(|h| h.handler.on_update_cached(&old, &obj)),

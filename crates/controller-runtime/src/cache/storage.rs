@@ -9,6 +9,7 @@ use kube_core::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::ObjectKey;
 use crate::event::Object;
 
 /// How a [`Store`](super::Store) holds its objects: as shared typed objects, or compactly, as
@@ -173,12 +174,26 @@ impl Encoded {
     }
 }
 
-/// An object's metadata, read from its encoding for an event, seen as an [`Object`].
-struct MetaView(ObjectMeta);
+/// An object of a compact store seen as an [`Object`]: its key as filed, and its metadata read
+/// from its encoding on first use (empty, logged, if it does not read).
+struct LazyMeta {
+    entry: Arc<Encoded>,
+    key: ObjectKey,
+    meta: OnceLock<ObjectMeta>,
+}
 
-impl Object for MetaView {
+impl Object for LazyMeta {
     fn metadata(&self) -> &ObjectMeta {
-        &self.0
+        self.meta.get_or_init(|| {
+            super::raw::read_meta(&self.entry.bytes).unwrap_or_else(|error| {
+                tracing::error!(%error, object = %self.key, "a cached object's metadata does not read");
+                ObjectMeta::default()
+            })
+        })
+    }
+
+    fn namespace_and_name(&self) -> (Option<&str>, &str) {
+        (self.key.namespace.as_deref(), &self.key.name)
     }
 }
 
@@ -198,11 +213,10 @@ pub struct CachedObject<K> {
 enum Repr<K> {
     Typed(Arc<K>),
     Encoded {
-        entry: Arc<Encoded>,
+        view: Arc<LazyMeta>,
         /// `None` only for an encoding no codec of this store made: it never decodes.
         codec: Option<Codec<K>>,
         typed: OnceLock<Option<Arc<K>>>,
-        meta: OnceLock<Arc<MetaView>>,
     },
 }
 
@@ -211,16 +225,10 @@ impl<K> Clone for CachedObject<K> {
         CachedObject {
             repr: match &self.repr {
                 Repr::Typed(obj) => Repr::Typed(obj.clone()),
-                Repr::Encoded {
-                    entry,
-                    codec,
-                    typed,
-                    meta,
-                } => Repr::Encoded {
-                    entry: entry.clone(),
+                Repr::Encoded { view, codec, typed } => Repr::Encoded {
+                    view: view.clone(),
                     codec: *codec,
                     typed: typed.clone(),
-                    meta: meta.clone(),
                 },
             },
         }
@@ -248,11 +256,9 @@ impl<K: Resource> CachedObject<K> {
     pub fn metadata(&self) -> &ObjectMeta {
         match &self.repr {
             Repr::Typed(obj) => obj.meta(),
-            Repr::Encoded {
-                typed, entry, meta, ..
-            } => match typed.get() {
+            Repr::Encoded { typed, view, .. } => match typed.get() {
                 Some(Some(obj)) => obj.meta(),
-                _ => &read_view(meta, entry).0,
+                _ => view.metadata(),
             },
         }
     }
@@ -263,11 +269,9 @@ impl<K: Resource + 'static> CachedObject<K> {
     pub fn as_object(&self) -> Arc<dyn Object> {
         match &self.repr {
             Repr::Typed(obj) => obj.clone() as Arc<dyn Object>,
-            Repr::Encoded {
-                typed, entry, meta, ..
-            } => match typed.get() {
+            Repr::Encoded { typed, view, .. } => match typed.get() {
                 Some(Some(obj)) => obj.clone() as Arc<dyn Object>,
-                _ => read_view(meta, entry).clone() as Arc<dyn Object>,
+                _ => view.clone() as Arc<dyn Object>,
             },
         }
     }
@@ -279,13 +283,8 @@ impl<K> CachedObject<K> {
     pub fn object(&self) -> Option<Arc<K>> {
         match &self.repr {
             Repr::Typed(obj) => Some(obj.clone()),
-            Repr::Encoded {
-                entry,
-                codec,
-                typed,
-                ..
-            } => typed
-                .get_or_init(|| match codec.map(|c| c.decode(&entry.bytes)) {
+            Repr::Encoded { view, codec, typed } => typed
+                .get_or_init(|| match codec.map(|c| c.decode(&view.entry.bytes)) {
                     Some(Ok(obj)) => Some(Arc::new(obj)),
                     None => None,
                     Some(Err(error)) => {
@@ -309,6 +308,7 @@ impl<K> CachedObject<K> {
     /// gives the object already).
     pub(crate) fn encoded(
         entry: Arc<Encoded>,
+        key: ObjectKey,
         codec: Option<Codec<K>>,
         typed: Option<Arc<K>>,
     ) -> Self {
@@ -318,25 +318,16 @@ impl<K> CachedObject<K> {
         }
         CachedObject {
             repr: Repr::Encoded {
-                entry,
+                view: Arc::new(LazyMeta {
+                    entry,
+                    key,
+                    meta: OnceLock::new(),
+                }),
                 codec,
                 typed: once,
-                meta: OnceLock::new(),
             },
         }
     }
-}
-
-/// The metadata read from `entry`'s encoding, once; empty (logged) if it does not read.
-fn read_view<'a>(meta: &'a OnceLock<Arc<MetaView>>, entry: &Encoded) -> &'a Arc<MetaView> {
-    meta.get_or_init(|| {
-        Arc::new(MetaView(
-            super::raw::read_meta(&entry.bytes).unwrap_or_else(|error| {
-                tracing::error!(%error, "a cached object's metadata does not read");
-                ObjectMeta::default()
-            }),
-        ))
-    })
 }
 
 #[cfg(test)]

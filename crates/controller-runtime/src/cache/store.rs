@@ -322,15 +322,19 @@ impl<K: Resource> Store<K> {
     /// The object stored under `key`, as held: typed, or encoded with its metadata.
     pub(crate) fn get_cached(&self, key: &ObjectKey) -> Option<CachedObject<K>> {
         let slot = self.inner.read().get(key).cloned()?;
-        self.cached(&slot)
+        Some(self.cached(key, &slot))
     }
 
     /// Every stored object, as held.
     pub(crate) fn list_cached(&self) -> Vec<CachedObject<K>> {
         let inner = self.inner.read();
         let mut all = Vec::with_capacity(inner.len);
-        for names in inner.objects.values() {
-            all.extend(names.values().filter_map(|slot| self.cached(slot)));
+        for (ns, names) in &inner.objects {
+            all.extend(
+                names
+                    .iter()
+                    .map(|(name, slot)| self.cached(&key_of(ns, name), slot)),
+            );
         }
         all
     }
@@ -338,19 +342,24 @@ impl<K: Resource> Store<K> {
     /// An entry as handed to handlers: its slot, with its typed object when at hand.
     pub(crate) fn cached_entry(&self, entry: &Entry<K>) -> CachedObject<K> {
         match &entry.slot {
-            Slot::Encoded(stored) => {
-                CachedObject::encoded(stored.clone(), self.codec, entry.typed.clone())
-            }
+            Slot::Encoded(stored) => CachedObject::encoded(
+                stored.clone(),
+                entry.key.clone(),
+                self.codec,
+                entry.typed.clone(),
+            ),
             Slot::Shared(obj) => CachedObject::typed(obj.clone()),
         }
     }
 
     /// A slot as handed to handlers: nothing is decoded.
-    pub(crate) fn cached(&self, slot: &Slot<K>) -> Option<CachedObject<K>> {
-        Some(match slot {
+    pub(crate) fn cached(&self, key: &ObjectKey, slot: &Slot<K>) -> CachedObject<K> {
+        match slot {
             Slot::Shared(obj) => CachedObject::typed(obj.clone()),
-            Slot::Encoded(entry) => CachedObject::encoded(entry.clone(), self.codec, None),
-        })
+            Slot::Encoded(entry) => {
+                CachedObject::encoded(entry.clone(), key.clone(), self.codec, None)
+            }
+        }
     }
 
     /// Whether the store is empty.

@@ -1,7 +1,5 @@
 //! [`EnqueueRequestForObject`]: reconcile the object the event is about.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
 use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::Request;
@@ -17,12 +15,13 @@ use crate::workqueue::Enqueue;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EnqueueRequestForObject;
 
-/// The request naming `obj`, or `None` (logged) when it has no name.
-pub(crate) fn request_for(meta: &ObjectMeta, event: &str) -> Option<Request> {
-    match meta.name.as_deref() {
-        Some(name) if !name.is_empty() => Some(Request {
-            namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
-            name: name.to_string(),
+/// The request naming `obj`, or `None` (logged) when it has no name. Reads only its namespace
+/// and name ([`Object::namespace_and_name`]).
+pub(crate) fn request_for<K: ?Sized + Object>(obj: &K, event: &str) -> Option<Request> {
+    match obj.namespace_and_name() {
+        (namespace, name) if !name.is_empty() => Some(Request {
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
         }),
         _ => {
             tracing::error!(
@@ -36,7 +35,7 @@ pub(crate) fn request_for(meta: &ObjectMeta, event: &str) -> Option<Request> {
 
 impl EnqueueRequestForObject {
     fn enqueue<K: ?Sized + Object>(event: &Event<K>, queue: &dyn Enqueue<Request>) {
-        if let Some(req) = request_for(event.object().metadata(), event.kind()) {
+        if let Some(req) = request_for(&**event.object(), event.kind()) {
             with_low_priority(event, queue, |queue| queue.add(req));
         }
     }
