@@ -342,11 +342,13 @@ impl Cache {
     ///
     /// # Sizing a pod's memory limit
     /// The cache is most of a controller's memory. Read `controller_runtime_cache_bytes` on a
-    /// cluster of the size the operator must handle (or its objects' count times the bytes per
-    /// object it shows), then allow for the process around it and for the relist of the
-    /// largest informer, which holds the new list beside the cache until it replaces it: about
-    /// `1.3 x sum(controller_runtime_cache_bytes) + 2 x max(per-kind bytes) + 50 MB`.
-    /// `crates/benches` measures this (BENCHMARKS.md: 100,000 ConfigMaps of 1.1 KB).
+    /// cluster of the size the operator must handle (or multiply the bytes per object it shows
+    /// by the objects expected). With compact storage, the process retained 1.2x the gauge's
+    /// bytes and peaked at 1.8x during its initial list (100,000 ConfigMaps of 1.5 KB: 162 MB
+    /// on the gauge, 198 MB retained, 293 MB peak RSS; see BENCHMARKS.md); a relist of an
+    /// informer holds its new list beside the cache until it replaces it, one more of that
+    /// kind's bytes. A limit of `2 x sum(controller_runtime_cache_bytes) + max(per-kind bytes)
+    /// + 50 MB` leaves room for both, plus what the reconcilers themselves allocate.
     pub fn register_metrics(&self, registry: &mut Registry) {
         registry.register_collector(Box::new(CacheResources {
             cache: Arc::downgrade(&self.shared),
