@@ -33,7 +33,8 @@ use cap::Cap;
 use std::sync::Arc;
 
 use controller_runtime::cache::{
-    ApiListWatch, Informer, InformerConfig, ResourceEventHandler, Storage, strip_managed_fields,
+    ApiListWatch, CachedObject, Informer, InformerConfig, ResourceEventHandler, Storage,
+    strip_managed_fields,
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -79,6 +80,7 @@ fn main() {
                 strip: false,
                 compact: false,
                 handler: false,
+                meta_handler: false,
             },
         ),
         (
@@ -88,6 +90,7 @@ fn main() {
                 strip: false,
                 compact: false,
                 handler: false,
+                meta_handler: false,
             },
         ),
         (
@@ -111,6 +114,7 @@ fn main() {
                 strip: false,
                 compact: true,
                 handler: false,
+                meta_handler: false,
             },
         ),
         (
@@ -120,6 +124,17 @@ fn main() {
                 strip: false,
                 compact: true,
                 handler: true,
+                meta_handler: false,
+            },
+        ),
+        (
+            "controller-runtime-rs informer, streaming list, compact storage, one metadata handler",
+            Contender::Ours {
+                streaming: true,
+                strip: false,
+                compact: true,
+                handler: false,
+                meta_handler: true,
             },
         ),
         (
@@ -129,6 +144,7 @@ fn main() {
                 strip: false,
                 compact: true,
                 handler: false,
+                meta_handler: false,
             },
         ),
     ];
@@ -142,6 +158,7 @@ fn main() {
                 strip: true,
                 compact: false,
                 handler: false,
+                meta_handler: false,
             },
         ),
         (
@@ -151,6 +168,7 @@ fn main() {
                 strip: true,
                 compact: true,
                 handler: false,
+                meta_handler: false,
             },
         ),
         (
@@ -242,13 +260,15 @@ fn clock_ticks_per_second() -> f64 {
 enum Contender {
     /// Our informer; `strip`: with the cache's `strip_managed_fields` transform; `compact`:
     /// with compact storage (objects held as JSON, decoded on read); `handler`: with a
-    /// handler registered before the sync (as a controller's Kind source does), which a
-    /// compact informer decodes every object for.
+    /// handler of typed objects registered before the sync, which a compact informer decodes
+    /// every object for; `meta_handler`: with a handler that reads only the metadata (as a
+    /// controller's Kind source with the built-in handlers and predicates), decoding nothing.
     Ours {
         streaming: bool,
         strip: bool,
         compact: bool,
         handler: bool,
+        meta_handler: bool,
     },
     /// kube-runtime's reflector; `strip`: managedFields cleared in the watcher stream's
     /// `.modify()`, kube-runtime's way of transforming before the store.
@@ -281,6 +301,7 @@ async fn measure(
             strip,
             compact,
             handler,
+            meta_handler,
         } => {
             let transform = strip.then(|| {
                 let strip = strip_managed_fields();
@@ -306,6 +327,9 @@ async fn measure(
             if handler {
                 informer.add_event_handler(Arc::new(CountingHandler::default()));
             }
+            if meta_handler {
+                informer.add_event_handler(Arc::new(MetaHandler::default()));
+            }
             let ctx = CancellationToken::new();
             let task = tokio::spawn({
                 let (informer, ctx) = (informer.clone(), ctx.clone());
@@ -317,6 +341,7 @@ async fn measure(
             assert_eq!(informer.store().len(), n);
             tokio::time::sleep(Duration::from_millis(100)).await;
             let held = ALLOCATOR.allocated().saturating_sub(before);
+            report_gets(informer.store(), informer.store().size_bytes() / n.max(1));
             ctx.cancel();
             task.await.unwrap();
             (elapsed, cpu, held)
@@ -374,6 +399,42 @@ impl ResourceEventHandler<ConfigMap> for CountingHandler {
     fn on_delete(&self, _: &Arc<ConfigMap>, _: bool) {
         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// A handler that counts events from the objects' metadata, never asking for a typed object:
+/// what the Kind source does for the built-in handlers and metadata predicates.
+#[derive(Default)]
+struct MetaHandler(std::sync::atomic::AtomicUsize);
+
+impl ResourceEventHandler<ConfigMap> for MetaHandler {
+    fn on_add(&self, _: &Arc<ConfigMap>, _: bool) {}
+    fn on_update(&self, _: &Arc<ConfigMap>, _: &Arc<ConfigMap>) {}
+    fn on_delete(&self, _: &Arc<ConfigMap>, _: bool) {}
+    fn on_add_cached(&self, obj: &CachedObject<ConfigMap>, _: bool) {
+        let len = obj.metadata().name.as_ref().map_or(0, String::len);
+        self.0.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Prints the cost of a typed cached read (a get of each of up to 20,000 objects, then 20,000
+/// gets of one object: what a memo of recent reads would save) and the store's gauge of bytes
+/// per object.
+fn report_gets(store: &controller_runtime::cache::Store<ConfigMap>, bytes_per_object: usize) {
+    let keys: Vec<_> = store.keys().into_iter().take(20_000).collect();
+    let start = Instant::now();
+    for key in &keys {
+        std::hint::black_box(store.get(key));
+    }
+    let each = start.elapsed().as_secs_f64() * 1e6 / keys.len().max(1) as f64;
+    let start = Instant::now();
+    for _ in 0..keys.len() {
+        std::hint::black_box(store.get(&keys[0]));
+    }
+    let same = start.elapsed().as_secs_f64() * 1e6 / keys.len().max(1) as f64;
+    eprintln!(
+        "    typed get: {each:.2} us (distinct objects), {same:.2} us (one object again); \
+         controller_runtime_cache_bytes / object: {bytes_per_object} B"
+    );
 }
 
 async fn client(kubeconfig: &str) -> kube_client::Client {

@@ -266,6 +266,13 @@ impl<K: Object + 'static> Predicate<K> for EventFilters {
         let event = event.erased();
         self.0.iter().all(|f| f.filter(&event))
     }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        Some(
+            self.0
+                .iter()
+                .all(|f| f.filter_metadata(event).unwrap_or_else(|| f.filter(event))),
+        )
+    }
 }
 
 /// A watch made at build time, when the filters are known.

@@ -3,7 +3,8 @@
 //! and the stores they fill.
 //!
 //! - [`Store`]: every object held once (`Arc<K>`), shared by every reader, with a namespace index
-//!   and user field indexes; or held compactly, encoded, and decoded on each read ([`Storage`]).
+//!   and user field indexes; or held compactly, as JSON, decoded on each typed
+//!   read (the cache's default, [`Storage`]); informers hand handlers [`CachedObject`]s.
 //! - [`Informer`]: one store and its registered [`ResourceEventHandler`]s, told about every
 //!   change. One list+watch per [`InformerScope`]: every namespace at once, or each cached
 //!   namespace on its own (see [`CacheOptions`]).
@@ -52,7 +53,7 @@ pub use options::{
 };
 pub use raw::RawObject;
 pub use reader::ListOptions;
-pub use storage::{Codec, Storage};
+pub use storage::{CachedObject, Codec, Storage};
 pub use store::{IndexError, IndexFn, Store};
 /// The watch-line decoder, for the fuzz targets in crates/fuzz: not part of the API.
 #[doc(hidden)]

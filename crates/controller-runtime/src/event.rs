@@ -1,7 +1,12 @@
 //! Events: what a [`Source`](crate::source::Source) tells predicates and handlers about an object.
 //!
-//! Objects are shared behind an [`Arc`]: the cache holds each object once and every predicate,
-//! handler and controller reads that same allocation. Nothing is deep-copied per handler.
+//! Objects are shared behind an [`Arc`]: every predicate and handler of an event reads the same
+//! allocation; nothing is deep-copied per handler. When the cache holds objects compactly (its
+//! default), a [`Kind`](crate::source::Kind) source first offers predicates and the handler an
+//! `Event<dyn Object>` over the cached metadata
+//! ([`Predicate::filter_metadata`](crate::predicate::Predicate::filter_metadata),
+//! [`EventHandler::handle_metadata`](crate::handler::EventHandler::handle_metadata)), and
+//! builds the typed event, decoding its objects once, only for those that need it.
 //!
 //! `K` is any Kubernetes object: a k8s-openapi type, a `#[derive(CustomResource)]` type, a
 //! [`kube_core::DynamicObject`] or a [`kube_core::PartialObjectMeta`]. It may also be
@@ -32,6 +37,17 @@ use kube_core::Resource;
 pub trait Object {
     /// The object's metadata.
     fn metadata(&self) -> &ObjectMeta;
+
+    /// The object's namespace (`None` when empty or cluster-scoped) and name (empty when it
+    /// has none): the metadata's, unless the object knows them without reading its metadata
+    /// (an object of a compact cache, whose metadata is read from its JSON on demand).
+    fn namespace_and_name(&self) -> (Option<&str>, &str) {
+        let meta = self.metadata();
+        (
+            meta.namespace.as_deref().filter(|ns| !ns.is_empty()),
+            meta.name.as_deref().unwrap_or_default(),
+        )
+    }
 }
 
 impl<K: Resource> Object for K {

@@ -46,8 +46,10 @@
 //!
 //! Also: [`rest_client`] (client-go's `rest_client_*` families, counting the requests of an
 //! instrumented kube-client), [`process`] (the `process_*` families of Prometheus' process
-//! collector), and the cache's `controller_runtime_cache_resources` gauge
-//! ([`Cache::register_metrics`](crate::cache::Cache::register_metrics)); a
+//! collector), and the cache's gauges `controller_runtime_cache_resources`,
+//! `controller_runtime_cache_objects` and `controller_runtime_cache_bytes` (objects and heap
+//! held per kind, and how to size a pod's memory limit from them:
+//! [`Cache::register_metrics`](crate::cache::Cache::register_metrics)); a
 //! [`Manager`](crate::manager::Manager) registers all three in its registry.
 //!
 //! Serving them: [`server`] (the metrics server a [`Manager`](crate::manager::Manager) runs:

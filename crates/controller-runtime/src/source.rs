@@ -42,7 +42,7 @@ mod interface;
 mod watch;
 
 pub use channel::{Channel, channel};
-pub use dispatch::EventDispatcher;
+pub use dispatch::{CachedEvent, EventDispatcher};
 pub use func::Func;
 pub use informer::{Informer, Kind};
 pub use watch::{EventWatch, watch};

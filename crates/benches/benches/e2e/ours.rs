@@ -2,7 +2,8 @@
 //!
 //! Default options: `ManagerOptions::default()` (metrics on a free port instead of 8080, which
 //! the shared machine may have taken), one worker. Best options: compact storage, managedFields
-//! stripped before caching, four workers.
+//! stripped before caching, four workers. `CRT_E2E_OURS_SHARED=1` makes ours cache typed shared
+//! objects instead of the default compact ones.
 
 use std::sync::Arc;
 
@@ -28,6 +29,10 @@ struct Ctx {
 pub async fn run(client: kube_client::Client, best: bool, owners: bool, tally: Arc<Tally>) {
     let ns = if owners { "owners" } else { "bench" };
     let mut cache = CacheOptions::default().with_default_namespaces(namespaces([ns]));
+    // The typed shared storage (the default before compact storage kept metadata), to compare.
+    if std::env::var("CRT_E2E_OURS_SHARED").is_ok_and(|v| v == "1") {
+        cache = cache.with_default_compact(false);
+    }
     if best {
         cache = cache
             .with_default_compact(true)

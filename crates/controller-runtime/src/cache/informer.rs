@@ -40,7 +40,7 @@ use super::error::ListWatchError;
 use super::list_watch::ListWatch;
 use super::raw::RawObject;
 use super::reflector::{Reflector, ReflectorConfig, StoreWriter};
-use super::storage::Storage;
+use super::storage::{CachedObject, Encoded, Storage};
 use super::store::{Entry, IndexError, IndexFn, Slot, Store};
 use crate::ObjectKey;
 
@@ -234,6 +234,11 @@ impl<K: Clone> InformerScope<K> {
 }
 
 /// What an informer tells its handlers (client-go's `ResourceEventHandler`).
+///
+/// The informer calls the `*_cached` methods, with each object as the cache holds it
+/// ([`CachedObject`]: metadata at hand, the typed object decoded on first access when the
+/// store is compact). By default they decode the object and call `on_add`, `on_update` and
+/// `on_delete`; a handler that can do with metadata overrides them and decodes nothing.
 pub trait ResourceEventHandler<K>: Send + Sync {
     /// An object appeared; `is_in_initial_list` when it came with the first list (or the replay
     /// a late handler gets).
@@ -243,6 +248,25 @@ pub trait ResourceEventHandler<K>: Send + Sync {
     /// An object went away; `delete_state_unknown` when the deletion was missed and found on a
     /// relist, so `obj` is the last state seen.
     fn on_delete(&self, obj: &Arc<K>, delete_state_unknown: bool);
+
+    /// [`on_add`](Self::on_add), with the object as cached.
+    fn on_add_cached(&self, obj: &CachedObject<K>, is_in_initial_list: bool) {
+        if let Some(obj) = obj.object() {
+            self.on_add(&obj, is_in_initial_list);
+        }
+    }
+    /// [`on_update`](Self::on_update), with the objects as cached.
+    fn on_update_cached(&self, old: &CachedObject<K>, new: &CachedObject<K>) {
+        if let (Some(old), Some(new)) = (old.object(), new.object()) {
+            self.on_update(&old, &new);
+        }
+    }
+    /// [`on_delete`](Self::on_delete), with the object as cached.
+    fn on_delete_cached(&self, obj: &CachedObject<K>, delete_state_unknown: bool) {
+        if let Some(obj) = obj.object() {
+            self.on_delete(&obj, delete_state_unknown);
+        }
+    }
 }
 
 /// A handler's registration on an informer.
@@ -441,8 +465,8 @@ where
         let mut handlers = self.shared.handlers.lock();
         // Scopes that synced already have stored their content: replay it. Scopes still
         // listing deliver theirs to every handler, this one included, when they store it.
-        for obj in self.shared.store.list(None) {
-            handler.on_add(&obj, true);
+        for obj in self.shared.store.list_cached() {
+            handler.on_add_cached(&obj, true);
         }
         let synced = Arc::new(AtomicBool::new(self.has_synced()));
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
@@ -509,10 +533,10 @@ where
         }
         while sleep_or_cancel(ctx, jitter(period)).await {
             let handlers = self.shared.handlers.lock();
-            for obj in self.shared.store.list(None) {
+            for obj in self.shared.store.list_cached() {
                 handlers
                     .iter()
-                    .for_each(|h| h.handler.on_update(&obj, &obj));
+                    .for_each(|h| h.handler.on_update_cached(&obj, &obj));
             }
         }
     }
@@ -525,16 +549,16 @@ where
         let this = &self.shared.scopes[scope];
         let initial = !this.synced.load(Ordering::Acquire);
         let store = &self.shared.store;
-        // Without handlers there is nobody to tell (and a compact store's objects need not be
-        // decoded). A compact store's objects are decoded one at a time as they are told, so
-        // the whole list is never held typed at once.
-        let told: Vec<(ObjectKey, Option<Arc<K>>)> = if handlers.is_empty() {
+        // Without handlers there is nobody to tell. Handlers get the objects as stored (a
+        // compact store's are decoded only for a handler that asks), and their keys only when
+        // there is an old content to compare with.
+        let keyed = !store.is_empty();
+        let told: Vec<(Option<ObjectKey>, CachedObject<K>)> = if handlers.is_empty() {
             Vec::new()
         } else {
-            let compact = store.is_compact();
             entries
                 .iter()
-                .map(|e| (e.key.clone(), e.typed.clone().filter(|_| !compact)))
+                .map(|e| (keyed.then(|| e.key.clone()), store.cached_entry(e)))
                 .collect()
         };
         let mut old = if self.shared.scopes.len() == 1 {
@@ -543,28 +567,24 @@ where
             store.replace_entries_where(|key| self.scope_of(key) == scope, entries)
         };
         for (key, obj) in told {
-            let Some(obj) = obj.or_else(|| store.get(&key)) else {
-                continue;
+            let previous = match key {
+                Some(key) if !old.is_empty() => old.remove(&key).map(|slot| (key, slot)),
+                _ => None,
             };
-            let previous = if old.is_empty() {
-                None
-            } else {
-                old.remove(&key)
-            };
-            match previous.and_then(|slot| store.decode(&slot)) {
+            match previous.map(|(key, slot)| store.cached(&key, &slot)) {
                 Some(previous) if !initial => handlers
                     .iter()
-                    .for_each(|h| h.handler.on_update(&previous, &obj)),
+                    .for_each(|h| h.handler.on_update_cached(&previous, &obj)),
                 _ => handlers
                     .iter()
-                    .for_each(|h| h.handler.on_add(&obj, initial)),
+                    .for_each(|h| h.handler.on_add_cached(&obj, initial)),
             }
         }
         if !handlers.is_empty() {
-            for gone in old.values().filter_map(|slot| store.decode(slot)) {
+            for gone in old.iter().map(|(key, slot)| store.cached(key, slot)) {
                 handlers
                     .iter()
-                    .for_each(|h| h.handler.on_delete(&gone, true));
+                    .for_each(|h| h.handler.on_delete_cached(&gone, true));
             }
         }
         // What the store does not keep (typed objects a compact store encoded, the replaced
@@ -572,7 +592,8 @@ where
         drop(old);
         if let Some((table, gvk)) = self.pending_writes() {
             table.settle_all(gvk, |key, w| {
-                self.scope_of(key) == scope && w.seen_in(seen(store.get(key).as_deref()))
+                self.scope_of(key) == scope
+                    && w.seen_in(seen_cached(store.get_cached(key).as_ref()))
             });
         }
         self.shared.store_changed.notify_waiters();
@@ -612,29 +633,23 @@ where
         let handlers = self.shared.handlers.lock();
         let store = &self.shared.store;
         let pending = self.pending_writes().map(|p| (p, entry.key.clone()));
-        if handlers.is_empty() {
-            store.put_entry(entry);
-            if let Some(((table, gvk), key)) = pending {
-                table.settle(gvk, &key, |w| w.seen_in(seen(store.get(&key).as_deref())));
-            }
-            self.shared.store_changed.notify_waiters();
-            return;
-        }
-        let obj = self.typed(&entry);
+        let obj = store.cached_entry(&entry);
+        let key = (!handlers.is_empty()).then(|| entry.key.clone());
         let old = store.put_entry(entry);
         if let Some(((table, gvk), key)) = pending {
-            let stored = obj.clone().or_else(|| store.get(&key));
-            table.settle(gvk, &key, |w| w.seen_in(seen(stored.as_deref())));
+            table.settle(gvk, &key, |w| w.seen_in(seen(Some(obj.metadata()))));
         }
         self.shared.store_changed.notify_waiters();
-        let Some(obj) = obj else {
+        if handlers.is_empty() {
             return;
-        };
-        match old.and_then(|slot| store.decode(&slot)) {
+        }
+        match old.zip(key).map(|(slot, key)| store.cached(&key, &slot)) {
             Some(old) => handlers
                 .iter()
-                .for_each(|h| h.handler.on_update(&old, &obj)),
-            None => handlers.iter().for_each(|h| h.handler.on_add(&obj, false)),
+                .for_each(|h| h.handler.on_update_cached(&old, &obj)),
+            None => handlers
+                .iter()
+                .for_each(|h| h.handler.on_add_cached(&obj, false)),
         }
     }
 
@@ -644,15 +659,13 @@ where
         // Handlers get the last state the server sent; the store's copy only matters if the
         // server sent none (it always does on a real watch).
         self.shared.store.discard(&entry.key);
+        let gone = self.shared.store.cached_entry(&entry);
         if let Some((table, gvk)) = self.pending_writes() {
-            let gone = self.typed(&entry);
+            let meta = gone.metadata();
             table.settle(gvk, &entry.key, |w| {
-                w.seen_in(match gone.as_deref().map(Resource::meta) {
-                    Some(meta) => Seen::Deleted {
-                        resource_version: meta.resource_version.as_deref(),
-                        uid: meta.uid.as_deref(),
-                    },
-                    None => Seen::Absent,
+                w.seen_in(Seen::Deleted {
+                    resource_version: meta.resource_version.as_deref(),
+                    uid: meta.uid.as_deref(),
                 })
             });
         }
@@ -660,11 +673,9 @@ where
         if handlers.is_empty() {
             return;
         }
-        if let Some(obj) = self.typed(&entry) {
-            handlers
-                .iter()
-                .for_each(|h| h.handler.on_delete(&obj, false));
-        }
+        handlers
+            .iter()
+            .for_each(|h| h.handler.on_delete_cached(&gone, false));
     }
 
     /// Has the informer settle the writes of `table` recorded under `gvk` (its
@@ -719,7 +730,7 @@ where
             }
         }
         !self.caught_up_with(key, written)
-            && !written.seen_in(seen(self.shared.store.get(key).as_deref()))
+            && !written.seen_in(seen_cached(self.shared.store.get_cached(key).as_ref()))
     }
 
     /// Scope `scope`'s store holds everything up to `resource_version`: pending writes of the
@@ -748,14 +759,6 @@ where
         written
             .resource_version
             .is_some_and(|at| at <= scope.caught_up.load(Ordering::Acquire))
-    }
-
-    /// An entry's typed object: as decoded from the wire, or decoded from its raw JSON.
-    fn typed(&self, entry: &Entry<K>) -> Option<Arc<K>> {
-        entry
-            .typed
-            .clone()
-            .or_else(|| self.shared.store.decode(&entry.slot))
     }
 
     /// Applies scope `scope`'s transform, then trims the metadata's lists (see
@@ -837,10 +840,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for RawObject {
     fn entry(self, _: &Informer<K>, _: usize) -> Entry<K> {
-        let (key, json) = self.into_parts();
+        let (key, bytes) = self.into_parts();
         Entry {
             key,
-            slot: Slot::Encoded(json),
+            slot: Slot::Encoded(Arc::new(Encoded { bytes })),
             typed: None,
         }
     }
@@ -862,13 +865,19 @@ fn compact_meta(meta: &mut ObjectMeta) {
     }
 }
 
-/// What a store holds for a key, as a write is compared with it.
-pub(crate) fn seen<K: Resource>(obj: Option<&K>) -> Seen<'_> {
-    match obj.map(Resource::meta) {
+/// What a store holds for a key (its metadata, if it holds one), as a write is compared with
+/// it.
+pub(crate) fn seen(meta: Option<&ObjectMeta>) -> Seen<'_> {
+    match meta {
         Some(meta) => Seen::Present {
             resource_version: meta.resource_version.as_deref(),
             uid: meta.uid.as_deref(),
         },
         None => Seen::Absent,
     }
+}
+
+/// [`seen`] of an object as cached.
+pub(crate) fn seen_cached<K: Resource>(obj: Option<&CachedObject<K>>) -> Seen<'_> {
+    seen(obj.map(CachedObject::metadata))
 }

@@ -701,3 +701,245 @@ async fn a_compact_informer_without_transform_stores_what_the_server_sent() {
     ctx.cancel();
     task.await.unwrap();
 }
+
+/// Decodes counted by the codec of [`counting`].
+static DECODES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Compact JSON storage whose decodes are counted in [`DECODES`].
+fn counting() -> Storage<ConfigMap> {
+    Storage::Compact(super::storage::Codec::counted(
+        serde_json::to_vec,
+        |bytes| {
+            DECODES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            serde_json::from_slice(bytes)
+        },
+    ))
+}
+
+/// Records what a metadata-only handler is told: lines as [`Recorder`]'s, read from the
+/// cached metadata, and whether anything was decoded for it.
+#[derive(Default)]
+struct MetaRecorder(Mutex<Vec<String>>);
+
+fn meta_line(o: &CachedObject<ConfigMap>) -> String {
+    assert!(!o.is_decoded(), "a metadata handler gets undecoded objects");
+    let m = o.metadata();
+    assert!(m.managed_fields.is_none());
+    format!(
+        "{} {}{}",
+        m.name.as_deref().unwrap(),
+        m.resource_version.as_deref().unwrap(),
+        m.labels
+            .as_ref()
+            .map(|l| format!(" {l:?}"))
+            .unwrap_or_default()
+    )
+}
+
+impl ResourceEventHandler<ConfigMap> for MetaRecorder {
+    fn on_add(&self, _: &Arc<ConfigMap>, _: bool) {
+        unreachable!("the informer calls the cached variants")
+    }
+    fn on_update(&self, _: &Arc<ConfigMap>, _: &Arc<ConfigMap>) {
+        unreachable!()
+    }
+    fn on_delete(&self, _: &Arc<ConfigMap>, _: bool) {
+        unreachable!()
+    }
+    fn on_add_cached(&self, obj: &CachedObject<ConfigMap>, initial: bool) {
+        let line = format!(
+            "add {}{}",
+            meta_line(obj),
+            if initial { " initial" } else { "" }
+        );
+        self.0.lock().push(line);
+    }
+    fn on_update_cached(&self, old: &CachedObject<ConfigMap>, new: &CachedObject<ConfigMap>) {
+        let line = format!("update {} -> {}", meta_line(old), meta_line(new));
+        self.0.lock().push(line);
+    }
+    fn on_delete_cached(&self, obj: &CachedObject<ConfigMap>, unknown: bool) {
+        let line = format!(
+            "delete {}{}",
+            meta_line(obj),
+            if unknown { " unknown" } else { "" }
+        );
+        self.0.lock().push(line);
+    }
+}
+
+/// A queue that records what is added, with its priority.
+#[derive(Default)]
+struct Queued(Mutex<Vec<String>>);
+
+impl crate::workqueue::Enqueue<crate::Request> for Queued {
+    fn add_with_opts(&self, opts: crate::workqueue::AddOpts, item: crate::Request) {
+        self.0
+            .lock()
+            .push(format!("{item} {}", opts.priority.unwrap_or(0)));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn compact_informers_tell_metadata_handlers_without_decoding_and_others_once() {
+    use crate::event::Event;
+    use crate::handler::{EnqueueRequestForObject, Funcs};
+    use crate::predicate::{self, LabelSelectorPredicate, ResourceVersionChanged};
+    use crate::source::{EventDispatcher, Source};
+
+    let with_fields = r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"1","labels":{"app":"x"},"managedFields":[{"manager":"m","operation":"Apply","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:k":{}}}}]},"data":{"k":"v"}}"#;
+    let fake = FakeWithRaw::default();
+    let page = list(vec![], "5");
+    fake.raw.lists.lock().push_back(ObjectList {
+        types: page.types.clone(),
+        metadata: page.metadata.clone(),
+        items: vec![raw(with_fields)],
+    });
+    // A relist after the watch expires: a changed, b new, a gone... c vanished.
+    fake.raw.lists.lock().push_back(ObjectList {
+        types: page.types.clone(),
+        metadata: page.metadata.clone(),
+        items: vec![raw(
+            r#"{"metadata":{"name":"b","namespace":"ns","resourceVersion":"20","labels":{"app":"x"}}}"#,
+        )],
+    });
+    let config = InformerConfig {
+        storage: counting(),
+        ..listing()
+    };
+    let informer = Informer::new(fake.clone(), config);
+    let meta = Arc::new(MetaRecorder::default());
+    informer.add_event_handler(meta.clone());
+    // The controller's usual watch: a metadata predicate and the enqueue handler.
+    let queue = Arc::new(Queued::default());
+    let ctx = CancellationToken::new();
+    let primary = EventDispatcher::new(
+        Arc::new(EnqueueRequestForObject),
+        queue.clone(),
+        vec![
+            predicate::boxed(LabelSelectorPredicate::parse("app=x").unwrap()),
+            predicate::boxed(ResourceVersionChanged),
+        ],
+    );
+    crate::source::Informer::new(informer.clone())
+        .start(ctx.clone(), primary)
+        .await
+        .unwrap();
+    let task = tokio::spawn({
+        let (informer, ctx) = (informer.clone(), ctx.clone());
+        async move { informer.run(ctx).await }
+    });
+    bounded("the informer syncs", informer.wait_for_sync()).await;
+    settle().await;
+    let decodes = || DECODES.load(std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(decodes(), 0, "nothing decoded for metadata handlers");
+    assert_eq!(meta.0.lock().clone(), [r#"add a 1 {"app": "x"} initial"#]);
+    // Initial-list creates go in at low priority.
+    assert_eq!(queue.0.lock().clone(), ["ns/a -100"]);
+
+    let tx = fake.raw.watches.lock()[0].clone();
+    tx.send(WatchEvent::Modified(raw(
+        r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"6","labels":{"app":"x"}}}"#,
+    )))
+    .unwrap();
+    tx.send(WatchEvent::Added(raw(
+        r#"{"metadata":{"name":"c","namespace":"ns","resourceVersion":"7","labels":{"app":"y"}}}"#,
+    )))
+    .unwrap();
+    settle().await;
+    assert_eq!(decodes(), 0);
+    // A handler of the typed object added late: the replay decodes each object once for it.
+    let typed_queue = Arc::new(Queued::default());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let handler = Funcs::<ConfigMap>::new()
+        .on_create({
+            let seen = seen.clone();
+            move |e, _q| seen.lock().push(format!("create {}", name_rv(&e.object)))
+        })
+        .on_update({
+            let seen = seen.clone();
+            move |e, _q| {
+                seen.lock()
+                    .push(format!("update {} -> {}", name_rv(&e.old), name_rv(&e.new)))
+            }
+        })
+        .on_delete({
+            let seen = seen.clone();
+            move |e, _q| {
+                seen.lock().push(format!(
+                    "delete {} {}",
+                    name_rv(&e.object),
+                    e.delete_state_unknown
+                ))
+            }
+        });
+    let late = EventDispatcher::new(Arc::new(handler), typed_queue, vec![]);
+    crate::source::Informer::new(informer.clone())
+        .start(ctx.clone(), late)
+        .await
+        .unwrap();
+    assert_eq!(decodes(), 2);
+    let mut replay = std::mem::take(&mut *seen.lock());
+    replay.sort();
+    assert_eq!(replay, ["create a 6", "create c 7"]);
+
+    // Both typed and metadata handlers for one event: one decode per object.
+    tx.send(WatchEvent::Modified(raw(
+        r#"{"metadata":{"name":"c","namespace":"ns","resourceVersion":"8","labels":{"app":"x"}}}"#,
+    )))
+    .unwrap();
+    settle().await;
+    assert_eq!(decodes(), 4, "the old and the new object, once each");
+    assert_eq!(seen.lock().clone(), ["update c 7 -> c 8"]);
+    // The watch expires: the relist tells of a's and c's deletions (state unknown) and b.
+    let expired = r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old","reason":"Expired","code":410}}"#;
+    tx.send(serde_json::from_str(expired).unwrap()).unwrap();
+    drop(tx);
+    bounded("the relist", async {
+        while meta.0.lock().len() < 7 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    let mut lines = meta.0.lock().clone();
+    lines[4..].sort();
+    assert_eq!(
+        lines,
+        [
+            r#"add a 1 {"app": "x"} initial"#,
+            r#"update a 1 {"app": "x"} -> a 6 {"app": "x"}"#,
+            r#"add c 7 {"app": "y"}"#,
+            r#"update c 7 {"app": "y"} -> c 8 {"app": "x"}"#,
+            r#"add b 20 {"app": "x"}"#,
+            r#"delete a 6 {"app": "x"} unknown"#,
+            r#"delete c 8 {"app": "x"} unknown"#,
+        ]
+    );
+    // The enqueue handler got a's update, not c's create (filtered by label), c's update,
+    // b's create and both deletions: from the metadata.
+    let mut queued = queue.0.lock().clone();
+    queued[3..].sort();
+    assert_eq!(
+        queued,
+        [
+            "ns/a -100",
+            "ns/a 0",
+            "ns/c 0",
+            "ns/a 0",
+            "ns/b 0",
+            "ns/c 0"
+        ]
+    );
+    // Reads decode, and return what the server sent.
+    let b = informer.store().get(&ObjectKey::new("ns", "b")).unwrap();
+    assert_eq!(b.metadata.resource_version.as_deref(), Some("20"));
+    assert!(
+        Event::<ConfigMap>::Generic(crate::event::GenericEvent { object: b })
+            .object()
+            .metadata
+            .labels
+            .is_some()
+    );
+    ctx.cancel();
+    task.await.unwrap();
+}

@@ -1,10 +1,14 @@
 //! Objects kept as the server sent them, for compact stores: an informer whose store is
 //! compact ([`Storage::Compact`](super::Storage)) and that has no transform lists and watches
-//! [`RawObject`]s, so filling the cache never builds the typed object at all. Only its key
-//! and resourceVersion are read; the JSON is stored as received and decoded on each read (and
-//! for each event a handler is told about).
+//! [`RawObject`]s, so filling the cache never builds the typed object at all. Only the key and
+//! resourceVersion are read out; the JSON is stored as received. An event's metadata is read
+//! from it when a handler or predicate asks ([`read_meta`]: `managedFields` skipped, never
+//! built), and the typed object is decoded on each typed read, and for an event only if a
+//! handler or predicate needs more than the metadata.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta;
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, OwnerReference, Time};
 use kube_client::core::{ObjectList, TypeMeta};
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::value::RawValue;
@@ -30,14 +34,15 @@ impl RawObject {
         self.resource_version.as_deref()
     }
 
+    /// The object's metadata, without `managedFields` (which are skipped, never decoded), read
+    /// from its JSON on each call.
+    pub fn metadata(&self) -> Result<ObjectMeta, serde_json::Error> {
+        read_meta(self.json())
+    }
+
     /// The object's JSON, as received.
     pub fn json(&self) -> &[u8] {
         self.json.get().as_bytes()
-    }
-
-    /// Takes the resourceVersion out.
-    pub(crate) fn take_resource_version(&mut self) -> Option<String> {
-        self.resource_version.take()
     }
 
     /// The key and the JSON, without a copy.
@@ -51,11 +56,11 @@ impl RawObject {
 #[derive(serde::Deserialize)]
 struct Head {
     #[serde(default)]
-    metadata: HeadMeta,
+    metadata: KeyMeta,
 }
 
 #[derive(serde::Deserialize, Default)]
-struct HeadMeta {
+struct KeyMeta {
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
@@ -64,13 +69,71 @@ struct HeadMeta {
     resource_version: Option<String>,
 }
 
+/// An object's metadata, read from its JSON: [`HeadMeta`] under `metadata`, everything else
+/// skipped without being built.
+#[derive(serde::Deserialize)]
+struct MetaHead {
+    #[serde(default)]
+    metadata: HeadMeta,
+}
+
+/// The metadata of an object's JSON, less `managedFields`.
+pub(crate) fn read_meta(json: &[u8]) -> Result<ObjectMeta, serde_json::Error> {
+    let head: MetaHead = serde_json::from_slice(json)?;
+    Ok(head.metadata.into())
+}
+
+/// `ObjectMeta` less `managedFields`: serde skips that field's JSON (and any other unknown
+/// one) without building it, where `ObjectMeta` would build a `serde_json::Value` tree for
+/// each entry's `fieldsV1`.
+#[derive(serde::Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct HeadMeta {
+    annotations: Option<BTreeMap<String, String>>,
+    creation_timestamp: Option<Time>,
+    deletion_grace_period_seconds: Option<i64>,
+    deletion_timestamp: Option<Time>,
+    finalizers: Option<Vec<String>>,
+    generate_name: Option<String>,
+    generation: Option<i64>,
+    labels: Option<BTreeMap<String, String>>,
+    name: Option<String>,
+    namespace: Option<String>,
+    owner_references: Option<Vec<OwnerReference>>,
+    resource_version: Option<String>,
+    self_link: Option<String>,
+    uid: Option<String>,
+}
+
+impl From<HeadMeta> for ObjectMeta {
+    fn from(m: HeadMeta) -> Self {
+        ObjectMeta {
+            annotations: m.annotations,
+            creation_timestamp: m.creation_timestamp,
+            deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+            deletion_timestamp: m.deletion_timestamp,
+            finalizers: m.finalizers,
+            generate_name: m.generate_name,
+            generation: m.generation,
+            labels: m.labels,
+            managed_fields: None,
+            name: m.name,
+            namespace: m.namespace,
+            owner_references: m.owner_references,
+            resource_version: m.resource_version,
+            self_link: m.self_link,
+            uid: m.uid,
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for RawObject {
     /// Only from serde_json, and not from inside a buffered (flattened or untagged) value:
     /// the JSON is captured as it is in the input.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let json = Box::<RawValue>::deserialize(deserializer)?;
         let head: Head = serde_json::from_str(json.get()).map_err(D::Error::custom)?;
-        let HeadMeta {
+        let KeyMeta {
             name,
             namespace,
             resource_version,
@@ -128,6 +191,19 @@ mod tests {
         // Cluster-scoped: no namespace.
         let raw: RawObject = serde_json::from_str(r#"{"metadata":{"name":"n"}}"#).unwrap();
         assert_eq!(raw.key(), &ObjectKey::cluster_scoped("n"));
+        // Its metadata, read on request; managedFields skipped.
+        let text = r#"{"metadata":{"name":"a","uid":"u","generation":3,"labels":{"x":"y"},"managedFields":[{"manager":"m","fieldsV1":{"f:data":{}}}],"ownerReferences":[{"apiVersion":"v1","kind":"K","name":"o","uid":"ou","controller":true}],"finalizers":["f"],"deletionTimestamp":"2026-01-01T00:00:00Z"}}"#;
+        let meta = serde_json::from_str::<RawObject>(text)
+            .unwrap()
+            .metadata()
+            .unwrap();
+        assert_eq!(meta.uid.as_deref(), Some("u"));
+        assert_eq!(meta.generation, Some(3));
+        assert_eq!(meta.labels.unwrap()["x"], "y");
+        assert!(meta.managed_fields.is_none());
+        assert_eq!(meta.owner_references.unwrap()[0].name, "o");
+        assert_eq!(meta.finalizers.unwrap(), ["f"]);
+        assert!(meta.deletion_timestamp.is_some());
         // Not an object: an error, not a panic.
         assert!(serde_json::from_str::<RawObject>(r#"{"metadata":7}"#).is_err());
     }

@@ -21,7 +21,7 @@ use kube_core::Resource;
 
 use super::consistency::Written;
 use super::error::Error;
-use super::informer::{Informer, seen};
+use super::informer::{Informer, seen_cached};
 use super::informer_cache::{Cache, CacheObject};
 use super::options::gvk_key;
 use crate::ObjectKey;
@@ -233,7 +233,7 @@ impl Cache {
             changed.as_mut().enable();
             pending.retain(|(key, written)| {
                 if informer.caught_up_with(key, written)
-                    || written.seen_in(seen(informer.store().get(key).as_deref()))
+                    || written.seen_in(seen_cached(informer.store().get_cached(key).as_ref()))
                 {
                     table.settle(gvk, key, |w| w == written);
                     return false;
@@ -267,7 +267,26 @@ impl Cache {
                     kind: K::kind(dt).into_owned(),
                 });
             }
-            None => self.get_informer_with::<K>(dt).await?,
+            None => {
+                let informer = self.get_informer_with::<K>(dt).await?;
+                let gvk = gvk_key::<K>(dt);
+                match informer.namespaces() {
+                    None => tracing::info!(
+                        informer = %gvk,
+                        compact = informer.store().is_compact(),
+                        "a cached read started an informer over every namespace: it lists, \
+                         watches and keeps every object of this kind (see the \
+                         controller_runtime_cache_bytes gauge)"
+                    ),
+                    Some(namespaces) => tracing::info!(
+                        informer = %gvk,
+                        namespaces = %namespaces.join(","),
+                        compact = informer.store().is_compact(),
+                        "a cached read started an informer"
+                    ),
+                }
+                informer
+            }
         };
         if !informer.has_synced() {
             let ctx = self.started().ok_or(Error::NotStarted)?;

@@ -40,7 +40,7 @@ use crate::ObjectKey;
 /// What a reflector lists and watches: typed objects, or [`RawObject`]s. It reads their
 /// resourceVersion to know where to resume.
 pub(super) trait Versioned: Clone + Send + Sync + 'static {
-    /// The object's resourceVersion (taken out of a raw object, which needs it no more).
+    /// The object's resourceVersion.
     fn take_resource_version(&mut self) -> Option<String>;
 }
 
@@ -52,7 +52,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> Versioned for K {
 
 impl Versioned for RawObject {
     fn take_resource_version(&mut self) -> Option<String> {
-        RawObject::take_resource_version(self)
+        self.resource_version().map(str::to_owned)
     }
 }
 
@@ -502,7 +502,9 @@ mod tests {
     fn entry(name: &str, tag: &str) -> Entry<ConfigMap> {
         Entry {
             key: ObjectKey::new("ns", name),
-            slot: Slot::Encoded(tag.as_bytes().into()),
+            slot: Slot::Encoded(std::sync::Arc::new(crate::cache::storage::Encoded {
+                bytes: tag.as_bytes().into(),
+            })),
             typed: None,
         }
     }
@@ -512,7 +514,9 @@ mod tests {
             .into_entries()
             .into_iter()
             .map(|e| match e.slot {
-                Slot::Encoded(tag) => format!("{} {}", e.key.name, String::from_utf8_lossy(&tag)),
+                Slot::Encoded(tag) => {
+                    format!("{} {}", e.key.name, String::from_utf8_lossy(&tag.bytes))
+                }
                 Slot::Shared(_) => unreachable!(),
             })
             .collect()

@@ -1,13 +1,24 @@
-//! How a [`Store`](super::Store) holds its objects: [`Storage`], and the [`Codec`] of compact
-//! stores.
+//! How a [`Store`](super::Store) holds its objects: [`Storage`], the [`Codec`] of compact
+//! stores, and [`CachedObject`], an object as held, as informers hand it to their handlers.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_core::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-/// How a [`Store`](super::Store) holds its objects: as shared typed objects (the default), or
-/// compactly, as their JSON encoding, decoded on each read.
+use crate::ObjectKey;
+use crate::event::Object;
+
+/// How a [`Store`](super::Store) holds its objects: as shared typed objects, or compactly, as
+/// their JSON encoding plus their metadata, decoded on each typed read. A [`Cache`](super::Cache)
+/// holds every type compactly unless told otherwise
+/// ([`CacheOptions::with_default_compact`](super::CacheOptions::with_default_compact),
+/// [`ByObject::with_compact`](super::ByObject::with_compact)); a bare
+/// [`InformerConfig`](super::InformerConfig)
+/// defaults to [`Storage::Shared`] (it needs no serde bounds).
 ///
 /// A typed Kubernetes object takes two to four times its JSON size in memory: every
 /// `BTreeMap` (labels, annotations, a ConfigMap's data) reserves a 544-byte node for up to
@@ -15,28 +26,31 @@ use serde::de::DeserializeOwned;
 /// `managedFields` decode into nested `serde_json::Value` maps. A 1.1 KB ConfigMap held as
 /// `Arc<ConfigMap>` costs about 3 KB, and 6.5 KB with one managedFields entry.
 ///
-/// [`Storage::Compact`] keeps the JSON instead, and decodes it again for every read: about a
-/// quarter to a half of the heap, for a few microseconds of CPU per object read. It suits
-/// large caches that reconcilers read now and then (Secrets, ConfigMaps, the Pods of a big
-/// cluster); [`Storage::Shared`] suits objects read on every event. controller-runtime (Go)
-/// deep-copies every object on every read by default, which costs about what a compact read
-/// does.
+/// [`Storage::Compact`] keeps the JSON: about a quarter of the heap. What needs only metadata
+/// never decodes the object: the informer hands its handlers [`CachedObject`]s, whose
+/// metadata is read from the JSON on demand (skipping the rest, `managedFields` included), and
+/// the Kind source asks the built-in handlers (enqueue the object, its owner) and metadata
+/// predicates (generation, labels, annotations, resourceVersion changed, label selectors) to
+/// decide from the metadata; an event is decoded, once, only for a handler or predicate that
+/// reads the typed object. A typed get or list decodes (a few microseconds for a 1 KB
+/// object); controller-runtime (Go) deep-copies every object on every read by default, which
+/// costs about as much. [`Storage::Shared`] suits objects read far more often than they change.
 ///
 /// A compact informer without a transform never builds the typed object to store it: it lists
 /// and watches [`RawObject`](super::RawObject)s, reads their key and resourceVersion, and
-/// stores the JSON as the server sent it (so filling the cache costs less CPU than a shared
-/// one). With a transform, objects are decoded, transformed and encoded again.
+/// stores the JSON as the server sent it. With a transform, objects are decoded,
+/// transformed and encoded again.
 ///
 /// With compact storage:
 /// - a get or list returns freshly decoded objects, not the stored allocation, so two reads
 ///   of one object are two objects;
-/// - handlers get typed objects as with shared storage, decoded for them (an event's object,
-///   the replaced object of an update, a deleted one found on a relist, the replay a late
-///   handler or a resync gets): an informer with handlers decodes every event once;
+/// - handlers of typed objects get them decoded for them (an event's object, the replaced
+///   object of an update, a deleted one found on a relist, the replay a late handler or a
+///   resync gets), each object of an event once however many handlers ask;
 /// - field indexes decode the objects they index;
 /// - an object whose JSON no longer decodes into `K` (which a type that cannot read its own
 ///   output, or a raw object the type does not fit, would cause) is logged and left out of
-///   reads rather than failing them all.
+///   reads and typed events rather than failing them all.
 ///
 /// ```
 /// use controller_runtime::cache::{InformerConfig, Storage};
@@ -50,7 +64,7 @@ use serde::de::DeserializeOwned;
 pub enum Storage<K> {
     /// Each object as an `Arc<K>`, shared by every reader: reads copy nothing.
     Shared,
-    /// Each object encoded by the codec, decoded on every read.
+    /// Each object encoded by the codec; decoded on every typed read.
     Compact(Codec<K>),
 }
 
@@ -119,6 +133,15 @@ impl<K: Serialize + DeserializeOwned> Codec<K> {
 }
 
 impl<K> Codec<K> {
+    /// A codec of the given functions, for tests that count decodes.
+    #[cfg(test)]
+    pub(crate) fn counted(
+        encode: fn(&K) -> Result<Vec<u8>, serde_json::Error>,
+        decode: fn(&[u8]) -> Result<K, serde_json::Error>,
+    ) -> Self {
+        Codec { encode, decode }
+    }
+
     /// Encodes an object.
     pub fn encode(&self, obj: &K) -> Result<Vec<u8>, serde_json::Error> {
         (self.encode)(obj)
@@ -137,6 +160,175 @@ impl<K> Clone for Codec<K> {
 }
 
 impl<K> Copy for Codec<K> {}
+
+/// One object of a compact store: its encoding, shared behind an `Arc` by the store, the
+/// events about it and reads in progress.
+pub(crate) struct Encoded {
+    pub(crate) bytes: Box<[u8]>,
+}
+
+impl Encoded {
+    /// What the store is charged for this object: the encoding and its `Arc`.
+    pub(crate) fn size(&self) -> usize {
+        2 * std::mem::size_of::<usize>() + std::mem::size_of::<Self>() + self.bytes.len()
+    }
+}
+
+/// An object of a compact store seen as an [`Object`]: its key as filed, and its metadata read
+/// from its encoding on first use (empty, logged, if it does not read).
+struct LazyMeta {
+    entry: Arc<Encoded>,
+    key: ObjectKey,
+    meta: OnceLock<ObjectMeta>,
+}
+
+impl Object for LazyMeta {
+    fn metadata(&self) -> &ObjectMeta {
+        self.meta.get_or_init(|| {
+            super::raw::read_meta(&self.entry.bytes).unwrap_or_else(|error| {
+                tracing::error!(%error, object = %self.key, "a cached object's metadata does not read");
+                ObjectMeta::default()
+            })
+        })
+    }
+
+    fn namespace_and_name(&self) -> (Option<&str>, &str) {
+        (self.key.namespace.as_deref(), &self.key.name)
+    }
+}
+
+/// An object as the cache holds it, as handed to [`ResourceEventHandler`]s: its metadata and
+/// the typed object, each read from the cache's compact encoding the first time it is asked
+/// for and then kept for the object's other readers (every handler told about one event shares
+/// one `CachedObject`, so the event is decoded at most once; its metadata alone costs a read
+/// that skips everything else, `managedFields` included).
+///
+/// A shared store ([`Storage::Shared`]) hands its typed objects, so nothing is decoded.
+///
+/// [`ResourceEventHandler`]: super::ResourceEventHandler
+pub struct CachedObject<K> {
+    repr: Repr<K>,
+}
+
+enum Repr<K> {
+    Typed(Arc<K>),
+    Encoded {
+        view: Arc<LazyMeta>,
+        /// `None` only for an encoding no codec of this store made: it never decodes.
+        codec: Option<Codec<K>>,
+        typed: OnceLock<Option<Arc<K>>>,
+    },
+}
+
+impl<K> Clone for CachedObject<K> {
+    fn clone(&self) -> Self {
+        CachedObject {
+            repr: match &self.repr {
+                Repr::Typed(obj) => Repr::Typed(obj.clone()),
+                Repr::Encoded { view, codec, typed } => Repr::Encoded {
+                    view: view.clone(),
+                    codec: *codec,
+                    typed: typed.clone(),
+                },
+            },
+        }
+    }
+}
+
+impl<K> fmt::Debug for CachedObject<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedObject")
+            .field("decoded", &self.is_decoded())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: Resource> CachedObject<K> {
+    /// A typed object, already decoded.
+    pub fn typed(obj: Arc<K>) -> Self {
+        CachedObject {
+            repr: Repr::Typed(obj),
+        }
+    }
+
+    /// The object's metadata. For an object of a compact store not decoded yet, read from its
+    /// encoding on the first call, without `managedFields` (the typed object has them).
+    pub fn metadata(&self) -> &ObjectMeta {
+        match &self.repr {
+            Repr::Typed(obj) => obj.meta(),
+            Repr::Encoded { typed, view, .. } => match typed.get() {
+                Some(Some(obj)) => obj.meta(),
+                _ => view.metadata(),
+            },
+        }
+    }
+}
+
+impl<K: Resource + 'static> CachedObject<K> {
+    /// The object seen through its metadata, shared, not copied or decoded.
+    pub fn as_object(&self) -> Arc<dyn Object> {
+        match &self.repr {
+            Repr::Typed(obj) => obj.clone() as Arc<dyn Object>,
+            Repr::Encoded { typed, view, .. } => match typed.get() {
+                Some(Some(obj)) => obj.clone() as Arc<dyn Object>,
+                _ => view.clone() as Arc<dyn Object>,
+            },
+        }
+    }
+}
+
+impl<K> CachedObject<K> {
+    /// The typed object: decoded on the first call (for every holder of this object), then
+    /// shared. `None`, logged, when its encoding does not decode into `K`.
+    pub fn object(&self) -> Option<Arc<K>> {
+        match &self.repr {
+            Repr::Typed(obj) => Some(obj.clone()),
+            Repr::Encoded { view, codec, typed } => typed
+                .get_or_init(|| match codec.map(|c| c.decode(&view.entry.bytes)) {
+                    Some(Ok(obj)) => Some(Arc::new(obj)),
+                    None => None,
+                    Some(Err(error)) => {
+                        tracing::error!(%error, "a cached object does not decode; skipped");
+                        None
+                    }
+                })
+                .clone(),
+        }
+    }
+
+    /// Whether the typed object is at hand (held typed, or decoded already).
+    pub fn is_decoded(&self) -> bool {
+        match &self.repr {
+            Repr::Typed(_) => true,
+            Repr::Encoded { typed, .. } => typed.get().is_some(),
+        }
+    }
+
+    /// An object of a compact store, decoded by `codec` when first asked for (unless `typed`
+    /// gives the object already).
+    pub(crate) fn encoded(
+        entry: Arc<Encoded>,
+        key: ObjectKey,
+        codec: Option<Codec<K>>,
+        typed: Option<Arc<K>>,
+    ) -> Self {
+        let once = OnceLock::new();
+        if let Some(obj) = typed {
+            let _ = once.set(Some(obj));
+        }
+        CachedObject {
+            repr: Repr::Encoded {
+                view: Arc::new(LazyMeta {
+                    entry,
+                    key,
+                    meta: OnceLock::new(),
+                }),
+                codec,
+                typed: once,
+            },
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

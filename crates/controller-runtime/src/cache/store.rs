@@ -13,7 +13,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 use parking_lot::RwLock;
 
-use super::storage::{Codec, Storage};
+use super::storage::{CachedObject, Codec, Encoded, Storage};
 use crate::ObjectKey;
 
 /// A function that extracts the values an object is indexed under (controller-runtime's
@@ -42,8 +42,24 @@ const CLUSTER: &str = "";
 /// One stored object: the shared typed object, or its encoding ([`Storage::Compact`]).
 pub(crate) enum Slot<K> {
     Shared(Arc<K>),
-    /// Reads copy the bytes out of the lock and decode them outside it.
-    Encoded(Box<[u8]>),
+    /// Reads take a reference out of the lock and decode outside it.
+    Encoded(Arc<Encoded>),
+}
+
+impl<K: Resource> Slot<K> {
+    /// The heap this slot is charged for: an encoded object's bytes; a shared
+    /// object's inline size and metadata strings (a lower bound: its own maps and strings are
+    /// not walked).
+    fn size(&self) -> usize {
+        match self {
+            Slot::Shared(obj) => {
+                std::mem::size_of::<K>()
+                    + obj.meta().name.as_ref().map_or(0, String::len)
+                    + obj.meta().namespace.as_ref().map_or(0, String::len)
+            }
+            Slot::Encoded(entry) => entry.size(),
+        }
+    }
 }
 
 /// An object on its way into the store: its key, how the store will hold it, and the typed
@@ -70,6 +86,8 @@ struct Inner<K> {
     /// a namespaced list needs no separate index.
     objects: Map<Box<str>, Map<Box<str>, Slot<K>>>,
     len: usize,
+    /// The sum of the slots' [`Slot::size`].
+    bytes: usize,
     indexes: HashMap<String, Index<K>>,
 }
 
@@ -93,6 +111,7 @@ impl<K> Store<K> {
             inner: RwLock::new(Inner {
                 objects: Map::default(),
                 len: 0,
+                bytes: 0,
                 indexes: HashMap::new(),
             }),
             codec: storage.codec().copied(),
@@ -194,6 +213,7 @@ impl<K: Resource> Store<K> {
         let mut inner = self.inner.write();
         let old = std::mem::take(&mut inner.objects);
         inner.len = 0;
+        inner.bytes = 0;
         for index in inner.indexes.values_mut() {
             index.entries.clear();
         }
@@ -292,6 +312,56 @@ impl<K: Resource> Store<K> {
         self.inner.read().len
     }
 
+    /// The heap the stored objects take, about: a compact store's encodings (allocator
+    /// rounding aside); for shared objects only their inline size (a lower bound). What the
+    /// `controller_runtime_cache_bytes` gauge reports.
+    pub fn size_bytes(&self) -> usize {
+        self.inner.read().bytes
+    }
+
+    /// The object stored under `key`, as held: typed, or encoded with its metadata.
+    pub(crate) fn get_cached(&self, key: &ObjectKey) -> Option<CachedObject<K>> {
+        let slot = self.inner.read().get(key).cloned()?;
+        Some(self.cached(key, &slot))
+    }
+
+    /// Every stored object, as held.
+    pub(crate) fn list_cached(&self) -> Vec<CachedObject<K>> {
+        let inner = self.inner.read();
+        let mut all = Vec::with_capacity(inner.len);
+        for (ns, names) in &inner.objects {
+            all.extend(
+                names
+                    .iter()
+                    .map(|(name, slot)| self.cached(&key_of(ns, name), slot)),
+            );
+        }
+        all
+    }
+
+    /// An entry as handed to handlers: its slot, with its typed object when at hand.
+    pub(crate) fn cached_entry(&self, entry: &Entry<K>) -> CachedObject<K> {
+        match &entry.slot {
+            Slot::Encoded(stored) => CachedObject::encoded(
+                stored.clone(),
+                entry.key.clone(),
+                self.codec,
+                entry.typed.clone(),
+            ),
+            Slot::Shared(obj) => CachedObject::typed(obj.clone()),
+        }
+    }
+
+    /// A slot as handed to handlers: nothing is decoded.
+    pub(crate) fn cached(&self, key: &ObjectKey, slot: &Slot<K>) -> CachedObject<K> {
+        match slot {
+            Slot::Shared(obj) => CachedObject::typed(obj.clone()),
+            Slot::Encoded(entry) => {
+                CachedObject::encoded(entry.clone(), key.clone(), self.codec, None)
+            }
+        }
+    }
+
     /// Whether the store is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -308,7 +378,9 @@ impl<K: Resource> Store<K> {
             return Slot::Shared(obj);
         };
         match codec.encode(&obj) {
-            Ok(bytes) => Slot::Encoded(bytes.into_boxed_slice()),
+            Ok(bytes) => Slot::Encoded(Arc::new(Encoded {
+                bytes: bytes.into_boxed_slice(),
+            })),
             Err(error) => {
                 tracing::warn!(%error, object = %ObjectKey::of(obj.as_ref()), "cannot encode an object for a compact store; keeping it typed");
                 Slot::Shared(obj)
@@ -321,7 +393,7 @@ impl<K: Resource> Store<K> {
     pub(crate) fn decode(&self, slot: &Slot<K>) -> Option<Arc<K>> {
         match (slot, &self.codec) {
             (Slot::Shared(obj), _) => Some(obj.clone()),
-            (Slot::Encoded(bytes), Some(codec)) => match codec.decode(bytes) {
+            (Slot::Encoded(entry), Some(codec)) => match codec.decode(&entry.bytes) {
                 Ok(obj) => Some(Arc::new(obj)),
                 Err(error) => {
                     tracing::error!(%error, "a compact store's object does not decode; skipped");
@@ -391,9 +463,11 @@ impl<K: Resource> Inner<K> {
             Some(names) => names,
             None => self.objects.entry(ns.into()).or_default(),
         };
+        self.bytes += slot.size();
         let old = names.insert(key.name.into_boxed_str(), slot);
-        if old.is_none() {
-            self.len += 1;
+        match &old {
+            None => self.len += 1,
+            Some(old) => self.bytes -= old.size(),
         }
         old
     }
@@ -406,6 +480,7 @@ impl<K: Resource> Inner<K> {
             self.objects.remove(ns);
         }
         self.len -= 1;
+        self.bytes -= old.size();
         if !self.indexes.is_empty()
             && let Some(old) = store.decode(&old)
         {
@@ -535,8 +610,11 @@ mod tests {
         assert_eq!(*first, *obj);
         assert!(!Arc::ptr_eq(&first, &obj) && !Arc::ptr_eq(&first, &second));
         match store.inner.read().get(&key) {
-            Some(Slot::Encoded(bytes)) => {
-                assert_eq!(serde_json::from_slice::<ConfigMap>(bytes).unwrap(), *obj)
+            Some(Slot::Encoded(entry)) => {
+                assert_eq!(
+                    serde_json::from_slice::<ConfigMap>(&entry.bytes).unwrap(),
+                    *obj
+                );
             }
             _ => panic!("a compact store holds encoded objects"),
         }

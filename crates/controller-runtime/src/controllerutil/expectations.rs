@@ -94,7 +94,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::ObjectKey;
-use crate::event::Event;
+use crate::event::{Event, Object};
 use crate::handler::EventHandler;
 use crate::workqueue::{AddOpts, Enqueue};
 
@@ -286,6 +286,19 @@ impl<K, H: EventHandler<K>> EventHandler<K> for Observe<H> {
             queue,
         };
         self.handler.handle(event, &observing);
+    }
+    fn handle_metadata(&self, event: &Event<dyn Object>, queue: &dyn Enqueue<ObjectKey>) -> bool {
+        let observed = match event {
+            Event::Create(e) if !e.is_in_initial_list => Observed::Creation,
+            Event::Delete(_) => Observed::Deletion,
+            _ => return self.handler.handle_metadata(event, queue),
+        };
+        let observing = Observing {
+            expectations: &self.expectations,
+            observed,
+            queue,
+        };
+        self.handler.handle_metadata(event, &observing)
     }
 }
 

@@ -1,11 +1,9 @@
 //! [`EnqueueRequestForObject`]: reconcile the object the event is about.
 
-use kube_core::Resource;
-
 use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::Request;
-use crate::event::Event;
+use crate::event::{Event, Object};
 use crate::workqueue::Enqueue;
 
 /// Enqueues a [`Request`] for the object of each event: the namespace and name of the created,
@@ -17,13 +15,13 @@ use crate::workqueue::Enqueue;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EnqueueRequestForObject;
 
-/// The request naming `obj`, or `None` (logged) when it has no name.
-pub(crate) fn request_for<K: Resource>(obj: &K, event: &str) -> Option<Request> {
-    let meta = obj.meta();
-    match meta.name.as_deref() {
-        Some(name) if !name.is_empty() => Some(Request {
-            namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
-            name: name.to_string(),
+/// The request naming `obj`, or `None` (logged) when it has no name. Reads only its namespace
+/// and name ([`Object::namespace_and_name`]).
+pub(crate) fn request_for<K: ?Sized + Object>(obj: &K, event: &str) -> Option<Request> {
+    match obj.namespace_and_name() {
+        (namespace, name) if !name.is_empty() => Some(Request {
+            namespace: namespace.map(str::to_owned),
+            name: name.to_owned(),
         }),
         _ => {
             tracing::error!(
@@ -35,10 +33,20 @@ pub(crate) fn request_for<K: Resource>(obj: &K, event: &str) -> Option<Request> 
     }
 }
 
-impl<K: Resource> EventHandler<K> for EnqueueRequestForObject {
-    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
+impl EnqueueRequestForObject {
+    fn enqueue<K: ?Sized + Object>(event: &Event<K>, queue: &dyn Enqueue<Request>) {
         if let Some(req) = request_for(&**event.object(), event.kind()) {
             with_low_priority(event, queue, |queue| queue.add(req));
         }
+    }
+}
+
+impl<K: Object> EventHandler<K> for EnqueueRequestForObject {
+    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
+        Self::enqueue(event, queue)
+    }
+    fn handle_metadata(&self, event: &Event<dyn Object>, queue: &dyn Enqueue<Request>) -> bool {
+        Self::enqueue(event, queue);
+        true
     }
 }

@@ -3,13 +3,13 @@
 use std::any::TypeId;
 
 use k8s_openapi::ClusterResourceScope;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube_core::{ApiResource, Resource};
 
 use super::event_handler::EventHandler;
 use super::priority::with_low_priority;
 use crate::Request;
-use crate::event::Event;
+use crate::event::{Event, Object};
 use crate::workqueue::Enqueue;
 
 /// Whether the owner type lives in a namespace. controller-runtime asks the RESTMapper; here the
@@ -117,8 +117,7 @@ impl EnqueueRequestForOwner {
     }
 
     /// Appends the owner requests of `obj` to `out`, skipping duplicates.
-    fn collect<K: Resource>(&self, obj: &K, out: &mut Vec<Request>) {
-        let meta = obj.meta();
+    fn collect(&self, meta: &ObjectMeta, out: &mut Vec<Request>) {
         let refs = meta.owner_references.as_deref().unwrap_or_default();
         let namespace = match self.scope {
             OwnerScope::Namespaced => meta.namespace.clone().filter(|ns| !ns.is_empty()),
@@ -145,20 +144,29 @@ impl EnqueueRequestForOwner {
             refs.iter().filter(|r| self.matches(r)).for_each(push);
         }
     }
-}
 
-impl<K: Resource> EventHandler<K> for EnqueueRequestForOwner {
-    /// Updates enqueue the owners of the old and the new object, each once.
-    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
+    /// Enqueues the owners of the event's object (and of the old one, for an update).
+    fn enqueue<K: ?Sized + Object>(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
         let mut reqs = Vec::new();
         if let Event::Update(e) = event {
-            self.collect(&*e.old, &mut reqs);
+            self.collect(e.old.metadata(), &mut reqs);
         }
-        self.collect(&**event.object(), &mut reqs);
+        self.collect(event.object().metadata(), &mut reqs);
         with_low_priority(event, queue, |queue| {
             for req in reqs {
                 queue.add(req);
             }
         });
+    }
+}
+
+impl<K: Object> EventHandler<K> for EnqueueRequestForOwner {
+    /// Updates enqueue the owners of the old and the new object, each once.
+    fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<Request>) {
+        self.enqueue(event, queue)
+    }
+    fn handle_metadata(&self, event: &Event<dyn Object>, queue: &dyn Enqueue<Request>) -> bool {
+        self.enqueue(event, queue);
+        true
     }
 }

@@ -1,6 +1,6 @@
 //! The low-priority rule of controller-runtime's handlers, in one place.
 
-use kube_core::Resource;
+use crate::event::Object;
 
 use super::event_handler::EventHandler;
 use crate::event::Event;
@@ -9,10 +9,10 @@ use crate::workqueue::{AddOpts, Enqueue, LOW_PRIORITY, QueueItem};
 /// The priority rule of controller-runtime's handlers: [`LOW_PRIORITY`] for a create from the
 /// informer's initial list and for an update whose resourceVersion did not change (a resync
 /// replay); `None` (the default priority) for every other event.
-pub(crate) fn low_priority<K: Resource>(event: &Event<K>) -> Option<i32> {
+pub(crate) fn low_priority<K: ?Sized + Object>(event: &Event<K>) -> Option<i32> {
     let low = match event {
         Event::Create(e) => e.is_in_initial_list,
-        Event::Update(e) => e.old.meta().resource_version == e.new.meta().resource_version,
+        Event::Update(e) => e.old.metadata().resource_version == e.new.metadata().resource_version,
         Event::Delete(_) | Event::Generic(_) => false,
     };
     low.then_some(LOW_PRIORITY)
@@ -53,17 +53,24 @@ impl<T: QueueItem> Enqueue<T> for AddAtPriority<'_, T> {
 #[derive(Clone, Debug)]
 pub struct LowPriorityWhenUnchanged<H>(pub H);
 
-impl<K: Resource, T: QueueItem, H: EventHandler<K, T>> EventHandler<K, T>
+impl<K: Object, T: QueueItem, H: EventHandler<K, T>> EventHandler<K, T>
     for LowPriorityWhenUnchanged<H>
 {
     fn handle(&self, event: &Event<K>, queue: &dyn Enqueue<T>) {
         with_low_priority(event, queue, |queue| self.0.handle(event, queue))
     }
+    fn handle_metadata(&self, event: &Event<dyn Object>, queue: &dyn Enqueue<T>) -> bool {
+        let mut handled = false;
+        with_low_priority(event, queue, |queue| {
+            handled = self.0.handle_metadata(event, queue)
+        });
+        handled
+    }
 }
 
 /// Calls `f` with `queue`, or, when [`low_priority`] says so, with a view of it whose plain
 /// `add` goes in at that priority.
-pub(crate) fn with_low_priority<K: Resource, T: QueueItem>(
+pub(crate) fn with_low_priority<K: ?Sized + Object, T: QueueItem>(
     event: &Event<K>,
     queue: &dyn Enqueue<T>,
     f: impl FnOnce(&dyn Enqueue<T>),

@@ -67,6 +67,9 @@ impl<K: ?Sized + Object> Predicate<K> for GenerationChanged {
     fn filter(&self, event: &Event<K>) -> bool {
         on_update(event, |old, new| old.generation != new.generation)
     }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        Some(Predicate::<dyn Object>::filter(self, event))
+    }
 }
 
 impl<K: ?Sized + Object> Predicate<K> for ResourceVersionChanged {
@@ -74,6 +77,9 @@ impl<K: ?Sized + Object> Predicate<K> for ResourceVersionChanged {
         on_update(event, |old, new| {
             old.resource_version != new.resource_version
         })
+    }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        Some(Predicate::<dyn Object>::filter(self, event))
     }
 }
 
@@ -93,6 +99,9 @@ impl<K: ?Sized + Object> Predicate<K> for LabelChanged {
     fn filter(&self, event: &Event<K>) -> bool {
         on_update(event, |old, new| !same_map(&old.labels, &new.labels))
     }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        Some(Predicate::<dyn Object>::filter(self, event))
+    }
 }
 
 impl<K: ?Sized + Object> Predicate<K> for AnnotationChanged {
@@ -100,6 +109,9 @@ impl<K: ?Sized + Object> Predicate<K> for AnnotationChanged {
         on_update(event, |old, new| {
             !same_map(&old.annotations, &new.annotations)
         })
+    }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        Some(Predicate::<dyn Object>::filter(self, event))
     }
 }
 

@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::filter::{BoxPredicate, Predicate};
-use crate::event::Event;
+use crate::event::{Event, Object};
 
 /// Combines predicates as they are, without boxing: `a.and(b)`, `a.or(b)`, `a.not()`. Every
 /// [`Predicate`] has these methods (the trait is in the [prelude](crate::prelude)); the result
@@ -94,17 +94,32 @@ impl<K: ?Sized, A: Predicate<K>, B: Predicate<K>> Predicate<K> for And<A, B, K> 
     fn filter(&self, event: &Event<K>) -> bool {
         self.a.filter(event) && self.b.filter(event)
     }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        match self.a.filter_metadata(event)? {
+            false => Some(false),
+            true => self.b.filter_metadata(event),
+        }
+    }
 }
 
 impl<K: ?Sized, A: Predicate<K>, B: Predicate<K>> Predicate<K> for Or<A, B, K> {
     fn filter(&self, event: &Event<K>) -> bool {
         self.a.filter(event) || self.b.filter(event)
     }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        match self.a.filter_metadata(event)? {
+            true => Some(true),
+            false => self.b.filter_metadata(event),
+        }
+    }
 }
 
 impl<K: ?Sized, A: Predicate<K>> Predicate<K> for Not<A, K> {
     fn filter(&self, event: &Event<K>) -> bool {
         !self.inner.filter(event)
+    }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        self.inner.filter_metadata(event).map(|pass| !pass)
     }
 }
 
@@ -161,8 +176,7 @@ impl<A: fmt::Debug, K: ?Sized> fmt::Debug for Not<A, K> {
 pub fn all<K: ?Sized + 'static>(
     predicates: impl IntoIterator<Item = BoxPredicate<K>>,
 ) -> BoxPredicate<K> {
-    let all: Vec<BoxPredicate<K>> = predicates.into_iter().collect();
-    Arc::new(move |e: &Event<K>| all.iter().all(|p| p.filter(e)))
+    Arc::new(All(predicates.into_iter().collect()))
 }
 
 /// At least one predicate of a list must pass (an empty list passes nothing, as
@@ -171,8 +185,41 @@ pub fn all<K: ?Sized + 'static>(
 pub fn any<K: ?Sized + 'static>(
     predicates: impl IntoIterator<Item = BoxPredicate<K>>,
 ) -> BoxPredicate<K> {
-    let any: Vec<BoxPredicate<K>> = predicates.into_iter().collect();
-    Arc::new(move |e: &Event<K>| any.iter().any(|p| p.filter(e)))
+    Arc::new(Any(predicates.into_iter().collect()))
+}
+
+/// What [`all`] returns.
+struct All<K: ?Sized>(Vec<BoxPredicate<K>>);
+
+impl<K: ?Sized> Predicate<K> for All<K> {
+    fn filter(&self, event: &Event<K>) -> bool {
+        self.0.iter().all(|p| p.filter(event))
+    }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        for p in &self.0 {
+            if !p.filter_metadata(event)? {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+}
+
+/// What [`any`] returns.
+struct Any<K: ?Sized>(Vec<BoxPredicate<K>>);
+
+impl<K: ?Sized> Predicate<K> for Any<K> {
+    fn filter(&self, event: &Event<K>) -> bool {
+        self.0.iter().any(|p| p.filter(event))
+    }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        for p in &self.0 {
+            if p.filter_metadata(event)? {
+                return Some(true);
+            }
+        }
+        Some(false)
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::event::Event;
+use crate::event::{Event, Object};
 
 /// A filter on events: whether an event about objects of `K` reaches the handler.
 ///
@@ -24,6 +24,17 @@ use crate::event::Event;
 pub trait Predicate<K: ?Sized>: Send + Sync {
     /// Whether `event` passes.
     fn filter(&self, event: &Event<K>) -> bool;
+
+    /// The same decision from the event's metadata alone, when the predicate reads nothing
+    /// else: `Some(pass)`; `None` (the default) when it needs the typed objects.
+    ///
+    /// A source whose cache holds objects compactly asks this first, and decodes an event's
+    /// objects only for a predicate (or a handler) that answers `None`. The metadata predicates
+    /// of this module, their combinations and the builder's event filters answer it.
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        let _ = event;
+        None
+    }
 }
 
 /// A shared, type-erased predicate, as watches hold them.
@@ -52,6 +63,9 @@ pub fn boxed<K: ?Sized, P: Predicate<K> + 'static>(predicate: P) -> BoxPredicate
 impl<K: ?Sized, P: Predicate<K> + ?Sized> Predicate<K> for Arc<P> {
     fn filter(&self, event: &Event<K>) -> bool {
         (**self).filter(event)
+    }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        (**self).filter_metadata(event)
     }
 }
 

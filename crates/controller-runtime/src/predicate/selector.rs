@@ -106,4 +106,7 @@ impl<K: ?Sized + Object> Predicate<K> for LabelSelectorPredicate {
         // Updates look at the new object.
         self.matches(&**event.object())
     }
+    fn filter_metadata(&self, event: &Event<dyn Object>) -> Option<bool> {
+        Some(self.matches(&**event.object()))
+    }
 }

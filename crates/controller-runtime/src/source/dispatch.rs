@@ -4,8 +4,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+use std::cell::OnceCell;
+
+use kube_core::Resource;
+
 use crate::Request;
-use crate::event::Event;
+use crate::cache::CachedObject;
+use crate::event::{CreateEvent, DeleteEvent, Event, Object, UpdateEvent};
 use crate::handler::{BoxEventHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::workqueue::{Enqueue, QueueItem};
@@ -84,6 +89,8 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
 
     /// Delivers `event`: to the handler if every predicate passes it. Returns whether it
     /// passed.
+    ///
+    /// See also [`dispatch_cached`](Self::dispatch_cached), for objects as a cache holds them.
     pub fn dispatch(&self, event: &Event<K>) -> bool {
         let pass = self.predicates.iter().all(|p| p.filter(event));
         if pass {
@@ -92,5 +99,128 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
             tracing::trace!(event = event.kind(), "event filtered out by a predicate");
         }
         pass
+    }
+
+    /// Delivers an event about objects as a cache holds them ([`CachedObject`]): predicates
+    /// and the handler that can decide from metadata
+    /// ([`Predicate::filter_metadata`], [`EventHandler::handle_metadata`]) get an event
+    /// of `dyn Object` over the cached metadata; the typed event is built (its objects
+    /// decoded, once, and shared with the event's other handlers) only for one that cannot.
+    /// An object that does not decode is logged and its event dropped. Returns whether the
+    /// event passed the predicates.
+    pub fn dispatch_cached(&self, event: CachedEvent<'_, K>) -> bool
+    where
+        K: Resource + 'static,
+    {
+        let meta: OnceCell<Event<dyn Object>> = OnceCell::new();
+        let typed: OnceCell<Option<Event<K>>> = OnceCell::new();
+        let meta = || meta.get_or_init(|| event.metadata());
+        let typed = || typed.get_or_init(|| event.typed()).as_ref();
+        for p in self.predicates.iter() {
+            let pass = match p.filter_metadata(meta()) {
+                Some(pass) => pass,
+                None => match typed() {
+                    Some(e) => p.filter(e),
+                    None => return false,
+                },
+            };
+            if !pass {
+                tracing::trace!(event = event.kind(), "event filtered out by a predicate");
+                return false;
+            }
+        }
+        if !self.handler.handle_metadata(meta(), &*self.queue) {
+            match typed() {
+                Some(e) => self.handler.handle(e, &*self.queue),
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+/// An event about objects as a cache holds them, for [`EventDispatcher::dispatch_cached`]:
+/// the informer's callbacks, before anything is decoded.
+#[derive(Debug)]
+pub enum CachedEvent<'a, K> {
+    /// An object was created (or listed: `is_in_initial_list`).
+    Create {
+        /// The object.
+        object: &'a CachedObject<K>,
+        /// As [`CreateEvent::is_in_initial_list`].
+        is_in_initial_list: bool,
+    },
+    /// An object changed.
+    Update {
+        /// Before.
+        old: &'a CachedObject<K>,
+        /// After.
+        new: &'a CachedObject<K>,
+    },
+    /// An object was deleted.
+    Delete {
+        /// Its last known state.
+        object: &'a CachedObject<K>,
+        /// As [`DeleteEvent::delete_state_unknown`].
+        delete_state_unknown: bool,
+    },
+}
+
+impl<K: Resource + 'static> CachedEvent<'_, K> {
+    fn kind(&self) -> &'static str {
+        match self {
+            CachedEvent::Create { .. } => "create",
+            CachedEvent::Update { .. } => "update",
+            CachedEvent::Delete { .. } => "delete",
+        }
+    }
+
+    /// The event over the objects' metadata: nothing decoded, nothing copied.
+    fn metadata(&self) -> Event<dyn Object> {
+        match *self {
+            CachedEvent::Create {
+                object,
+                is_in_initial_list,
+            } => Event::Create(CreateEvent {
+                object: object.as_object(),
+                is_in_initial_list,
+            }),
+            CachedEvent::Update { old, new } => Event::Update(UpdateEvent {
+                old: old.as_object(),
+                new: new.as_object(),
+            }),
+            CachedEvent::Delete {
+                object,
+                delete_state_unknown,
+            } => Event::Delete(DeleteEvent {
+                object: object.as_object(),
+                delete_state_unknown,
+            }),
+        }
+    }
+
+    /// The typed event: its objects decoded (once per cached object); `None` if one does not
+    /// decode.
+    fn typed(&self) -> Option<Event<K>> {
+        Some(match *self {
+            CachedEvent::Create {
+                object,
+                is_in_initial_list,
+            } => Event::Create(CreateEvent {
+                object: object.object()?,
+                is_in_initial_list,
+            }),
+            CachedEvent::Update { old, new } => Event::Update(UpdateEvent {
+                old: old.object()?,
+                new: new.object()?,
+            }),
+            CachedEvent::Delete {
+                object,
+                delete_state_unknown,
+            } => Event::Delete(DeleteEvent {
+                object: object.object()?,
+                delete_state_unknown,
+            }),
+        })
     }
 }

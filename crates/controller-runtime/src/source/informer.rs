@@ -10,16 +10,35 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::EventDispatcher;
+use super::dispatch::CachedEvent;
 use super::interface::{Error, Source, short_type_name};
-use crate::cache::{self, Cache, CacheObject, ResourceEventHandler};
+use crate::cache::{self, Cache, CacheObject, CachedObject, ResourceEventHandler};
 use crate::event::{CreateEvent, DeleteEvent, Event, UpdateEvent};
 use crate::workqueue::QueueItem;
 
 /// Turns an informer's OnAdd/OnUpdate/OnDelete into events for a dispatcher (predicates, then
-/// the handler). Objects are passed on as the informer's `Arc`s: no copy.
+/// the handler). Objects are passed on as the informer's `Arc`s: no copy; objects of a compact
+/// cache are decoded only for a predicate or handler that needs more than their metadata.
 struct DispatchToHandler<K, T: QueueItem>(EventDispatcher<K, T>);
 
-impl<K: Send + Sync, T: QueueItem> ResourceEventHandler<K> for DispatchToHandler<K, T> {
+impl<K: kube_core::Resource + Send + Sync + 'static, T: QueueItem> ResourceEventHandler<K>
+    for DispatchToHandler<K, T>
+{
+    fn on_add_cached(&self, object: &CachedObject<K>, is_in_initial_list: bool) {
+        self.0.dispatch_cached(CachedEvent::Create {
+            object,
+            is_in_initial_list,
+        });
+    }
+    fn on_update_cached(&self, old: &CachedObject<K>, new: &CachedObject<K>) {
+        self.0.dispatch_cached(CachedEvent::Update { old, new });
+    }
+    fn on_delete_cached(&self, object: &CachedObject<K>, delete_state_unknown: bool) {
+        self.0.dispatch_cached(CachedEvent::Delete {
+            object,
+            delete_state_unknown,
+        });
+    }
     fn on_add(&self, obj: &Arc<K>, is_in_initial_list: bool) {
         self.0.dispatch(&Event::Create(CreateEvent {
             object: obj.clone(),

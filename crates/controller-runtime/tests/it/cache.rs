@@ -379,6 +379,7 @@ async fn two_controllers_on_one_type_share_one_informer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
     let (_server, client) = server().await;
+    let kube = client.clone();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     for (name, node) in [("p1", "n1"), ("p2", "n2"), ("p3", "n1")] {
         let pod: Pod = serde_json::from_value(json!({
@@ -518,7 +519,8 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .await;
     assert!(meta_missing.unwrap_err().is_not_found());
 
-    // Reads share the cached allocation.
+    // Reads decode the compact default: equal objects, each its own, equal to the server's
+    // (managedFields included) but for what the transform added.
     let a = client
         .objects::<ConfigMap>()
         .get(&ObjectKey::new("default", "mine"))
@@ -529,6 +531,25 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .get(&ObjectKey::new("default", "mine"))
         .await
         .unwrap();
+    assert!(!Arc::ptr_eq(&a, &b));
+    assert_eq!(a, b);
+    let mut held = Api::<ConfigMap>::namespaced(kube.clone(), "default")
+        .get("mine")
+        .await
+        .unwrap();
+    held.metadata
+        .annotations
+        .get_or_insert_default()
+        .insert("cached".into(), "yes".into());
+    assert_eq!(*a, held);
+    // Shared typed storage, on request: reads share the cached allocation.
+    let shared = Cache::new(kube, CacheOptions::default().with_default_compact(false));
+    shared.start(ctx.clone());
+    let key = ObjectKey::new("default", "mine");
+    let (a, b) = (
+        shared.get::<ConfigMap>(&key).await.unwrap(),
+        shared.get::<ConfigMap>(&key).await.unwrap(),
+    );
     assert!(Arc::ptr_eq(&a, &b));
     ctx.cancel();
 }

@@ -1,6 +1,6 @@
 //! controller-runtime's observability parity against the embedded API server: a running
 //! manager's `/metrics` shows client-go's `rest_client_*`, the `process_*` families and the
-//! cache's `controller_runtime_cache_resources` gauge; the cache's typed and JSON transforms
+//! cache's `controller_runtime_cache_resources`, `_objects` and `_bytes` gauges; the cache's typed and JSON transforms
 //! and per-type sync period.
 
 use crate::support;
@@ -156,6 +156,15 @@ async fn metrics_show_rest_client_process_and_cache_families() {
         ) == Some(expected)
     })
     .await;
+    // Its objects and bytes, per kind: the default compact store holds each object's JSON
+    // (a few hundred bytes for these) and metadata.
+    let body = scrape(addr).await;
+    assert_eq!(
+        sample(&body, "controller_runtime_cache_objects", CONFIGMAPS),
+        Some(expected)
+    );
+    let bytes_before = sample(&body, "controller_runtime_cache_bytes", CONFIGMAPS).unwrap();
+    assert!(bytes_before >= expected * 200.0, "{bytes_before} bytes");
 
     let body = scrape(addr).await;
     // The lists and watches of the cache went through the manager's client.
@@ -202,6 +211,16 @@ async fn metrics_show_rest_client_process_and_cache_families() {
         ) == Some(expected + 1.0)
     })
     .await;
+    let bytes_grown = sample(
+        &scrape(addr).await,
+        "controller_runtime_cache_bytes",
+        CONFIGMAPS,
+    )
+    .unwrap();
+    assert!(
+        bytes_grown > bytes_before + 200.0,
+        "{bytes_before} -> {bytes_grown}"
+    );
     // Deleted through the manager's client, whose requests are counted.
     Api::<ConfigMap>::namespaced(mgr.client().kube_client().clone(), "default")
         .delete("parity-0", &DeleteParams::default())
@@ -215,6 +234,13 @@ async fn metrics_show_rest_client_process_and_cache_families() {
         ) == Some(expected)
     })
     .await;
+    let body = scrape(addr).await;
+    assert_eq!(
+        sample(&body, "controller_runtime_cache_objects", CONFIGMAPS),
+        Some(expected)
+    );
+    let bytes_after = sample(&body, "controller_runtime_cache_bytes", CONFIGMAPS).unwrap();
+    assert!(bytes_after < bytes_grown, "{bytes_grown} -> {bytes_after}");
     // Writes are counted with their method.
     let body = scrape(addr).await;
     let deletes = sample(
