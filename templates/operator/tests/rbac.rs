@@ -12,7 +12,7 @@ use controller_runtime::prelude::*;
 use memo_operator::{Memo, MemoSpec};
 
 /// The operator's namespace and ServiceAccount, as `config/rbac/service_account.yaml` names them.
-const NAMESPACE: &str = "memo-system";
+const NAMESPACE: &str = "memo-operator-system";
 const SERVICE_ACCOUNT: &str = "memo-operator";
 
 fn rbac_dir() -> PathBuf {
@@ -107,7 +107,7 @@ async fn a_missing_permission_names_itself() {
         .unwrap();
     assert!(
         refused.contains(
-            "configmaps is forbidden: User \"system:serviceaccount:memo-system:memo-operator\" \
+            "configmaps is forbidden: User \"system:serviceaccount:memo-operator-system:memo-operator\" \
              cannot list resource \"configmaps\" in API group \"\" at the cluster scope"
         ),
         "{refused}"

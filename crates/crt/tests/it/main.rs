@@ -3,5 +3,6 @@
 
 mod demo;
 mod module_cycles;
+mod new;
 mod serve;
 mod watch;
