@@ -1,34 +1,47 @@
 //! The operator run as it runs in a cluster: as its ServiceAccount, allowed exactly what its
-//! RBAC manifests (`config/rbac/`) grant. A permission missing from them fails these tests
-//! naming the refused verb and resource, instead of surfacing in production as a controller
-//! stuck on 403s.
-
-use std::path::{Path, PathBuf};
+//! RBAC manifests (those `memo-operator manifests` ships, the ClusterRole of
+//! `config/rbac/role.yaml`) grant. A permission missing from them fails these tests naming the
+//! refused verb and resource, instead of surfacing in production as a controller stuck on 403s.
 
 use controller_runtime::cache::{Cache, CacheOptions};
 use controller_runtime::envtest::{Environment, Running, eventually};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
 use controller_runtime::prelude::*;
+use memo_operator::manifests::{self, Manifests, NAMESPACE};
 use memo_operator::{Memo, MemoSpec};
 
-/// The operator's namespace and ServiceAccount, as `config/rbac/service_account.yaml` names them.
-const NAMESPACE: &str = "memo-operator-system";
-const SERVICE_ACCOUNT: &str = "memo-operator";
-
-fn rbac_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/rbac")
+/// The shipped RBAC manifests (the operator's namespace, its ServiceAccount, the binding) with
+/// `role` as the ClusterRole.
+fn rbac_objects(role: &str) -> Vec<serde_json::Value> {
+    let files = Manifests::default().kustomize();
+    let file = |path: &str| {
+        files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, text)| text.as_str())
+            .unwrap_or_else(|| panic!("the manifests have no {path}"))
+    };
+    [
+        file("manager/namespace.yaml"),
+        file("rbac/service_account.yaml"),
+        file("rbac/role_binding.yaml"),
+        role,
+    ]
+    .into_iter()
+    .map(|text| serde_yaml_ng::from_str(text).unwrap())
+    .collect()
 }
 
-/// Starts the environment with the Memo CRD and the RBAC manifests of `rbac` (a file or a
-/// directory), and the operator's manager acting as its ServiceAccount.
-async fn start_as_operator(rbac: &[PathBuf]) -> (Running, CancellationToken, Manager) {
+/// Starts the environment with the Memo CRD and the RBAC manifests with `role`, and the
+/// operator's manager acting as its ServiceAccount.
+async fn start_as_operator(role: &str) -> (Running, CancellationToken, Manager) {
     let mut env = Environment::new().crd::<Memo>();
-    for path in rbac {
-        env = env.manifest_path(path);
+    for object in rbac_objects(role) {
+        env = env.manifest_object(object);
     }
     let env = env.start().await.expect("test environment");
     let operator = env
-        .service_account_client(NAMESPACE, SERVICE_ACCOUNT)
+        .service_account_client(NAMESPACE, manifests::NAME)
         .await
         .expect("a client acting as the operator's ServiceAccount");
     let options = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
@@ -39,7 +52,7 @@ async fn start_as_operator(rbac: &[PathBuf]) -> (Running, CancellationToken, Man
 
 #[tokio::test]
 async fn the_operator_works_with_exactly_its_rbac() {
-    let (env, stop, mgr) = start_as_operator(&[rbac_dir()]).await;
+    let (env, stop, mgr) = start_as_operator(manifests::ROLE).await;
     let cache = mgr.cache().clone();
     let token = stop.clone();
     let running = tokio::spawn(async move { mgr.start(token).await });
@@ -74,23 +87,13 @@ async fn the_operator_works_with_exactly_its_rbac() {
 async fn a_missing_permission_names_itself() {
     // The same manifests, but the role lacks `list` and `watch` on ConfigMaps (a forgotten
     // `list;watch`: what the cache needs, not what the reconciler writes).
-    let broken = std::env::temp_dir().join(format!("memo-rbac-{}", std::process::id()));
-    std::fs::create_dir_all(&broken).unwrap();
-    let role = std::fs::read_to_string(rbac_dir().join("role.yaml")).unwrap();
     let granted = "verbs: [get, list, watch, create, update, patch, delete]";
     assert!(
-        role.contains(granted),
+        manifests::ROLE.contains(granted),
         "config/rbac/role.yaml changed shape"
     );
-    let role = role.replace(granted, "verbs: [get, create, update, patch, delete]");
-    std::fs::write(broken.join("role.yaml"), role).unwrap();
-    let dir = rbac_dir();
-    let manifests = [
-        dir.join("service_account.yaml"),
-        broken.join("role.yaml"),
-        dir.join("role_binding.yaml"),
-    ];
-    let (env, stop, mgr) = start_as_operator(&manifests).await;
+    let role = manifests::ROLE.replace(granted, "verbs: [get, create, update, patch, delete]");
+    let (env, stop, mgr) = start_as_operator(&role).await;
     let cache = mgr.cache().clone();
     let token = stop.clone();
     let running = tokio::spawn(async move { mgr.start(token).await });
@@ -114,6 +117,5 @@ async fn a_missing_permission_names_itself() {
     );
     stop.cancel();
     let _ = running.await;
-    std::fs::remove_dir_all(&broken).unwrap();
     env.stop().await.unwrap();
 }

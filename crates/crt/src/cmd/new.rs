@@ -15,8 +15,9 @@
 //! | `Memos`, `memos` | the kind's plural (as `#[derive(CustomResource)]` forms it), and in lower case |
 //! | `Memo`, `memo` | the kind, and in lower case |
 //!
-//! One pass, so a replacement is never replaced again (a crate named `memo-tools` keeps its
-//! name). The controller-runtime dependency is the one thing not taken from the template: a
+//! A word is replaced where it starts a word and does not go on in lower case: `MemoSpec` and
+//! `memo_operator` are the template's, `memory` is not. One pass, so a replacement is never
+//! replaced again (a crate named `memo-tools` keeps its name). The controller-runtime dependency is the one thing not taken from the template: a
 //! path to the controller-runtime-rs checkout `crt` was built from (or `--path`), or a
 //! published version (`--controller-runtime-version`).
 
@@ -156,16 +157,23 @@ impl Names {
         let replacements = self.replacements();
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
+        let mut previous: Option<char> = None;
         'outer: while !rest.is_empty() {
-            for (from, to) in &replacements {
-                if let Some(after) = rest.strip_prefix(from) {
-                    out.push_str(to);
-                    rest = after;
-                    continue 'outer;
+            if !previous.is_some_and(|c| c.is_ascii_alphanumeric()) {
+                for (from, to) in &replacements {
+                    if let Some(after) = rest.strip_prefix(from)
+                        && !after.starts_with(|c: char| c.is_ascii_lowercase())
+                    {
+                        out.push_str(to);
+                        previous = from.chars().last();
+                        rest = after;
+                        continue 'outer;
+                    }
                 }
             }
             let c = rest.chars().next().expect("not empty");
             out.push(c);
+            previous = Some(c);
             rest = &rest[c.len_utf8()..];
         }
         out
@@ -353,6 +361,11 @@ mod tests {
         assert_eq!(
             n.substitute("Memos memos Memo memo MemoSpec memos.example.com/index"),
             "Policies policies Policy policy PolicySpec policies.memo.example.com/index"
+        );
+        // Other words that start like the template's are left alone.
+        assert_eq!(
+            n.substitute("memory: 64Mi, memorandum, remember, a_memo_is"),
+            "memory: 64Mi, memorandum, remember, a_policy_is"
         );
     }
 
