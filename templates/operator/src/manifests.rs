@@ -3,9 +3,10 @@
 //!
 //! - CRDs: from `#[derive(CustomResource)]` ([`crds`]), never written by hand.
 //! - RBAC: the ServiceAccount the operator runs as, in its namespace (`memo-operator-system`),
-//!   bound to the ClusterRole of `config/rbac/role.yaml`, the one file here that is a source:
-//!   `tests/rbac.rs` runs the operator as its ServiceAccount with exactly these manifests, so a
-//!   permission the code needs and the role lacks fails a test.
+//!   bound to the ClusterRole of `config/rbac/role.yaml`, derived from behaviour:
+//!   `tests/rbac.rs` runs the operator as its ServiceAccount with exactly these manifests while
+//!   the API server records what it was allowed, fails naming what it was refused, warns about
+//!   a grant nothing used, and with `UPDATE_RBAC=1` writes the role the operator used.
 //! - The Deployment: one replica of the binary, `/metrics` on port 8080 (named `metrics`),
 //!   `/healthz` and `/readyz` on 8081 for the liveness and readiness probes (ready once the
 //!   caches have synced), a non-root read-only container; on SIGTERM the manager stops taking

@@ -110,11 +110,13 @@ impl Authorizer {
     }
 
     /// [`authorize`](Self::authorize) for a request the server answers: an allowed one is
-    /// recorded when the [`recorder`](Self::recorder) is started.
+    /// recorded when the [`recorder`](Self::recorder) is started, and so is a refused one.
     pub fn authorize_request(&self, user: &UserInfo, attrs: &RequestAttributes) -> Decision {
         let decision = self.authorize(user, attrs);
         if decision.allowed() {
             self.recorder.record(user, attrs);
+        } else {
+            self.recorder.record_refused(user, attrs);
         }
         decision
     }

@@ -5,8 +5,8 @@
 //! records nothing until [`AccessRecorder::start`]. A test environment starts it, runs an
 //! operator as its ServiceAccount and reads back [`AccessRecorder::recorded`]: exactly the
 //! verbs on the resources the operator's watches and client calls used, what its minimal RBAC
-//! role must grant. Only requests that were allowed are recorded (a refused one is a 403 the
-//! caller sees), once each: a set, not a log. Non-resource requests (discovery, `/version`)
+//! role must grant. Each access is recorded once: a set, not a log. Refused requests are kept
+//! apart ([`AccessRecorder::refused`]): what a role lacks, named when a test fails. Non-resource requests (discovery, `/version`)
 //! are not recorded: every authenticated user may make them (`system:discovery`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,11 +45,28 @@ impl Access {
     }
 }
 
+impl std::fmt::Display for Access {
+    /// `verb resource[/subresource] [in API group "G"] in namespace N` (or `at the cluster
+    /// scope`), the words of the API server's 403.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.verb, self.rbac_resource())?;
+        if !self.api_group.is_empty() {
+            write!(f, " in API group {:?}", self.api_group)?;
+        }
+        if self.namespace.is_empty() {
+            write!(f, " at the cluster scope")
+        } else {
+            write!(f, " in namespace {}", self.namespace)
+        }
+    }
+}
+
 /// The authorized accesses of every user, recorded while started.
 #[derive(Debug, Default)]
 pub struct AccessRecorder {
     recording: AtomicBool,
     by_user: Mutex<BTreeMap<String, BTreeSet<Access>>>,
+    refused_by_user: Mutex<BTreeMap<String, BTreeSet<Access>>>,
 }
 
 impl AccessRecorder {
@@ -71,11 +88,27 @@ impl AccessRecorder {
     /// Forgets everything recorded.
     pub fn clear(&self) {
         self.by_user.lock().clear();
+        self.refused_by_user.lock().clear();
     }
 
     /// Records that `user` was allowed what `attrs` describe, when recording and a resource
     /// request.
     pub fn record(&self, user: &UserInfo, attrs: &RequestAttributes) {
+        self.insert(&self.by_user, user, attrs);
+    }
+
+    /// Records that `user` was refused what `attrs` describe, when recording and a resource
+    /// request.
+    pub fn record_refused(&self, user: &UserInfo, attrs: &RequestAttributes) {
+        self.insert(&self.refused_by_user, user, attrs);
+    }
+
+    fn insert(
+        &self,
+        into: &Mutex<BTreeMap<String, BTreeSet<Access>>>,
+        user: &UserInfo,
+        attrs: &RequestAttributes,
+    ) {
         if !self.is_recording() || !attrs.resource_request {
             return;
         }
@@ -86,11 +119,19 @@ impl AccessRecorder {
             subresource: attrs.subresource.clone(),
             namespace: attrs.namespace.clone(),
         };
-        self.by_user
-            .lock()
+        into.lock()
             .entry(user.name.clone())
             .or_default()
             .insert(access);
+    }
+
+    /// What the user named `user` was refused, in order.
+    pub fn refused(&self, user: &str) -> BTreeSet<Access> {
+        self.refused_by_user
+            .lock()
+            .get(user)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// What the user named `user` (`system:serviceaccount:NS:NAME` for a ServiceAccount) was
@@ -140,6 +181,7 @@ mod tests {
         recorder.record(&op, &attrs("update", "memos", "status", "a"));
         recorder.record(&user("other"), &attrs("delete", "pods", "", "b"));
         recorder.record(&op, &RequestAttributes::non_resource(&Method::GET, "/api"));
+        recorder.record_refused(&op, &attrs("delete", "memos", "", "a"));
         recorder.stop();
         recorder.record(&op, &attrs("delete", "configmaps", "", "a"));
         let got: Vec<(String, String)> = recorder
@@ -155,6 +197,13 @@ mod tests {
             ]
         );
         assert_eq!(recorder.users(), ["other", "system:serviceaccount:ns:op"]);
+        let refused = recorder.refused("system:serviceaccount:ns:op");
+        assert_eq!(refused.len(), 1);
+        assert_eq!(
+            refused.first().unwrap().to_string(),
+            "delete memos in namespace a"
+        );
+        assert_eq!(recorder.recorded("system:serviceaccount:ns:op").len(), 2);
         recorder.clear();
         assert!(recorder.recorded("other").is_empty());
     }

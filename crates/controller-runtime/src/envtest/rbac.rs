@@ -15,6 +15,10 @@
 //! - [`unused`] lists what a role grants that was never used, verb by verb (wildcards and
 //!   `resourceNames` rules are taken as granted, and listed as they are written).
 //!
+//! A `watch` brings `list` with it: an informer watches a collection with its initial events
+//! where the server serves them (the embedded one does), and lists first where it does not, so
+//! a role for any cluster grants both.
+//!
 //! The role is as good as the scenarios: an access only a rare path makes (an error branch, a
 //! deletion) is in it only when a test takes that path.
 
@@ -44,11 +48,27 @@ fn verb_rank(verb: &str) -> (usize, String) {
     (rank, verb.to_string())
 }
 
-/// The ClusterRole named `name` granting exactly `accesses`, one rule per API group and
+/// What `accesses` need granted: themselves, and a `list` beside each `watch` (see the
+/// module's docs).
+pub fn needed<'a>(accesses: impl IntoIterator<Item = &'a Access>) -> BTreeSet<Access> {
+    let mut needed = BTreeSet::new();
+    for access in accesses {
+        if access.verb == "watch" {
+            needed.insert(Access {
+                verb: "list".into(),
+                ..access.clone()
+            });
+        }
+        needed.insert(access.clone());
+    }
+    needed
+}
+
+/// The ClusterRole named `name` granting exactly what `accesses` [need](needed), one rule per API group and
 /// resource, in group then resource order.
 pub fn cluster_role<'a>(name: &str, accesses: impl IntoIterator<Item = &'a Access>) -> ClusterRole {
     let mut verbs: BTreeMap<(String, String), BTreeSet<(usize, String)>> = BTreeMap::new();
-    for access in accesses {
+    for access in &needed(accesses) {
         verbs
             .entry((access.api_group.clone(), access.rbac_resource()))
             .or_default()
@@ -91,16 +111,15 @@ fn grants(rule: &PolicyRule, access: &Access) -> bool {
         && matches(&rule.verbs, &access.verb)
 }
 
-/// The accesses `role` does not grant, in order.
+/// The accesses `role` does not grant of what `accesses` [need](needed), in order.
 pub fn missing<'a>(
     role: &ClusterRole,
     accesses: impl IntoIterator<Item = &'a Access>,
 ) -> Vec<Access> {
     let rules = role.rules.as_deref().unwrap_or_default();
-    accesses
+    needed(accesses)
         .into_iter()
         .filter(|access| !rules.iter().any(|rule| grants(rule, access)))
-        .cloned()
         .collect()
 }
 
@@ -126,13 +145,13 @@ impl std::fmt::Display for Grant {
     }
 }
 
-/// What `role` grants that none of `accesses` used: each (group, resource, verb) its rules
-/// spell out, in order.
+/// What `role` grants that none of `accesses` [need](needed): each (group, resource, verb) its
+/// rules spell out, in order.
 pub fn unused<'a>(
     role: &ClusterRole,
     accesses: impl IntoIterator<Item = &'a Access>,
 ) -> Vec<Grant> {
-    let accesses: Vec<&Access> = accesses.into_iter().collect();
+    let accesses = needed(accesses);
     let mut out = BTreeSet::new();
     for rule in role.rules.as_deref().unwrap_or_default() {
         for group in rule.api_groups.as_deref().unwrap_or_default() {
@@ -187,8 +206,8 @@ mod tests {
             access("create", "", "configmaps", "", "default"),
             access("patch", "", "configmaps", "", "other"),
             access("update", "example.com", "memos", "status", "default"),
-            access("list", "example.com", "memos", "", ""),
-            access("list", "example.com", "memos", "", ""),
+            access("watch", "example.com", "memos", "", ""),
+            access("get", "example.com", "memos", "", "default"),
         ]
     }
 
@@ -200,7 +219,8 @@ mod tests {
             role.rules.unwrap(),
             [
                 rule("", "configmaps", &["list", "watch", "create", "patch"]),
-                rule("example.com", "memos", &["list"]),
+                // Watched with initial events, never listed: `list` too.
+                rule("example.com", "memos", &["get", "list", "watch"]),
                 rule("example.com", "memos/status", &["update"]),
             ]
         );
