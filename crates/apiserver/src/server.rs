@@ -186,9 +186,9 @@ impl Server {
         }
     }
 
-    /// The record of what each user was allowed (verb, group, resource, subresource,
-    /// namespace), empty until [`AccessRecorder::start`]: the accesses an operator run as its
-    /// ServiceAccount used, from which its minimal role follows.
+    /// The record of what each user was allowed or refused (verb, group, resource,
+    /// subresource, namespace), empty until [started](crate::auth::AccessRecorder::start): the
+    /// accesses an operator run as its ServiceAccount used, from which its minimal role follows.
     pub fn access_recorder(&self) -> &crate::auth::AccessRecorder {
         self.state.authz.recorder()
     }

@@ -2,10 +2,12 @@
 //! RBAC manifests (those `memo-operator manifests` ships, the ClusterRole of
 //! `config/rbac/role.yaml`) grant. A permission missing from them fails these tests naming the
 //! refused verb and resource, instead of surfacing in production as a controller stuck on 403s.
+//! The role itself is derived from behaviour: the API server records what the operator was
+//! allowed (`UPDATE_RBAC=1` rewrites the role from it), and a grant it never used is a warning.
 
-use controller_runtime::cache::{Cache, CacheOptions};
 use std::path::Path;
 
+use controller_runtime::cache::{Cache, CacheOptions};
 use controller_runtime::envtest::{Environment, Running, eventually, rbac};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
 use controller_runtime::k8s_openapi::api::rbac::v1::ClusterRole;
