@@ -10,7 +10,8 @@
 //! 3. [`authz`]: the request's [`RequestAttributes`] (verb, resource, namespace, name, or a
 //!    non-resource path) are authorized for the user: `system:masters` may do everything,
 //!    everyone else what [`rbac`] grants over the stored roles and bindings ([`bootstrap`]
-//!    creates the default ones at start); a refusal is upstream's 403 `Status`.
+//!    creates the default ones at start); a refusal is upstream's 403 `Status`. What was
+//!    allowed can be recorded per user ([`recorder`], opt-in), the source of a minimal role.
 //!
 //! The user then travels with the request (an `Arc<UserInfo>` in its extensions), so admission
 //! and the review APIs see who asked.
@@ -21,6 +22,7 @@ pub mod authz;
 pub mod bootstrap;
 pub mod impersonate;
 pub mod rbac;
+pub mod recorder;
 pub mod serviceaccount;
 pub mod x509;
 
@@ -30,3 +32,4 @@ pub use crate::user::{self, UserInfo};
 pub use attributes::RequestAttributes;
 pub use authn::StaticUser;
 pub use authz::Decision;
+pub use recorder::{Access, AccessRecorder};

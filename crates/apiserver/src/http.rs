@@ -159,7 +159,7 @@ where
     };
     let attrs = request_attributes(req.method(), req.uri(), &route);
     *classified = state.apf.classify(&state.storage, &user, &attrs);
-    if let authz::Decision::Deny(reason) = state.authz.authorize(&user, &attrs) {
+    if let authz::Decision::Deny(reason) = state.authz.authorize_request(&user, &attrs) {
         return response::error(&authz::forbidden(&user, &attrs, &reason));
     }
     let public = matches!(route, Route::Health | Route::Version);

@@ -186,6 +186,13 @@ impl Server {
         }
     }
 
+    /// The record of what each user was allowed or refused (verb, group, resource,
+    /// subresource, namespace), empty until [started](crate::auth::AccessRecorder::start): the
+    /// accesses an operator run as its ServiceAccount used, from which its minimal role follows.
+    pub fn access_recorder(&self) -> &crate::auth::AccessRecorder {
+        self.state.authz.recorder()
+    }
+
     /// The port listened on.
     pub fn port(&self) -> u16 {
         self.addr.port()

@@ -142,6 +142,11 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Which role is enough follows from behaviour: the embedded server records, per user, every
+//! access it allowed once its [`access_recorder`](crt_apiserver::Server::access_recorder) is
+//! started, and [`rbac`] turns a recording into the minimal ClusterRole and compares a
+//! shipped role with it (what it lacks, what it grants and nobody used).
+//!
 //! [`Running::service_account_config`] creates the ServiceAccount (and its namespace) when the
 //! manifests do not, and needs an API server that issues ServiceAccount tokens through the
 //! TokenRequest subresource (`kubectl create token`); one that does not is named in the
@@ -194,6 +199,7 @@ mod documents;
 mod error;
 pub mod eventually;
 mod manifests;
+pub mod rbac;
 mod service_account;
 mod webhooks;
 

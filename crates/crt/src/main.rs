@@ -2,6 +2,7 @@
 //!
 //! - `crt demo`: an operator end to end (CRD, Builder, Manager, finalizer), with its flow
 //!   printed, on an embedded API server or a cluster.
+//! - `crt new NAME`: a ready operator crate (the repository's operator template, renamed).
 //! - `crt serve`: run the embedded Kubernetes API server in the foreground.
 //! - `crt watch RESOURCE`: print what a Kind source delivers for a resource.
 //!
@@ -31,6 +32,9 @@ enum Command {
     /// Run a sample operator through a scripted scenario, printing each event's path through
     /// the pipeline (on an embedded API server unless --kubeconfig is given).
     Demo(cmd::demo::Args),
+    /// Write a new operator crate: a custom resource, its reconciler, RBAC manifests and tests
+    /// on an embedded API server, ready for `cargo test`.
+    New(cmd::new::Args),
     /// Run the embedded Kubernetes API server in the foreground until Ctrl-C or SIGTERM.
     Serve(cmd::serve::Args),
     /// Print the events and queue items a Kind source gives for a resource (debugging a
@@ -56,6 +60,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match cli.command {
         Command::Demo(args) => cmd::demo::run(args).await,
+        Command::New(args) => cmd::new::run(args).await,
         Command::Serve(args) => cmd::serve::run(args).await,
         Command::Watch(args) => cmd::watch::run(args).await,
     }

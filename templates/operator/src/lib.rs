@@ -1,5 +1,6 @@
 //! A complete operator on controller-runtime-rs: the `Memo` custom resource and its
-//! reconciler. Copy this crate to start your own.
+//! reconciler (`crt new` writes this crate under your crate name, API group and kind), and its
+//! deployment manifests ([`manifests`]).
 //!
 //! A `Memo` asks for its text to be published in two places: a ConfigMap of its own (named
 //! after it, owned by it, so the garbage collector deletes it with the Memo) and an entry in the
@@ -19,6 +20,8 @@ use controller_runtime::prelude::*;
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+pub mod manifests;
 
 /// The finalizer that removes a Memo's entry from the index before the Memo is deleted.
 pub const FINALIZER: &str = "memos.example.com/index";

@@ -1,34 +1,53 @@
 //! The operator run as it runs in a cluster: as its ServiceAccount, allowed exactly what its
-//! RBAC manifests (`config/rbac/`) grant. A permission missing from them fails these tests
-//! naming the refused verb and resource, instead of surfacing in production as a controller
-//! stuck on 403s.
+//! RBAC manifests (those `memo-operator manifests` ships, the ClusterRole of
+//! `config/rbac/role.yaml`) grant. A permission missing from them fails these tests naming the
+//! refused verb and resource, instead of surfacing in production as a controller stuck on 403s.
+//! The role itself is derived from behaviour: the API server records what the operator was
+//! allowed (`UPDATE_RBAC=1` rewrites the role from it), and a grant it never used is a warning.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use controller_runtime::cache::{Cache, CacheOptions};
-use controller_runtime::envtest::{Environment, Running, eventually};
+use controller_runtime::envtest::{Environment, Running, eventually, rbac};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
+use controller_runtime::k8s_openapi::api::rbac::v1::ClusterRole;
+use controller_runtime::kube_client::api::DeleteParams;
 use controller_runtime::prelude::*;
+use memo_operator::manifests::{self, Manifests, NAMESPACE};
 use memo_operator::{Memo, MemoSpec};
 
-/// The operator's namespace and ServiceAccount, as `config/rbac/service_account.yaml` names them.
-const NAMESPACE: &str = "memo-system";
-const SERVICE_ACCOUNT: &str = "memo-operator";
-
-fn rbac_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("config/rbac")
+/// The shipped RBAC manifests (the operator's namespace, its ServiceAccount, the binding) with
+/// `role` as the ClusterRole.
+fn rbac_objects(role: &str) -> Vec<serde_json::Value> {
+    let files = Manifests::default().kustomize();
+    let file = |path: &str| {
+        files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, text)| text.as_str())
+            .unwrap_or_else(|| panic!("the manifests have no {path}"))
+    };
+    [
+        file("manager/namespace.yaml"),
+        file("rbac/service_account.yaml"),
+        file("rbac/role_binding.yaml"),
+        role,
+    ]
+    .into_iter()
+    .map(|text| serde_yaml_ng::from_str(text).unwrap())
+    .collect()
 }
 
-/// Starts the environment with the Memo CRD and the RBAC manifests of `rbac` (a file or a
-/// directory), and the operator's manager acting as its ServiceAccount.
-async fn start_as_operator(rbac: &[PathBuf]) -> (Running, CancellationToken, Manager) {
+/// Starts the environment with the Memo CRD and the RBAC manifests with `role`, and the
+/// operator's manager acting as its ServiceAccount.
+async fn start_as_operator(role: &str) -> (Running, CancellationToken, Manager) {
     let mut env = Environment::new().crd::<Memo>();
-    for path in rbac {
-        env = env.manifest_path(path);
+    for object in rbac_objects(role) {
+        env = env.manifest_object(object);
     }
     let env = env.start().await.expect("test environment");
     let operator = env
-        .service_account_client(NAMESPACE, SERVICE_ACCOUNT)
+        .service_account_client(NAMESPACE, manifests::NAME)
         .await
         .expect("a client acting as the operator's ServiceAccount");
     let options = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
@@ -37,36 +56,151 @@ async fn start_as_operator(rbac: &[PathBuf]) -> (Running, CancellationToken, Man
     (env, CancellationToken::new(), mgr)
 }
 
+/// The ServiceAccount's user, as the API server authenticates its tokens.
+fn operator_user() -> String {
+    format!("system:serviceaccount:{NAMESPACE}:{}", manifests::NAME)
+}
+
+/// A role granting everything: what the operator runs with when `UPDATE_RBAC` is set, so that
+/// the role it needs can be recorded.
+const EVERYTHING: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: memo-operator
+rules:
+- apiGroups: ['*']
+  resources: ['*']
+  verbs: ['*']
+";
+
+/// `role` as `config/rbac/role.yaml` writes it: a rule a line-group, lists in flow style.
+fn role_yaml(role: &ClusterRole) -> String {
+    let list = |items: &[String]| {
+        let items: Vec<String> = items
+            .iter()
+            .map(|i| {
+                if i.is_empty() {
+                    "\"\"".to_string()
+                } else {
+                    i.clone()
+                }
+            })
+            .collect();
+        format!("[{}]", items.join(", "))
+    };
+    let mut out = String::from(
+        "# What the operator may do, and nothing more: the accesses it made in its tests (its\n\
+         # caches' lists and watches, its reconciler's writes). tests/rbac.rs runs the operator\n\
+         # as its ServiceAccount with this role, warns about a grant nothing used, and with\n\
+         # UPDATE_RBAC=1 (`UPDATE_RBAC=1 cargo test --test rbac`) rewrites this file from what\n\
+         # the operator did under a role granting everything.\n",
+    );
+    out.push_str("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n");
+    out.push_str(&format!("  name: {}\nrules:\n", manifests::NAME));
+    for rule in role.rules.as_deref().unwrap_or_default() {
+        out.push_str(&format!(
+            "- apiGroups: {}\n  resources: {}\n  verbs: {}\n",
+            list(rule.api_groups.as_deref().unwrap_or_default()),
+            list(rule.resources.as_deref().unwrap_or_default()),
+            list(&rule.verbs)
+        ));
+    }
+    out
+}
+
+/// The operator's life with a Memo, run as its ServiceAccount with exactly the shipped RBAC:
+/// published, changed, deleted. The API server records what the operator was allowed to do:
+/// the shipped role must grant all of it, and a grant nothing used is a warning. With
+/// `UPDATE_RBAC` set, the operator runs with every permission and the role it used is written
+/// to `config/rbac/role.yaml`.
 #[tokio::test]
 async fn the_operator_works_with_exactly_its_rbac() {
-    let (env, stop, mgr) = start_as_operator(&[rbac_dir()]).await;
+    let update = std::env::var_os("UPDATE_RBAC").is_some();
+    let (env, stop, mgr) =
+        start_as_operator(if update { EVERYTHING } else { manifests::ROLE }).await;
+    let recorder = env.server().map(|server| server.access_recorder());
+    if let Some(recorder) = recorder {
+        recorder.start();
+    }
     let cache = mgr.cache().clone();
     let token = stop.clone();
     let running = tokio::spawn(async move { mgr.start(token).await });
     // The test writes as the environment's admin, not as the operator.
     let admin = Client::new(Cache::new(env.client(), CacheOptions::default()));
-    let mut memo = Memo::new("hello", MemoSpec { text: "hi".into() });
-    memo.metadata.namespace = Some("default".into());
-    admin.objects::<Memo>().create(&memo).await.unwrap();
+    let memos = admin.objects::<Memo>();
     let key = ObjectKey::new("default", "hello");
     let wait = eventually(env.client());
-    wait.until_object(&key, |memo: &Memo| {
-        memo.status.as_ref().is_some_and(|s| s.ready)
-    })
-    .await
-    .unwrap();
-    wait.until_object(&key, |cm: &ConfigMap| {
-        cm.data
-            .as_ref()
-            .and_then(|d| d.get("text"))
-            .map(String::as_str)
-            == Some("hi")
-    })
-    .await
-    .unwrap();
+    let text_is = |want: &'static str| {
+        move |cm: &ConfigMap| {
+            cm.data
+                .as_ref()
+                .and_then(|d| d.get("text"))
+                .map(String::as_str)
+                == Some(want)
+        }
+    };
+    let scenario = async {
+        let mut memo = Memo::new("hello", MemoSpec { text: "hi".into() });
+        memo.metadata.namespace = Some("default".into());
+        memos.create(&memo).await?;
+        let memo = wait
+            .until_object(&key, |memo: &Memo| {
+                memo.status.as_ref().is_some_and(|s| s.ready)
+            })
+            .await?;
+        wait.until_object(&key, text_is("hi")).await?;
+        let mut changed = memo.clone();
+        changed.spec.text = "bye".into();
+        memos.update(&changed).await?;
+        wait.until_object(&key, text_is("bye")).await?;
+        memos.delete(&key, &DeleteParams::default()).await?;
+        wait.until_gone::<Memo>(&key).await?;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    };
+    if let Err(err) = scenario.await {
+        // What the operator was refused is what its role lacks.
+        let refused: Vec<String> = recorder
+            .map(|r| r.refused(&operator_user()))
+            .unwrap_or_default()
+            .iter()
+            .map(|access| access.to_string())
+            .collect();
+        panic!(
+            "the operator did not do its work: {err}\nconfig/rbac/role.yaml lacks: {}",
+            refused.join("; ")
+        );
+    }
     assert!(cache.sync_errors().is_empty(), "{:?}", cache.sync_errors());
     stop.cancel();
     running.await.unwrap().unwrap();
+
+    let Some(recorder) = recorder else {
+        eprintln!("an existing cluster records no accesses: the role is not compared");
+        return env.stop().await.unwrap();
+    };
+    recorder.stop();
+    let used = recorder.recorded(&operator_user());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/rbac/role.yaml");
+    if update {
+        let derived = rbac::cluster_role(manifests::NAME, &used);
+        std::fs::write(&path, role_yaml(&derived)).unwrap();
+        eprintln!("wrote {}", path.display());
+        return env.stop().await.unwrap();
+    }
+    let shipped: ClusterRole = serde_yaml_ng::from_str(manifests::ROLE).unwrap();
+    let missing = rbac::missing(&shipped, &used);
+    assert!(
+        missing.is_empty(),
+        "{} lacks what the operator was allowed: {missing:?}",
+        path.display()
+    );
+    for grant in rbac::unused(&shipped, &used) {
+        eprintln!(
+            "warning: {} grants {grant}, which the operator never used (UPDATE_RBAC=1 cargo test \
+             --test rbac writes the role it used)",
+            path.display()
+        );
+    }
     env.stop().await.unwrap();
 }
 
@@ -74,23 +208,16 @@ async fn the_operator_works_with_exactly_its_rbac() {
 async fn a_missing_permission_names_itself() {
     // The same manifests, but the role lacks `list` and `watch` on ConfigMaps (a forgotten
     // `list;watch`: what the cache needs, not what the reconciler writes).
-    let broken = std::env::temp_dir().join(format!("memo-rbac-{}", std::process::id()));
-    std::fs::create_dir_all(&broken).unwrap();
-    let role = std::fs::read_to_string(rbac_dir().join("role.yaml")).unwrap();
-    let granted = "verbs: [get, list, watch, create, update, patch, delete]";
-    assert!(
-        role.contains(granted),
-        "config/rbac/role.yaml changed shape"
-    );
-    let role = role.replace(granted, "verbs: [get, create, update, patch, delete]");
-    std::fs::write(broken.join("role.yaml"), role).unwrap();
-    let dir = rbac_dir();
-    let manifests = [
-        dir.join("service_account.yaml"),
-        broken.join("role.yaml"),
-        dir.join("role_binding.yaml"),
-    ];
-    let (env, stop, mgr) = start_as_operator(&manifests).await;
+    let mut role: ClusterRole = serde_yaml_ng::from_str(manifests::ROLE).unwrap();
+    let rule = role
+        .rules
+        .iter_mut()
+        .flatten()
+        .find(|rule| rule.resources.as_deref() == Some(&["configmaps".to_string()]))
+        .expect("config/rbac/role.yaml grants on configmaps");
+    rule.verbs.retain(|verb| verb != "list" && verb != "watch");
+    let role = role_yaml(&role);
+    let (env, stop, mgr) = start_as_operator(&role).await;
     let cache = mgr.cache().clone();
     let token = stop.clone();
     let running = tokio::spawn(async move { mgr.start(token).await });
@@ -107,13 +234,12 @@ async fn a_missing_permission_names_itself() {
         .unwrap();
     assert!(
         refused.contains(
-            "configmaps is forbidden: User \"system:serviceaccount:memo-system:memo-operator\" \
+            "configmaps is forbidden: User \"system:serviceaccount:memo-operator-system:memo-operator\" \
              cannot list resource \"configmaps\" in API group \"\" at the cluster scope"
         ),
         "{refused}"
     );
     stop.cancel();
     let _ = running.await;
-    std::fs::remove_dir_all(&broken).unwrap();
     env.stop().await.unwrap();
 }

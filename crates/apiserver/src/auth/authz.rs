@@ -20,6 +20,7 @@ use parking_lot::RwLock;
 
 pub use super::attributes::{RequestAttributes, ResourceTarget};
 use super::rbac::{Policy, Rule};
+use super::recorder::AccessRecorder;
 use super::user::{MASTERS, UserInfo};
 use crate::error::ApiError;
 use crate::storage::Storage;
@@ -56,6 +57,8 @@ pub struct Authorizer {
     storage: Storage,
     /// The index and the resourceVersion of the RBAC change it was built at.
     policy: RwLock<Option<(u64, Arc<Policy>)>>,
+    /// What requests were allowed, per user, when recording.
+    recorder: AccessRecorder,
 }
 
 impl Authorizer {
@@ -64,6 +67,7 @@ impl Authorizer {
         Authorizer {
             storage,
             policy: RwLock::new(None),
+            recorder: AccessRecorder::default(),
         }
     }
 
@@ -103,6 +107,23 @@ impl Authorizer {
             Ok(reason) => Decision::Allow(reason),
             Err(reason) => Decision::Deny(reason),
         }
+    }
+
+    /// [`authorize`](Self::authorize) for a request the server answers: an allowed one is
+    /// recorded when the [`recorder`](Self::recorder) is started, and so is a refused one.
+    pub fn authorize_request(&self, user: &UserInfo, attrs: &RequestAttributes) -> Decision {
+        let decision = self.authorize(user, attrs);
+        if decision.allowed() {
+            self.recorder.record(user, attrs);
+        } else {
+            self.recorder.record_refused(user, attrs);
+        }
+        decision
+    }
+
+    /// The record of allowed requests per user (empty until started).
+    pub fn recorder(&self) -> &AccessRecorder {
+        &self.recorder
     }
 
     /// The rules `user` has in `namespace` (what a `SelfSubjectRulesReview` lists: RBAC's,

@@ -4,5 +4,6 @@
 mod cluster;
 mod demo;
 mod module_cycles;
+mod new;
 mod serve;
 mod watch;
