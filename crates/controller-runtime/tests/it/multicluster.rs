@@ -2,7 +2,8 @@
 //! engaged at run time is reconciled; a removed member's in-flight reconcile is waited for, its
 //! queued keys are dropped, its cache stops and nothing of it is reconciled afterwards; a watch
 //! in a member enqueues a reconcile in the hub; an existing single-cluster reconciler runs per
-//! cluster unchanged.
+//! cluster unchanged; the directory and namespace providers engage and disengage as files and
+//! namespaces come and go.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,15 +13,15 @@ use controller_runtime::controller::ControllerOptions;
 use controller_runtime::envtest::Environment;
 use controller_runtime::handler::EnqueueRequestsFromMapFunc;
 use controller_runtime::manager::{BindAddress, Manager as LocalManager, ManagerOptions};
-use controller_runtime::multicluster::providers::Fleet;
+use controller_runtime::multicluster::providers::{Directory, Fleet, Namespaces};
 use controller_runtime::multicluster::{
     ClusterRequest, ControllerBuilder, EngageOptions, LOCAL_CLUSTER, Manager,
 };
 use controller_runtime::reconcile::{self, Action};
 use controller_runtime::{CancellationToken, Request};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube_client::Api;
-use kube_client::api::PostParams;
+use kube_client::api::{DeleteParams, PostParams};
 use kube_core::ResourceExt;
 use parking_lot::Mutex;
 use tokio::sync::Semaphore;
@@ -270,5 +271,113 @@ async fn a_member_watch_reconciles_the_hub_and_single_cluster_reconcilers_run_pe
     stop.cancel();
     run.await.unwrap().unwrap();
     fleet.stop().await.unwrap();
+    hub.stop().await.unwrap();
+}
+
+/// A controller recording every ConfigMap reconcile as (cluster, namespace/name).
+async fn recording(mgr: &Manager) -> Seen {
+    let seen: Seen = Arc::default();
+    ControllerBuilder::new(mgr)
+        .for_::<ConfigMap>()
+        .complete({
+            let seen = seen.clone();
+            move |req: ClusterRequest, _cluster, _ctx| {
+                seen.lock()
+                    .push((req.cluster.to_string(), req.key.to_string()));
+                async { Ok(Action::done()) }
+            }
+        })
+        .await
+        .unwrap();
+    seen
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeconfig_file_engages_its_cluster_until_it_is_removed() {
+    let hub = Environment::new().start().await.unwrap();
+    let member = Environment::new().start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let provider = Directory::new(dir.path()).with_interval(Duration::from_millis(20));
+    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
+    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
+    let seen = recording(&mgr).await;
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        async move { mgr.start(stop).await }
+    });
+
+    // JSON is YAML: the member's kubeconfig as a file, plus files that are no clusters.
+    let file = dir.path().join("edge-1.kubeconfig");
+    std::fs::write(&file, serde_json::to_vec(member.kubeconfig()).unwrap()).unwrap();
+    std::fs::write(dir.path().join(".hidden"), b"not read").unwrap();
+    std::fs::write(dir.path().join("broken.yaml"), b"{ not a kubeconfig").unwrap();
+    until("edge-1 engaged", || mgr.clusters() == ["edge-1".into()]).await;
+    create_cm(&member.client(), "default", "from-file").await;
+    until("edge-1 reconciled", || {
+        seen_in(&seen, "edge-1", "default/from-file")
+    })
+    .await;
+
+    std::fs::remove_file(&file).unwrap();
+    until("edge-1 disengaged", || mgr.clusters().is_empty()).await;
+    assert_eq!(mgr.metrics().engaged_clusters(), 0);
+
+    stop.cancel();
+    run.await.unwrap().unwrap();
+    member.stop().await.unwrap();
+    hub.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaces_are_virtual_clusters_with_caches_of_their_own() {
+    let hub = Environment::new().start().await.unwrap();
+    let provider = Namespaces::new(hub.client())
+        .with_label_selector("tenant")
+        .with_interval(Duration::from_millis(20));
+    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
+    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
+    let seen = recording(&mgr).await;
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        async move { mgr.start(stop).await }
+    });
+
+    let namespaces: Api<Namespace> = Api::all(hub.client());
+    for name in ["team-a", "team-b"] {
+        let mut ns = Namespace::default();
+        ns.metadata.name = Some(name.into());
+        ns.metadata.labels = Some(BTreeMap::from([("tenant".into(), name.into())]));
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap();
+    }
+    until("both tenants engaged", || {
+        mgr.clusters() == ["team-a".into(), "team-b".into()]
+    })
+    .await;
+    create_cm(&hub.client(), "team-a", "config").await;
+    until("team-a's reconcile", || {
+        seen_in(&seen, "team-a", "team-a/config")
+    })
+    .await;
+    // team-b's cache holds team-b only: team-a's ConfigMap is no request of team-b
+    assert!(
+        !seen
+            .lock()
+            .iter()
+            .any(|(c, n)| c == "team-b" && n.starts_with("team-a/"))
+    );
+
+    namespaces
+        .delete("team-b", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("team-b disengaged", || mgr.clusters() == ["team-a".into()]).await;
+
+    stop.cancel();
+    run.await.unwrap().unwrap();
     hub.stop().await.unwrap();
 }
