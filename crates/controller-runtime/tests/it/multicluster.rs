@@ -2,8 +2,8 @@
 //! engaged at run time is reconciled; a removed member's in-flight reconcile is waited for, its
 //! queued keys are dropped, its cache stops and nothing of it is reconciled afterwards; a watch
 //! in a member enqueues a reconcile in the hub; an existing single-cluster reconciler runs per
-//! cluster unchanged; the directory and namespace providers engage and disengage as files and
-//! namespaces come and go.
+//! cluster unchanged; the directory, kubeconfig Secret and namespace providers engage and
+//! disengage as files, Secrets and namespaces come and go.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,7 +13,9 @@ use controller_runtime::controller::ControllerOptions;
 use controller_runtime::envtest::Environment;
 use controller_runtime::handler::EnqueueRequestsFromMapFunc;
 use controller_runtime::manager::{BindAddress, Manager as LocalManager, ManagerOptions};
-use controller_runtime::multicluster::providers::{Directory, Fleet, Namespaces};
+use controller_runtime::multicluster::providers::{
+    Directory, Fleet, KUBECONFIG_SECRET_LABEL, KubeconfigSecrets, Namespaces,
+};
 use controller_runtime::multicluster::{
     ClusterRequest, ControllerBuilder, EngageOptions, LOCAL_CLUSTER, Manager,
 };
@@ -379,5 +381,54 @@ async fn namespaces_are_virtual_clusters_with_caches_of_their_own() {
 
     stop.cancel();
     run.await.unwrap().unwrap();
+    hub.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeconfig_secret_in_the_hub_engages_its_cluster_until_deleted() {
+    let hub = Environment::new().start().await.unwrap();
+    let member = Environment::new().start().await.unwrap();
+    let provider =
+        KubeconfigSecrets::new(hub.client(), "default").with_interval(Duration::from_millis(20));
+    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
+    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
+    let seen = recording(&mgr).await;
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        async move { mgr.start(stop).await }
+    });
+
+    let secrets: Api<Secret> = Api::namespaced(hub.client(), "default");
+    let kubeconfig = serde_json::to_string(member.kubeconfig()).unwrap();
+    for (name, label) in [("edge-2", "true"), ("unlabelled", "false")] {
+        let mut secret = Secret::default();
+        secret.metadata.name = Some(name.into());
+        secret.metadata.labels = Some(BTreeMap::from([(
+            KUBECONFIG_SECRET_LABEL.into(),
+            label.into(),
+        )]));
+        secret.string_data = Some(BTreeMap::from([("kubeconfig".into(), kubeconfig.clone())]));
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    until("edge-2 engaged", || mgr.clusters() == ["edge-2".into()]).await;
+    create_cm(&member.client(), "default", "from-secret").await;
+    until("edge-2 reconciled", || {
+        seen_in(&seen, "edge-2", "default/from-secret")
+    })
+    .await;
+
+    secrets
+        .delete("edge-2", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("edge-2 disengaged", || mgr.clusters().is_empty()).await;
+
+    stop.cancel();
+    run.await.unwrap().unwrap();
+    member.stop().await.unwrap();
     hub.stop().await.unwrap();
 }
