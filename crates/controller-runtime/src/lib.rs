@@ -57,6 +57,7 @@ pub mod handler;
 pub mod leaderelection;
 pub mod manager;
 pub mod metrics;
+pub mod multicluster;
 pub mod predicate;
 pub mod prelude;
 pub mod reconcile;

@@ -19,6 +19,8 @@ mod envtest;
 mod manager;
 #[cfg(feature = "envtest")]
 mod metrics_auth;
+#[cfg(feature = "envtest")]
+mod multicluster;
 mod parity;
 mod pipeline;
 mod read_your_writes;

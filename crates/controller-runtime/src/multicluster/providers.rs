@@ -1,0 +1,26 @@
+//! Providers: where clusters come from.
+//!
+//! | provider | clusters | engaged / disengaged |
+//! | --- | --- | --- |
+//! | [`ClusterSet`] | the clients added to it (built from kubeconfigs and their contexts with [`kubeconfig`]) | by [`ClusterSet::add`] / [`ClusterSet::remove`], at any time |
+//! | [`Directory`] | one per kubeconfig file in a directory, named by the file's stem | a file appears (or changes) / disappears, seen by polling |
+//! | [`KubeconfigSecrets`] | one per Secret labelled `sigs.k8s.io/multicluster-runtime-kubeconfig: "true"` in a namespace of the hub, named by the Secret | a Secret appears (or its kubeconfig changes) / is deleted, seen by polling |
+//! | [`Namespaces`] | one virtual cluster per namespace of one cluster, its cache restricted to the namespace | a namespace appears / is deleted or terminating, seen by polling |
+//! | `Fleet` (feature `envtest`) | embedded API servers started in-process | `Fleet::add_member` / `Fleet::remove_member` |
+//!
+//! Every provider is a [`ClusterSet`] underneath: the others add and remove its members.
+
+mod directory;
+#[cfg(feature = "envtest")]
+mod fleet;
+pub mod kubeconfig;
+mod namespaces;
+mod secrets;
+mod set;
+
+pub use directory::Directory;
+#[cfg(feature = "envtest")]
+pub use fleet::Fleet;
+pub use namespaces::Namespaces;
+pub use secrets::{KUBECONFIG_SECRET_KEY, KUBECONFIG_SECRET_LABEL, KubeconfigSecrets};
+pub use set::ClusterSet;

@@ -1,0 +1,55 @@
+//! Clients from kubeconfigs: one per context, for a [`ClusterSet`] of static clusters.
+
+use kube_client::config::{KubeConfigOptions, Kubeconfig};
+
+use super::set::ClusterSet;
+use crate::multicluster::error::Error;
+
+/// A client for `context` of `kubeconfig` (its current context when `None`).
+pub async fn client(
+    kubeconfig: &Kubeconfig,
+    context: Option<&str>,
+) -> Result<kube_client::Client, Error> {
+    let origin = context.unwrap_or("current context").to_string();
+    let options = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..KubeConfigOptions::default()
+    };
+    let config = kube_client::Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
+        .await
+        .map_err(|e| Error::Kubeconfig {
+            origin: origin.clone(),
+            message: e.to_string(),
+        })?;
+    kube_client::Client::try_from(config).map_err(|e| Error::Kubeconfig {
+        origin,
+        message: e.to_string(),
+    })
+}
+
+/// The names of `kubeconfig`'s contexts, in file order.
+pub fn contexts(kubeconfig: &Kubeconfig) -> Vec<String> {
+    kubeconfig.contexts.iter().map(|c| c.name.clone()).collect()
+}
+
+impl ClusterSet {
+    /// A set of one cluster per context of `kubeconfig`, named by the context (the static
+    /// kubeconfig provider).
+    pub async fn from_kubeconfig(kubeconfig: &Kubeconfig) -> Result<Self, Error> {
+        Self::from_contexts(kubeconfig, &contexts(kubeconfig)).await
+    }
+
+    /// A set of one cluster per context named in `contexts`, named by the context.
+    pub async fn from_contexts(
+        kubeconfig: &Kubeconfig,
+        contexts: &[impl AsRef<str>],
+    ) -> Result<Self, Error> {
+        let set = ClusterSet::new();
+        for context in contexts {
+            let context = context.as_ref();
+            set.add(context, client(kubeconfig, Some(context)).await?)
+                .await?;
+        }
+        Ok(set)
+    }
+}
