@@ -50,7 +50,7 @@ impl SharedEvent {
     }
 
     /// The event as one line of a JSON watch stream, `{"type":...,"object":...}\n`, encoded
-    /// once for every watcher that receives it, the object's fields in its [`FieldOrder`]
+    /// once for every watcher that receives it, the object's fields in its field order
     /// (keys sorted for an event made from a [`WatchEvent`]; a built-in kind's watch events
     /// in Go's order).
     ///
