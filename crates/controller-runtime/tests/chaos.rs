@@ -55,7 +55,7 @@ const WRITERS: usize = 4;
 /// later ones must hold no more tasks or heap than the second.
 const ROUNDS: usize = 4;
 /// Faults thrown per round, one every 100 ms.
-const FAULTS_PER_ROUND: usize = 30;
+const FAULTS_PER_ROUND: usize = 20;
 const FAULT_INTERVAL: Duration = Duration::from_millis(100);
 /// How long after the faults stop every object must be reconciled at its last version: the
 /// informer may be in its reconnect backoff (800 ms doubling) when the faults stop.
@@ -410,7 +410,7 @@ async fn three_candidates_never_lead_at_once_under_random_faults() {
 
     let mut chaos = Chaos::new(0xe1ec7);
     let mut thrown = HashMap::new();
-    throw_faults(&server, &mut chaos, 3 * FAULTS_PER_ROUND, &mut thrown).await;
+    throw_faults(&server, &mut chaos, 2 * FAULTS_PER_ROUND, &mut thrown).await;
     eprintln!("faults thrown: {thrown:?}");
 
     // After the faults: a leader again, within a few lease durations.
