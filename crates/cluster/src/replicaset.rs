@@ -6,11 +6,17 @@
 //! `fullyLabeledReplicas` (pods with every template label), `readyReplicas`,
 //! `availableReplicas` (ready for `minReadySeconds`) and `observedGeneration`; it records
 //! `SuccessfulCreate` and `SuccessfulDelete` Events.
+//!
+//! ReplicationControllers, the ReplicaSet's predecessor, run the same controller (upstream's
+//! replication manager wraps the ReplicaSet controller too), under the
+//! `replication-controller` account: their selector is a plain label map.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+
+use crt_apiserver::resource::ResourceInfo;
 
 use crate::api::{Actor, Api};
 use crate::controller::{self, Key, Reconcile, Watched};
@@ -19,33 +25,54 @@ use crate::obj;
 /// How many pods one sync creates at most (upstream's `burstReplicas`).
 const BURST: i64 = 500;
 
-/// Starts the controller.
+/// Starts the controller, for ReplicaSets and for ReplicationControllers.
 pub(crate) fn start(api: &Api) -> Vec<JoinHandle<()>> {
-    let watches = vec![
-        Watched::itself(&api.res.replicasets),
-        Watched::owned(&api.res.pods, "ReplicaSet"),
-    ];
-    let controller = ReplicaSets {
-        api: api.clone(),
-        who: Actor::controller("replicaset-controller"),
-    };
-    controller::spawn(&api.storage, watches, controller)
+    let mut tasks = Vec::new();
+    for (res, kind, account) in [
+        (&api.res.replicasets, "ReplicaSet", "replicaset-controller"),
+        (
+            &api.res.replicationcontrollers,
+            "ReplicationController",
+            "replication-controller",
+        ),
+    ] {
+        let watches = vec![Watched::itself(res), Watched::owned(&api.res.pods, kind)];
+        let controller = ReplicaSets {
+            api: api.clone(),
+            res: res.clone(),
+            map_selector: kind == "ReplicationController",
+            who: Actor::controller(account),
+        };
+        tasks.extend(controller::spawn(&api.storage, watches, controller));
+    }
+    tasks
 }
 
 struct ReplicaSets {
     api: Api,
+    /// `replicasets` or `replicationcontrollers`.
+    res: ResourceInfo,
+    /// The selector is a label map (a ReplicationController's), not a `LabelSelector`.
+    map_selector: bool,
     who: Actor,
 }
 
 impl Reconcile for ReplicaSets {
     fn reconcile(&mut self, key: &Key) -> Option<Duration> {
-        let rs = self
-            .api
-            .get(&self.api.res.replicasets, Some(&key.0), &key.1)?;
+        let rs = self.api.get(&self.res, Some(&key.0), &key.1)?;
         if obj::is_deleting(&rs) {
             return None;
         }
-        let selector = obj::selector(&rs, "/spec/selector")?;
+        let selector = if self.map_selector {
+            let labels = obj::string_map(&rs, "/spec/selector");
+            if labels.is_empty() {
+                return None;
+            }
+            crt_labels::LabelSelector::from_parts(labels, Vec::<crt_labels::MatchExpression>::new())
+                .ok()?
+        } else {
+            obj::selector(&rs, "/spec/selector")?
+        };
         let ns = Some(key.0.as_str());
         let want = obj::i64_at(&rs, "/spec/replicas").unwrap_or(1);
         let pods = self.pods(&rs, &selector);
@@ -192,7 +219,7 @@ impl ReplicaSets {
         }});
         if obj::changes(rs, &patch)
             && let Err(e) = self.api.merge_patch(
-                &self.api.res.replicasets,
+                &self.res,
                 Some(obj::namespace(rs)),
                 obj::name(rs),
                 Some("status"),
@@ -200,7 +227,7 @@ impl ReplicaSets {
                 &self.who,
             )
         {
-            tracing::debug!("updating replicaset {} status: {e}", obj::name(rs));
+            tracing::debug!("updating {} {} status: {e}", self.res.plural, obj::name(rs));
             return Some(Duration::from_millis(100));
         }
         (ready > available).then_some(Duration::from_secs(1))

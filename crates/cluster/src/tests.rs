@@ -837,3 +837,51 @@ async fn paused_recreated_and_stalled_deployments() {
         "{c}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replication_controller_keeps_its_replicas() {
+    let env = Env::start(ClusterConfig::default());
+    // No selector: the server defaults it (and the labels) to the template's labels.
+    let rc = env.create(
+        "",
+        "replicationcontrollers",
+        Some("default"),
+        json!({
+            "metadata": {"name": "legacy"},
+            "spec": {"replicas": 2, "template": {
+                "metadata": {"labels": {"app": "legacy"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+        }),
+    );
+    assert_eq!(rc["spec"]["selector"], json!({"app": "legacy"}));
+    assert_eq!(rc["metadata"]["labels"], json!({"app": "legacy"}));
+    eventually(Duration::from_secs(10), "two ready replicas", || {
+        let rc = env.get("", "replicationcontrollers", Some("default"), "legacy")?;
+        (rc["status"]["readyReplicas"] == 2 && rc["status"]["availableReplicas"] == 2).then_some(())
+    })
+    .await;
+    let pods = env.list("", "pods", Some("default"), "app=legacy");
+    assert_eq!(pods.len(), 2);
+    for pod in &pods {
+        let owner = &pod["metadata"]["ownerReferences"][0];
+        assert_eq!(owner["kind"], "ReplicationController");
+        assert_eq!(owner["uid"], rc["metadata"]["uid"]);
+        assert_eq!(pod["status"]["phase"], "Running");
+    }
+
+    env.patch(
+        "",
+        "replicationcontrollers",
+        Some("default"),
+        "legacy",
+        json!({"spec": {"replicas": 0}}),
+    );
+    eventually(Duration::from_secs(60), "no replicas", || {
+        let rc = env.get("", "replicationcontrollers", Some("default"), "legacy")?;
+        let gone = env
+            .list("", "pods", Some("default"), "app=legacy")
+            .is_empty();
+        (gone && rc["status"]["replicas"] == 0).then_some(())
+    })
+    .await;
+}
