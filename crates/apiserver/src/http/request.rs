@@ -350,10 +350,13 @@ impl Query {
         if let Some(d) = body.get("dryRun").and_then(Value::as_array) {
             opts.dry_run |= d.iter().any(|v| v == "All");
         }
-        if body.get("orphanDependents") == Some(&Value::Bool(true))
+        // The deprecated `orphanDependents`, when no policy is named: `true` orphans, `false`
+        // collects in the background (overriding a kind that orphans by default).
+        if let Some(orphan) = body.get("orphanDependents").and_then(Value::as_bool)
             && opts.propagation_policy.is_none()
         {
-            opts.propagation_policy = Some("Orphan".into());
+            let policy = if orphan { "Orphan" } else { "Background" };
+            opts.propagation_policy = Some(policy.into());
         }
         if let Some(pre) = body.get("preconditions") {
             opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(String::from);

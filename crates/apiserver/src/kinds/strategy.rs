@@ -90,6 +90,11 @@ pub(crate) struct Strategy {
     /// A deletion answers with the deleted object rather than a `Status`
     /// (`ReturnDeletedObject` of the kind's registry).
     pub(crate) delete_returns_object: bool,
+    /// A deletion that names no propagation policy orphans the dependents (upstream's
+    /// `DefaultGarbageCollectionPolicy` answering `OrphanDependents`: core/v1
+    /// ReplicationControllers, kept for compatibility) instead of collecting them in the
+    /// background.
+    pub(crate) orphan_by_default: bool,
     /// What a status write keeps.
     pub(crate) status: StatusStrategy,
     /// The status a create starts with when the kind has a status subresource (`None`: none).
@@ -149,6 +154,7 @@ pub(crate) const DEFAULT: Strategy = Strategy {
     own_subresources: &[],
     action_subresources: &[],
     delete_returns_object: false,
+    orphan_by_default: false,
     status: StatusStrategy::Spec,
     initial_status: Some(empty_status),
     field_labels: &[],

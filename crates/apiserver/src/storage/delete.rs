@@ -73,7 +73,7 @@ pub(crate) fn delete(
         );
         return Err(ApiError::conflict(&gr, name, &why));
     }
-    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
+    let policy = Policy::of(res, opts.propagation_policy.as_deref())?;
     // The immortal namespaces are refused by the admission chain (NamespaceLifecycle).
     admit::admit(
         st,
@@ -180,7 +180,7 @@ pub(crate) fn delete_collection(
         list.label_selector.as_deref(),
         list.field_selector.as_deref(),
     )?;
-    let policy = Policy::parse(opts.propagation_policy.as_deref())?;
+    let policy = Policy::of(res, opts.propagation_policy.as_deref())?;
     let rk = res_key(res);
     let selected: Vec<(super::store::ObjKey, Arc<Value>)> = st
         .data

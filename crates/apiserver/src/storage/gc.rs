@@ -19,6 +19,7 @@ use serde_json::Value;
 use super::meta;
 use super::store::{Loc, ObjKey, State};
 use crate::error::ApiError;
+use crate::resource::ResourceInfo;
 use crate::validation::{FieldError, invalid_kind};
 
 /// The finalizer of foreground deletion.
@@ -42,6 +43,19 @@ pub(crate) enum Policy {
 }
 
 impl Policy {
+    /// The policy a deletion of `res` names, or the kind's default when it names none.
+    pub(crate) fn of(res: &ResourceInfo, s: Option<&str>) -> Result<Self, ApiError> {
+        match s {
+            None | Some("")
+                if !res.custom
+                    && crate::kinds::strategy_of(&res.group, &res.plural).orphan_by_default =>
+            {
+                Ok(Policy::Orphan)
+            }
+            s => Policy::parse(s),
+        }
+    }
+
     pub(crate) fn parse(s: Option<&str>) -> Result<Self, ApiError> {
         match s {
             None | Some("") | Some("Background") => Ok(Policy::Background),

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 /// The ReplicationController strategy.
 pub(crate) const STRATEGY: Strategy = Strategy {
     defaults: Some(replication_controller_defaults),
+    orphan_by_default: true,
     validate: Some(validation::pod::replication_controller),
     field_labels: &[label("status.replicas")],
     merge_root: MergeRoot::Workload,

@@ -312,6 +312,52 @@ fn orphan_deletion_keeps_dependents() {
     fails_unchanged(&s, 422, || s.delete(&cms, Some("default"), "x", &bad));
 }
 
+/// core/v1 ReplicationControllers orphan their pods when a deletion names no policy
+/// (upstream's `DefaultGarbageCollectionPolicy` for them); naming one, or the deprecated
+/// `orphanDependents: false`, collects them as for every other kind.
+#[test]
+fn replication_controllers_orphan_by_default() {
+    let s = store();
+    let rcs = res(&s, "", "replicationcontrollers");
+    let pods = res(&s, "", "pods");
+    let rc = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": name},
+            "spec": {"replicas": 0, "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    };
+    let pod = |name: &str, owner: &Value| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ReplicationController",
+                "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"],
+                "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+    };
+    let kept = s.create(&rcs, Some("default"), rc("kept"), &w()).unwrap();
+    s.create(&pods, Some("default"), pod("kept-1", &kept), &w())
+        .unwrap();
+    let out = s
+        .delete(&rcs, Some("default"), "kept", &DeleteOptions::default())
+        .unwrap();
+    assert_eq!(out["metadata"]["finalizers"], json!(["orphan"]), "{out}");
+    assert!(!exists(&s, &rcs, Some("default"), "kept"));
+    let orphan = s.get(&pods, Some("default"), "kept-1", None).unwrap();
+    assert!(
+        orphan["metadata"].get("ownerReferences").is_none(),
+        "{orphan}"
+    );
+
+    let collected = s.create(&rcs, Some("default"), rc("gone"), &w()).unwrap();
+    s.create(&pods, Some("default"), pod("gone-1", &collected), &w())
+        .unwrap();
+    let background = DeleteOptions {
+        propagation_policy: Some("Background".into()),
+        ..Default::default()
+    };
+    s.delete(&rcs, Some("default"), "gone", &background)
+        .unwrap();
+    assert!(!exists(&s, &pods, Some("default"), "gone-1"));
+}
+
 #[test]
 fn preconditions() {
     let s = store();
