@@ -38,6 +38,17 @@ impl Cluster {
         }
     }
 
+    /// The same cluster with a new cache of the same options, for an engagement after this
+    /// one's cache was stopped.
+    pub(crate) fn renewed(&self) -> Cluster {
+        let cache = self.cache();
+        Cluster::new(
+            self.name.clone(),
+            self.kube_client().clone(),
+            cache.options().clone(),
+        )
+    }
+
     /// Its name; [`LOCAL_CLUSTER`] for the manager's own cluster.
     pub fn name(&self) -> &ClusterName {
         &self.name

@@ -7,8 +7,11 @@
 //! | [`KubeconfigSecrets`] | one per Secret labelled `sigs.k8s.io/multicluster-runtime-kubeconfig: "true"` in a namespace of the hub, named by the Secret | a Secret appears (or its kubeconfig changes) / is deleted, seen by polling |
 //! | [`Namespaces`] | one virtual cluster per namespace of one cluster, its cache restricted to the namespace | a namespace appears / is deleted or terminating, seen by polling |
 //! | `Fleet` (feature `envtest`) | embedded API servers started in-process | `Fleet::add_member` / `Fleet::remove_member` |
+//! | [`Sharded`] | another provider's clusters assigned to this replica, each held through a Lease in a hub cluster | assigned and its Lease held / assigned elsewhere, or the Lease lost |
 //!
-//! Every provider is a [`ClusterSet`] underneath: the others add and remove its members.
+//! Every provider but [`Sharded`] is a [`ClusterSet`] underneath: the others add and remove its
+//! members. [`Sharded`] wraps any provider, so that the replicas of an operator divide its
+//! clusters among them.
 
 mod directory;
 #[cfg(feature = "envtest")]
@@ -17,6 +20,7 @@ pub mod kubeconfig;
 mod namespaces;
 mod secrets;
 mod set;
+mod sharded;
 
 pub use directory::Directory;
 #[cfg(feature = "envtest")]
@@ -24,3 +28,4 @@ pub use fleet::Fleet;
 pub use namespaces::Namespaces;
 pub use secrets::{KUBECONFIG_SECRET_KEY, KUBECONFIG_SECRET_LABEL, KubeconfigSecrets};
 pub use set::ClusterSet;
+pub use sharded::{CLUSTER_ANNOTATION, CLUSTER_LEASE_LABEL, Sharded};

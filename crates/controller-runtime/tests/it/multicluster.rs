@@ -9,20 +9,27 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_runtime::ObjectKey;
 use controller_runtime::controller::ControllerOptions;
 use controller_runtime::envtest::Environment;
 use controller_runtime::handler::EnqueueRequestsFromMapFunc;
 use controller_runtime::manager::{BindAddress, Manager as LocalManager, ManagerOptions};
 use controller_runtime::multicluster::providers::{
-    Directory, Fleet, KUBECONFIG_SECRET_LABEL, KubeconfigSecrets, Namespaces,
+    CLUSTER_ANNOTATION, CLUSTER_LEASE_LABEL, ClusterSet, Directory, Fleet, KUBECONFIG_SECRET_LABEL,
+    KubeconfigSecrets, Namespaces, Sharded,
 };
 use controller_runtime::multicluster::{
-    ClusterRequest, ControllerBuilder, EngageOptions, LOCAL_CLUSTER, Manager,
+    Aware, Cluster, ClusterRequest, ControllerBuilder, EngageOptions, LOCAL_CLUSTER, Manager,
+    Provider,
 };
 use controller_runtime::reconcile::{self, Action};
+use controller_runtime::sharding::{ShardingOptions, assign};
 use controller_runtime::{CancellationToken, Request};
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube_client::Api;
+use kube_client::api::ListParams;
 use kube_client::api::{DeleteParams, PostParams};
 use kube_core::ResourceExt;
 use parking_lot::Mutex;
@@ -431,4 +438,155 @@ async fn a_kubeconfig_secret_in_the_hub_engages_its_cluster_until_deleted() {
     run.await.unwrap().unwrap();
     member.stop().await.unwrap();
     hub.stop().await.unwrap();
+}
+
+/// Records which replica engages which cluster, and every moment two engage the same one.
+struct Recorder {
+    replica: &'static str,
+    engaged: Arc<Mutex<BTreeMap<String, &'static str>>>,
+    overlaps: Arc<Mutex<Vec<String>>>,
+}
+
+impl Aware for Recorder {
+    fn engage(
+        &self,
+        _ctx: CancellationToken,
+        cluster: Cluster,
+    ) -> BoxFuture<'_, Result<(), controller_runtime::multicluster::Error>> {
+        Box::pin(async move {
+            let name = cluster.name().to_string();
+            let mut engaged = self.engaged.lock();
+            if let Some(other) = engaged.get(&name).filter(|r| **r != self.replica) {
+                (self.overlaps.lock()).push(format!("{name}: {other} and {}", self.replica));
+            }
+            engaged.insert(name, self.replica);
+            Ok(())
+        })
+    }
+
+    fn disengage<'a>(&'a self, cluster: &'a str) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let mut engaged = self.engaged.lock();
+            let mine = engaged.get(cluster) == Some(&self.replica);
+            if mine {
+                engaged.remove(cluster);
+            }
+            mine
+        })
+    }
+}
+
+/// Three replicas of one operator divide ten clusters through Leases in the hub: every
+/// cluster is engaged by exactly one replica, each replica has a share, and when one stops (or
+/// dies without releasing its Leases) its clusters move to the others, never engaged by two
+/// at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_divide_the_clusters_and_take_over_a_stopped_ones() {
+    let hub = Environment::new().start().await.unwrap();
+    let engaged: Arc<Mutex<BTreeMap<String, &'static str>>> = Arc::default();
+    let overlaps: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut replicas = Vec::new();
+    for replica in ["replica-a", "replica-b", "replica-c"] {
+        let set = ClusterSet::new();
+        for i in 0..10 {
+            set.add(format!("cluster-{i}"), hub.client()).await.unwrap();
+        }
+        let options = ShardingOptions::default()
+            .with_replica(replica)
+            .with_lease_duration(Duration::from_secs(2))
+            .with_renew_period(Duration::from_millis(200))
+            .with_assign_period(Duration::from_millis(200));
+        let sharded = Sharded::new("fleet", set, hub.client(), options).unwrap();
+        let recorder = Arc::new(Recorder {
+            replica,
+            engaged: engaged.clone(),
+            overlaps: overlaps.clone(),
+        });
+        let ctx = CancellationToken::new();
+        let task = tokio::spawn({
+            let ctx = ctx.clone();
+            async move {
+                sharded
+                    .start(ctx, recorder)
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        });
+        replicas.push((replica, ctx, task));
+    }
+    // The clusters go where rendezvous hashing over the live replicas puts them.
+    let assigned = |replicas: &[&'static str]| -> BTreeMap<String, &'static str> {
+        (0..10)
+            .map(|i| {
+                let cluster = format!("cluster-{i}");
+                let key = ObjectKey::new("", cluster.as_str());
+                let replica = replicas
+                    .iter()
+                    .copied()
+                    .find(|r| Some(*r) == assign(&key, replicas))
+                    .unwrap();
+                (cluster, replica)
+            })
+            .collect()
+    };
+    let all = assigned(&["replica-a", "replica-b", "replica-c"]);
+    let shares: std::collections::BTreeSet<_> = all.values().collect();
+    assert_eq!(shares.len(), 3, "each replica has a share: {all:?}");
+    until("every cluster engaged by its replica", || {
+        *engaged.lock() == all
+    })
+    .await;
+    // Steady: nothing moves while the ring does not change.
+    let before = engaged.lock().clone();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(*engaged.lock(), before);
+
+    // The Leases: one per cluster, held by the replica that engages it.
+    let leases: Api<Lease> = Api::namespaced(hub.client(), "default");
+    let held = leases
+        .list(&ListParams::default().labels(&format!("{CLUSTER_LEASE_LABEL}=fleet")))
+        .await
+        .unwrap();
+    assert_eq!(held.items.len(), 10);
+    for lease in &held.items {
+        let cluster = &lease.annotations()[CLUSTER_ANNOTATION];
+        let holder = lease.spec.as_ref().unwrap().holder_identity.as_deref();
+        assert_eq!(holder, before.get(cluster).copied(), "{cluster}");
+    }
+
+    // replica-b stops: its clusters go to the other two once its ring Lease expires.
+    let (_, ctx, task) = replicas.remove(1);
+    ctx.cancel();
+    task.await.unwrap().unwrap();
+    // Only replica-b's clusters move.
+    let two = assigned(&["replica-a", "replica-c"]);
+    for (cluster, replica) in &all {
+        if *replica != "replica-b" {
+            assert_eq!(two[cluster], *replica, "{cluster} would move needlessly");
+        }
+    }
+    until("replica-b's clusters taken over", || *engaged.lock() == two).await;
+
+    // replica-c dies: no release, its Leases and its ring Lease expire, replica-a takes all.
+    let (_, _, task) = replicas.remove(1);
+    task.abort();
+    let _ = task.await;
+    engaged.lock().retain(|_, r| *r != "replica-c");
+    let one = assigned(&["replica-a"]);
+    until("replica-c's clusters taken over", || *engaged.lock() == one).await;
+    let held = leases
+        .list(&ListParams::default().labels(&format!("{CLUSTER_LEASE_LABEL}=fleet")))
+        .await
+        .unwrap();
+    assert!(
+        held.items
+            .iter()
+            .all(|l| { l.spec.as_ref().unwrap().holder_identity.as_deref() == Some("replica-a") })
+    );
+    for (_, ctx, task) in replicas {
+        ctx.cancel();
+        task.await.unwrap().unwrap();
+    }
+    assert!(engaged.lock().is_empty(), "{:?}", engaged.lock());
+    assert!(overlaps.lock().is_empty(), "{:?}", overlaps.lock());
 }
