@@ -15,8 +15,9 @@ use controller_runtime::envtest::Environment;
 use controller_runtime::handler::EnqueueRequestsFromMapFunc;
 use controller_runtime::manager::{BindAddress, Manager as LocalManager, ManagerOptions};
 use controller_runtime::multicluster::providers::{
-    CLUSTER_ANNOTATION, CLUSTER_LEASE_LABEL, ClusterSet, Directory, Fleet, KUBECONFIG_SECRET_LABEL,
-    KubeconfigSecrets, Namespaces, Sharded,
+    CLUSTER_ANNOTATION, CLUSTER_LEASE_LABEL, CLUSTER_PROFILE_KUBECONFIG_KEY, CLUSTER_PROFILE_LABEL,
+    CONSUMER_LABEL, CONTROL_PLANE_HEALTHY, ClusterProfiles, ClusterSet, Directory, Fleet,
+    KUBECONFIG_SECRET_LABEL, KubeconfigSecrets, Namespaces, Sharded,
 };
 use controller_runtime::multicluster::{
     Aware, Cluster, ClusterRequest, ControllerBuilder, EngageOptions, LOCAL_CLUSTER, Manager,
@@ -589,4 +590,115 @@ async fn replicas_divide_the_clusters_and_take_over_a_stopped_ones() {
     }
     assert!(engaged.lock().is_empty(), "{:?}", engaged.lock());
     assert!(overlaps.lock().is_empty(), "{:?}", overlaps.lock());
+}
+
+/// The Cluster Inventory API: a ClusterProfile in the hub engages its cluster once its control
+/// plane is healthy and the kubeconfig Secret for this consumer exists, named
+/// `<namespace>/<name>`, and the profile's deletion disengages it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_profile_engages_its_cluster_once_healthy_until_deleted() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube_client::api::{ApiResource, DynamicObject, Patch, PatchParams};
+
+    let hub = Environment::new().start().await.unwrap();
+    let member = Environment::new().start().await.unwrap();
+    let crds: Api<CustomResourceDefinition> = Api::all(hub.client());
+    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clusterprofiles.multicluster.x-k8s.io"},
+        "spec": {"group": "multicluster.x-k8s.io", "scope": "Namespaced",
+            "names": {"plural": "clusterprofiles", "singular": "clusterprofile",
+                "kind": "ClusterProfile", "listKind": "ClusterProfileList"},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]},
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let ar = ApiResource {
+        group: "multicluster.x-k8s.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "multicluster.x-k8s.io/v1alpha1".into(),
+        kind: "ClusterProfile".into(),
+        plural: "clusterprofiles".into(),
+    };
+    let profiles: Api<DynamicObject> = Api::namespaced_with(hub.client(), "default", &ar);
+
+    let provider =
+        ClusterProfiles::new(hub.client(), "my-operator").with_interval(Duration::from_millis(20));
+    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
+    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
+    let seen = recording(&mgr).await;
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        async move { mgr.start(stop).await }
+    });
+
+    let mut profile = DynamicObject::new("member-a", &ar).within("default");
+    profile.data = serde_json::json!({"spec": {"clusterManager": {"name": "test"}}});
+    let created = tokio::time::timeout(WAIT, async {
+        loop {
+            match profiles.create(&PostParams::default(), &profile).await {
+                Ok(p) => return p,
+                // The CRD's resource is served a moment after it is created.
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        }
+    })
+    .await
+    .expect("the ClusterProfile is created");
+    assert_eq!(created.metadata.name.as_deref(), Some("member-a"));
+    // Its kubeconfig Secret for this consumer, and another consumer's (ignored).
+    let secrets: Api<Secret> = Api::namespaced(hub.client(), "default");
+    let kubeconfig = serde_json::to_string(member.kubeconfig()).unwrap();
+    for consumer in ["my-operator", "someone-else"] {
+        let mut secret = Secret::default();
+        secret.metadata.name = Some(format!("member-a-{consumer}"));
+        secret.metadata.labels = Some(BTreeMap::from([
+            (CONSUMER_LABEL.into(), consumer.into()),
+            (CLUSTER_PROFILE_LABEL.into(), "member-a".into()),
+        ]));
+        secret.string_data = Some(BTreeMap::from([(
+            CLUSTER_PROFILE_KUBECONFIG_KEY.into(),
+            kubeconfig.clone(),
+        )]));
+        secrets
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+    // Not healthy yet: not engaged.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(mgr.clusters().is_empty(), "{:?}", mgr.clusters());
+
+    let healthy = serde_json::json!({"status": {"conditions": [{
+        "type": CONTROL_PLANE_HEALTHY, "status": "True", "reason": "Healthy",
+        "message": "", "lastTransitionTime": "2026-11-28T00:00:00Z"}]}});
+    profiles
+        .patch_status("member-a", &PatchParams::default(), &Patch::Merge(&healthy))
+        .await
+        .unwrap();
+    until("default/member-a engaged", || {
+        mgr.clusters() == ["default/member-a".into()]
+    })
+    .await;
+    create_cm(&member.client(), "default", "from-profile").await;
+    until("default/member-a reconciled", || {
+        seen_in(&seen, "default/member-a", "default/from-profile")
+    })
+    .await;
+
+    profiles
+        .delete("member-a", &DeleteParams::default())
+        .await
+        .unwrap();
+    until("default/member-a disengaged", || mgr.clusters().is_empty()).await;
+
+    stop.cancel();
+    run.await.unwrap().unwrap();
+    member.stop().await.unwrap();
+    hub.stop().await.unwrap();
 }

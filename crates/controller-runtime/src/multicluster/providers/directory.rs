@@ -131,18 +131,12 @@ impl Provider for Directory {
         aware: Arc<dyn Aware>,
     ) -> BoxFuture<'_, Result<(), BoxError>> {
         Box::pin(async move {
-            let poll = async {
-                let mut seen = BTreeMap::new();
-                loop {
-                    self.sync(&mut seen).await;
-                    tokio::select! {
-                        _ = ctx.cancelled() => return,
-                        _ = tokio::time::sleep(self.interval) => {}
-                    }
-                }
-            };
-            let (run, ()) = tokio::join!(self.set.start(ctx.clone(), aware), poll);
-            run
+            let state = (self, BTreeMap::new());
+            (self.set)
+                .run_polling(ctx, aware, self.interval, state, |p, seen| {
+                    Box::pin(p.sync(seen))
+                })
+                .await
         })
     }
 

@@ -27,6 +27,14 @@ pub async fn client(
     })
 }
 
+/// A client for the current context of the kubeconfig `data` (YAML or JSON, as a Secret holds
+/// it); why not, in words.
+pub(crate) async fn client_from_bytes(data: &[u8]) -> Result<kube_client::Client, String> {
+    let text = std::str::from_utf8(data).map_err(|e| e.to_string())?;
+    let kubeconfig = Kubeconfig::from_yaml(text).map_err(|e| e.to_string())?;
+    client(&kubeconfig, None).await.map_err(|e| e.to_string())
+}
+
 /// The names of `kubeconfig`'s contexts, in file order.
 pub fn contexts(kubeconfig: &Kubeconfig) -> Vec<String> {
     kubeconfig.contexts.iter().map(|c| c.name.clone()).collect()

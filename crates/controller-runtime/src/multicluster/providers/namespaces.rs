@@ -116,19 +116,15 @@ impl Provider for Namespaces {
         aware: Arc<dyn Aware>,
     ) -> BoxFuture<'_, Result<(), BoxError>> {
         Box::pin(async move {
-            let poll = async {
-                loop {
-                    if let Err(e) = self.sync().await {
-                        tracing::warn!(error = %e, "listing namespaces failed");
-                    }
-                    tokio::select! {
-                        _ = ctx.cancelled() => return,
-                        _ = tokio::time::sleep(self.interval) => {}
-                    }
-                }
-            };
-            let (run, ()) = tokio::join!(self.set.start(ctx.clone(), aware), poll);
-            run
+            (self.set)
+                .run_polling(ctx, aware, self.interval, (self, ()), |p, ()| {
+                    Box::pin(async {
+                        if let Err(e) = p.sync().await {
+                            tracing::warn!(error = %e, "listing namespaces failed");
+                        }
+                    })
+                })
+                .await
         })
     }
 

@@ -9,7 +9,6 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
 use kube_client::Api;
 use kube_client::api::ListParams;
-use kube_client::config::Kubeconfig;
 use tokio_util::sync::CancellationToken;
 
 use super::kubeconfig;
@@ -127,16 +126,7 @@ impl KubeconfigSecrets {
             if seen.get(&name) == Some(&data) {
                 continue;
             }
-            let parsed = std::str::from_utf8(&data)
-                .map_err(|e| e.to_string())
-                .and_then(|text| Kubeconfig::from_yaml(text).map_err(|e| e.to_string()));
-            let client = match parsed {
-                Ok(kc) => kubeconfig::client(&kc, None)
-                    .await
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e),
-            };
-            match client {
+            match kubeconfig::client_from_bytes(&data).await {
                 Ok(client) => {
                     seen.insert(name.clone(), data);
                     if let Err(e) = self.set.add(name.as_str(), client).await {
@@ -157,20 +147,16 @@ impl Provider for KubeconfigSecrets {
         aware: Arc<dyn Aware>,
     ) -> BoxFuture<'_, Result<(), BoxError>> {
         Box::pin(async move {
-            let poll = async {
-                let mut seen = BTreeMap::new();
-                loop {
-                    if let Err(e) = self.sync(&mut seen).await {
-                        tracing::warn!(error = %e, "listing kubeconfig secrets failed");
-                    }
-                    tokio::select! {
-                        _ = ctx.cancelled() => return,
-                        _ = tokio::time::sleep(self.interval) => {}
-                    }
-                }
-            };
-            let (run, ()) = tokio::join!(self.set.start(ctx.clone(), aware), poll);
-            run
+            let state = (self, BTreeMap::new());
+            (self.set)
+                .run_polling(ctx, aware, self.interval, state, |p, seen| {
+                    Box::pin(async {
+                        if let Err(e) = p.sync(seen).await {
+                            tracing::warn!(error = %e, "listing kubeconfig secrets failed");
+                        }
+                    })
+                })
+                .await
         })
     }
 

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -167,6 +168,32 @@ impl ClusterSet {
             Err(Error::AlreadyEngaged(_)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+}
+
+impl ClusterSet {
+    /// Runs the set with `aware` and, beside it, `sync(provider, state)` at once and then
+    /// every `interval` until `ctx` is cancelled: the loop of the providers that poll for their
+    /// clusters and add and remove them here.
+    pub(crate) async fn run_polling<P: Sync, S: Send>(
+        &self,
+        ctx: CancellationToken,
+        aware: Arc<dyn Aware>,
+        interval: Duration,
+        (provider, mut state): (&P, S),
+        sync: for<'s> fn(&'s P, &'s mut S) -> BoxFuture<'s, ()>,
+    ) -> Result<(), BoxError> {
+        let poll = async {
+            loop {
+                sync(provider, &mut state).await;
+                tokio::select! {
+                    () = ctx.cancelled() => return,
+                    () = tokio::time::sleep(interval) => {}
+                }
+            }
+        };
+        let (run, ()) = tokio::join!(self.start(ctx.clone(), aware), poll);
+        run
     }
 }
 
