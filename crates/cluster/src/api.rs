@@ -25,6 +25,13 @@ pub(crate) struct Resources {
     pub(crate) services: ResourceInfo,
     pub(crate) endpoints: ResourceInfo,
     pub(crate) endpointslices: ResourceInfo,
+    pub(crate) statefulsets: ResourceInfo,
+    pub(crate) daemonsets: ResourceInfo,
+    pub(crate) controllerrevisions: ResourceInfo,
+    pub(crate) cronjobs: ResourceInfo,
+    pub(crate) pvcs: ResourceInfo,
+    pub(crate) pvs: ResourceInfo,
+    pub(crate) storageclasses: ResourceInfo,
 }
 
 /// The store, the resources and the clock, shared by every controller.
@@ -100,6 +107,13 @@ impl Api {
             services: r("", "v1", "services"),
             endpoints: r("", "v1", "endpoints"),
             endpointslices: r("discovery.k8s.io", "v1", "endpointslices"),
+            statefulsets: r("apps", "v1", "statefulsets"),
+            daemonsets: r("apps", "v1", "daemonsets"),
+            controllerrevisions: r("apps", "v1", "controllerrevisions"),
+            cronjobs: r("batch", "v1", "cronjobs"),
+            pvcs: r("", "v1", "persistentvolumeclaims"),
+            pvs: r("", "v1", "persistentvolumes"),
+            storageclasses: r("storage.k8s.io", "v1", "storageclasses"),
         };
         Api {
             storage,

@@ -43,6 +43,7 @@ mod config;
 mod controller;
 mod deployment;
 mod endpoints;
+mod history;
 mod job;
 mod kubelet;
 mod nodes;
@@ -51,6 +52,7 @@ mod quantity;
 mod replicaset;
 mod scheduler;
 pub mod script;
+mod statefulset;
 #[cfg(test)]
 mod tests;
 
@@ -82,6 +84,7 @@ impl Cluster {
         tasks.extend(deployment::start(&api));
         tasks.extend(endpoints::start(&api));
         tasks.extend(job::start(&api));
+        tasks.extend(statefulset::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),

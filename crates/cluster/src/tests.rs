@@ -837,3 +837,223 @@ async fn paused_recreated_and_stalled_deployments() {
         "{c}"
     );
 }
+
+fn statefulset(name: &str, replicas: i64, image: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name},
+                    "annotations": {"sim.crt.dev/ready-after": "2s"}},
+                "spec": {"containers": [{"name": "c", "image": image}]},
+            },
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "www"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}},
+            }],
+        },
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_statefulset_starts_in_order_updates_from_the_top_and_scales_down_in_reverse() {
+    let env = Env::start(ClusterConfig::default());
+    let mut body = statefulset("web", 3, "nginx");
+    // Slow deletions make the order of the scale down visible.
+    body["spec"]["template"]["metadata"]["annotations"]["sim.crt.dev/terminate-after"] =
+        json!("1s");
+    env.create("apps", "statefulsets", Some("default"), body);
+    let names = |env: &Env| {
+        let mut n: Vec<String> = env
+            .list("", "pods", Some("default"), "app=web")
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        names(&env),
+        ["web-0"],
+        "one at a time while web-0 is not ready"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(names(&env), ["web-0", "web-1"], "web-1 once web-0 is ready");
+    let set = eventually(Duration::from_secs(20), "three ready pods", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "web")?;
+        (s["status"]["readyReplicas"] == 3).then_some(s)
+    })
+    .await;
+    let status = &set["status"];
+    assert_eq!(status["replicas"], 3);
+    assert_eq!(status["availableReplicas"], 3);
+    assert_eq!(status["currentReplicas"], 3);
+    assert_eq!(status["updatedReplicas"], 3);
+    assert_eq!(status["collisionCount"], 0);
+    assert_eq!(status["observedGeneration"], set["metadata"]["generation"]);
+    let first = status["updateRevision"].as_str().unwrap().to_string();
+    assert_eq!(status["currentRevision"], first.as_str());
+    assert!(first.starts_with("web-"));
+    let pod = env.get("", "pods", Some("default"), "web-1").unwrap();
+    assert_eq!(pod["spec"]["hostname"], "web-1");
+    assert_eq!(pod["spec"]["subdomain"], "web");
+    assert_eq!(
+        pod["metadata"]["labels"]["controller-revision-hash"],
+        first.as_str()
+    );
+    assert_eq!(
+        pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"],
+        "1"
+    );
+    assert_eq!(
+        pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"],
+        "web-1"
+    );
+    assert_eq!(pod["spec"]["volumes"][0]["name"], "www");
+    assert_eq!(
+        pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        "www-web-1"
+    );
+    let pvc = env
+        .get("", "persistentvolumeclaims", Some("default"), "www-web-1")
+        .unwrap();
+    assert_eq!(pvc["metadata"]["labels"]["app"], "web");
+    let revisions = env.list("apps", "controllerrevisions", Some("default"), "app=web");
+    assert_eq!(revisions.len(), 1);
+    assert_eq!(revisions[0]["metadata"]["name"], first.as_str());
+    assert_eq!(revisions[0]["revision"], 1);
+
+    // A rolling update replaces web-2 first and web-0 last.
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "web",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    );
+    let revision_of = |env: &Env, pod: &str| {
+        env.get("", "pods", Some("default"), pod)
+            .map(|p| p["metadata"]["labels"]["controller-revision-hash"].clone())
+    };
+    let second = eventually(Duration::from_secs(10), "web-2 updated", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "web")?;
+        let update = s["status"]["updateRevision"].as_str()?.to_string();
+        (update != first && revision_of(&env, "web-2")? == update.as_str()).then_some(update)
+    })
+    .await;
+    assert_eq!(revision_of(&env, "web-0").unwrap(), first.as_str());
+    let set = eventually(Duration::from_secs(30), "the update to complete", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "web")?;
+        (s["status"]["currentRevision"] == second.as_str() && s["status"]["readyReplicas"] == 3)
+            .then_some(s)
+    })
+    .await;
+    assert_eq!(set["status"]["updatedReplicas"], 3);
+    assert_eq!(revision_of(&env, "web-0").unwrap(), second.as_str());
+    assert_eq!(
+        env.list("apps", "controllerrevisions", Some("default"), "app=web")
+            .len(),
+        2
+    );
+
+    // Scaling down removes web-2 before web-1; the claims stay.
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "web",
+        json!({"spec": {"replicas": 1}}),
+    );
+    eventually(Duration::from_secs(10), "web-2 deleted first", || {
+        (names(&env) == ["web-0", "web-1"]).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        names(&env),
+        ["web-0", "web-1"],
+        "web-1 waits for web-2 to go"
+    );
+    eventually(Duration::from_secs(10), "web-1 gone", || {
+        (names(&env) == ["web-0"]).then_some(())
+    })
+    .await;
+    assert_eq!(
+        env.list("", "persistentvolumeclaims", Some("default"), "app=web")
+            .len(),
+        3
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parallel_statefulset_with_a_partition_and_claim_deletion() {
+    let env = Env::start(ClusterConfig::default());
+    let mut body = statefulset("db", 3, "pg");
+    body["spec"]["podManagementPolicy"] = json!("Parallel");
+    body["spec"]["updateStrategy"] = json!({"type": "RollingUpdate",
+        "rollingUpdate": {"partition": 2}});
+    body["spec"]["persistentVolumeClaimRetentionPolicy"] =
+        json!({"whenDeleted": "Retain", "whenScaled": "Delete"});
+    env.create("apps", "statefulsets", Some("default"), body);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        env.list("", "pods", Some("default"), "app=db").len(),
+        3,
+        "Parallel creates every pod at once"
+    );
+    eventually(Duration::from_secs(10), "ready", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "db")?;
+        (s["status"]["readyReplicas"] == 3).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "db",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "pg:2"}]}}}}),
+    );
+    let set = eventually(Duration::from_secs(10), "the partition updated", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "db")?;
+        (s["status"]["updatedReplicas"] == 1 && s["status"]["readyReplicas"] == 3).then_some(s)
+    })
+    .await;
+    assert_eq!(set["status"]["currentReplicas"], 2);
+    assert_ne!(
+        set["status"]["currentRevision"],
+        set["status"]["updateRevision"]
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pod = env.get("", "pods", Some("default"), "db-1").unwrap();
+    assert_eq!(
+        pod["metadata"]["labels"]["controller-revision-hash"], set["status"]["currentRevision"],
+        "below the partition: not updated"
+    );
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "db",
+        json!({"spec": {"replicas": 1}}),
+    );
+    eventually(
+        Duration::from_secs(10),
+        "claims of scaled pods deleted",
+        || {
+            let pvcs = env.list("", "persistentvolumeclaims", Some("default"), "app=db");
+            let pods = env.list("", "pods", Some("default"), "app=db");
+            (pvcs.len() == 1 && pods.len() == 1).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        env.get("", "persistentvolumeclaims", Some("default"), "www-db-0")
+            .is_some()
+    );
+}
