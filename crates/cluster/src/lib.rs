@@ -55,6 +55,7 @@ pub mod script;
 mod statefulset;
 #[cfg(test)]
 mod tests;
+mod volume;
 
 use crt_apiserver::storage::Storage;
 use tokio::task::JoinHandle;
@@ -85,6 +86,7 @@ impl Cluster {
         tasks.extend(endpoints::start(&api));
         tasks.extend(job::start(&api));
         tasks.extend(statefulset::start(&api));
+        tasks.extend(volume::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),

@@ -924,6 +924,35 @@ async fn a_statefulset_starts_in_order_updates_from_the_top_and_scales_down_in_r
         .get("", "persistentvolumeclaims", Some("default"), "www-web-1")
         .unwrap();
     assert_eq!(pvc["metadata"]["labels"]["app"], "web");
+    // The default class (WaitForFirstConsumer) provisioned it on the pod's node.
+    assert_eq!(pvc["spec"]["storageClassName"], "standard");
+    assert_eq!(pvc["status"]["phase"], "Bound");
+    assert_eq!(pvc["status"]["capacity"]["storage"], "1Gi");
+    let annotations = &pvc["metadata"]["annotations"];
+    assert_eq!(annotations["pv.kubernetes.io/bind-completed"], "yes");
+    assert_eq!(annotations["pv.kubernetes.io/bound-by-controller"], "yes");
+    assert_eq!(
+        annotations["volume.kubernetes.io/selected-node"],
+        pod["spec"]["nodeName"]
+    );
+    let pv_name = pvc["spec"]["volumeName"].as_str().unwrap();
+    assert_eq!(
+        pv_name,
+        format!("pvc-{}", pvc["metadata"]["uid"].as_str().unwrap())
+    );
+    let pv = env.get("", "persistentvolumes", None, pv_name).unwrap();
+    assert_eq!(pv["status"]["phase"], "Bound");
+    assert_eq!(pv["spec"]["claimRef"]["name"], "www-web-1");
+    assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert_eq!(
+        pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"],
+        "rancher.io/local-path"
+    );
+    assert_eq!(
+        pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+            [0],
+        pod["spec"]["nodeName"]
+    );
     let revisions = env.list("apps", "controllerrevisions", Some("default"), "app=web");
     assert_eq!(revisions.len(), 1);
     assert_eq!(revisions[0]["metadata"]["name"], first.as_str());
@@ -1056,4 +1085,118 @@ async fn a_parallel_statefulset_with_a_partition_and_claim_deletion() {
         env.get("", "persistentvolumeclaims", Some("default"), "www-db-0")
             .is_some()
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn claims_bind_by_class_and_pods_wait_for_them() {
+    let env = Env::start(ClusterConfig::default());
+    let class = env
+        .get("storage.k8s.io", "storageclasses", None, "standard")
+        .unwrap();
+    assert_eq!(
+        class["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"],
+        "true"
+    );
+    assert_eq!(class["volumeBindingMode"], "WaitForFirstConsumer");
+    env.create(
+        "storage.k8s.io",
+        "storageclasses",
+        None,
+        json!({"metadata": {"name": "fast"}, "provisioner": "example.com/fast",
+            "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
+    );
+    let claim = |name: &str, class: Value| {
+        let mut spec = json!({"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "2Gi"}}});
+        if !class.is_null() {
+            spec["storageClassName"] = class;
+        }
+        json!({"metadata": {"name": name}, "spec": spec})
+    };
+    env.create(
+        "",
+        "persistentvolumeclaims",
+        Some("default"),
+        claim("quick", json!("fast")),
+    );
+    env.create(
+        "",
+        "persistentvolumeclaims",
+        Some("default"),
+        claim("none", json!("")),
+    );
+    env.create(
+        "",
+        "persistentvolumeclaims",
+        Some("default"),
+        claim("later", Value::Null),
+    );
+    // Immediate: bound without a pod, and its volume has no node affinity.
+    let quick = eventually(Duration::from_secs(5), "the immediate claim bound", || {
+        let c = env.get("", "persistentvolumeclaims", Some("default"), "quick")?;
+        (c["status"]["phase"] == "Bound").then_some(c)
+    })
+    .await;
+    let pv_name = quick["spec"]["volumeName"].as_str().unwrap().to_string();
+    let pv = env.get("", "persistentvolumes", None, &pv_name).unwrap();
+    assert!(pv["spec"]["nodeAffinity"].is_null());
+    assert_eq!(pv["spec"]["capacity"]["storage"], "2Gi");
+    // Without a class: the default one, waiting for its first consumer.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let later = env
+        .get("", "persistentvolumeclaims", Some("default"), "later")
+        .unwrap();
+    assert_eq!(later["spec"]["storageClassName"], "standard");
+    assert_eq!(later["status"]["phase"], "Pending");
+    // A pod on a claim of no class stays Pending with the scheduler's message.
+    let pod = |name: &str, claim: &str| {
+        json!({"metadata": {"name": name}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+        }})
+    };
+    env.create("", "pods", Some("default"), pod("stuck", "none"));
+    env.create("", "pods", Some("default"), pod("user", "later"));
+    let stuck = eventually(Duration::from_secs(5), "the unschedulable pod", || {
+        let p = env.get("", "pods", Some("default"), "stuck")?;
+        condition(&p, "PodScheduled").cloned()
+    })
+    .await;
+    assert_eq!(
+        stuck["message"],
+        "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+    // The consumer gets its claim provisioned on its node, then runs.
+    let user = eventually(Duration::from_secs(5), "the consumer running", || {
+        let p = env.get("", "pods", Some("default"), "user")?;
+        (p["status"]["phase"] == "Running").then_some(p)
+    })
+    .await;
+    let later = env
+        .get("", "persistentvolumeclaims", Some("default"), "later")
+        .unwrap();
+    assert_eq!(later["status"]["phase"], "Bound");
+    assert_eq!(
+        later["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
+        user["spec"]["nodeName"]
+    );
+    // A deleted claim's volume (reclaim policy Delete) goes too.
+    env.store
+        .delete(
+            &env.res("", "persistentvolumeclaims"),
+            Some("default"),
+            "quick",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    eventually(
+        Duration::from_secs(5),
+        "the released volume deleted",
+        || {
+            env.get("", "persistentvolumes", None, &pv_name)
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
 }
