@@ -41,6 +41,7 @@ mod api;
 mod clock;
 mod config;
 mod controller;
+mod daemonset;
 mod deployment;
 mod endpoints;
 mod history;
@@ -87,6 +88,7 @@ impl Cluster {
         tasks.extend(job::start(&api));
         tasks.extend(statefulset::start(&api));
         tasks.extend(volume::start(&api));
+        tasks.extend(daemonset::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),

@@ -1200,3 +1200,121 @@ async fn claims_bind_by_class_and_pods_wait_for_them() {
     )
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_daemonset_runs_one_pod_per_eligible_node_and_rolls_updates() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "apps",
+        "daemonsets",
+        Some("kube-system"),
+        json!({
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "c", "image": "agent:1"}]},
+                },
+            },
+        }),
+    );
+    let status = |env: &Env| {
+        env.get("apps", "daemonsets", Some("kube-system"), "agent")
+            .map(|d| d["status"].clone())
+    };
+    let s = eventually(Duration::from_secs(10), "three available pods", || {
+        let s = status(&env)?;
+        (s["numberAvailable"] == 3).then_some(s)
+    })
+    .await;
+    assert_eq!(s["desiredNumberScheduled"], 3);
+    assert_eq!(s["currentNumberScheduled"], 3);
+    assert_eq!(s["numberReady"], 3);
+    assert_eq!(s["updatedNumberScheduled"], 3);
+    assert_eq!(s["numberMisscheduled"], 0);
+    let pods = env.list("", "pods", Some("kube-system"), "app=agent");
+    let mut nodes: Vec<&str> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["node-1", "node-2", "node-3"]);
+    let pod = &pods[0];
+    let tolerations = pod["spec"]["tolerations"].as_array().unwrap();
+    assert!(
+        tolerations
+            .iter()
+            .any(|t| t["key"] == "node.kubernetes.io/unschedulable"
+                && t["operator"] == "Exists"
+                && t["effect"] == "NoSchedule")
+    );
+    assert_eq!(
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchFields"][0]["values"][0],
+        pod["spec"]["nodeName"]
+    );
+    let hash = pod["metadata"]["labels"]["controller-revision-hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(pod["metadata"]["labels"]["pod-template-generation"], "1");
+    assert!(
+        env.get(
+            "apps",
+            "controllerrevisions",
+            Some("kube-system"),
+            &format!("agent-{hash}")
+        )
+        .is_some()
+    );
+
+    // A NoExecute taint it does not tolerate takes node-3 out.
+    env.patch(
+        "",
+        "nodes",
+        None,
+        "node-3",
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]}}),
+    );
+    eventually(Duration::from_secs(10), "node-3's pod gone", || {
+        let s = status(&env)?;
+        let pods = env.list("", "pods", Some("kube-system"), "app=agent");
+        (s["desiredNumberScheduled"] == 2 && pods.len() == 2).then_some(())
+    })
+    .await;
+
+    // An update replaces the pods one at a time.
+    env.patch(
+        "apps",
+        "daemonsets",
+        Some("kube-system"),
+        "agent",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "agent:2"}]}}}}),
+    );
+    let mut most_unavailable = 0;
+    eventually(Duration::from_secs(20), "the update", || {
+        let s = status(&env)?;
+        let pods = env.list("", "pods", Some("kube-system"), "app=agent");
+        let ready = pods
+            .iter()
+            .filter(|p| {
+                p["metadata"]["deletionTimestamp"].is_null()
+                    && condition(p, "Ready").is_some_and(|c| c["status"] == "True")
+            })
+            .count();
+        most_unavailable = most_unavailable.max(2usize.saturating_sub(ready));
+        (s["updatedNumberScheduled"] == 2
+            && s["numberAvailable"] == 2
+            && s["observedGeneration"] == 2)
+            .then_some(())
+    })
+    .await;
+    assert!(
+        most_unavailable <= 1,
+        "maxUnavailable 1: {most_unavailable}"
+    );
+    for pod in env.list("", "pods", Some("kube-system"), "app=agent") {
+        assert_eq!(pod["spec"]["containers"][0]["image"], "agent:2");
+    }
+}
