@@ -30,17 +30,29 @@
 //!   pods with IPs, ready or not, and terminating.
 //! - **Job** controller: completions, parallelism, `backoffLimit`, suspension, the
 //!   `Complete`/`Failed` conditions and `ttlSecondsAfterFinished`.
+//! - **StatefulSet** controller: pods `<set>-<ordinal>` with stable hostnames and claims,
+//!   `OrderedReady` and `Parallel`, rolling updates from the top (`partition`) and
+//!   `OnDelete`, ControllerRevisions.
+//! - **Volumes**: kind's default StorageClass `standard`, claims bound to matching volumes or
+//!   to ones a simulated provisioner makes (for `WaitForFirstConsumer`, on the node of the
+//!   first pod using them); pods wait for their claims.
+//! - **DaemonSet** controller: one pod per eligible node (selectors, affinity, taints and the
+//!   daemon tolerations), rolling updates within `maxUnavailable`.
+//! - **CronJob** controller: Jobs on 5-field schedules and `@hourly`-style descriptors,
+//!   concurrency policies, suspension, `startingDeadlineSeconds`, history limits.
 //!
 //! Time: every delay and timestamp is on tokio's clock (offset to the wall time at start), so
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
-//! Left out, for now: StatefulSets, DaemonSets, CronJobs, volumes and claims, PDB status,
-//! quotas, inter-pod affinity, probes, preemption, node failures.
+//! Left out, for now: PDB status, quotas, inter-pod affinity, probes, preemption, node
+//! failures, CronJob time zones other than UTC, DaemonSet `maxSurge`, StatefulSet
+//! `maxUnavailable`, volume expansion, snapshots and mounts.
 
 mod api;
 mod clock;
 mod config;
 mod controller;
+mod cronjob;
 mod daemonset;
 mod deployment;
 mod endpoints;
@@ -51,6 +63,7 @@ mod nodes;
 mod obj;
 mod quantity;
 mod replicaset;
+mod schedule;
 mod scheduler;
 pub mod script;
 mod statefulset;
@@ -89,6 +102,7 @@ impl Cluster {
         tasks.extend(statefulset::start(&api));
         tasks.extend(volume::start(&api));
         tasks.extend(daemonset::start(&api));
+        tasks.extend(cronjob::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),

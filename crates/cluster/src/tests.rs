@@ -1318,3 +1318,130 @@ async fn a_daemonset_runs_one_pod_per_eligible_node_and_rolls_updates() {
         assert_eq!(pod["spec"]["containers"][0]["image"], "agent:2");
     }
 }
+
+fn cronjob(name: &str, policy: &str, run_for: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": "*/1 * * * *",
+            "concurrencyPolicy": policy,
+            "successfulJobsHistoryLimit": 2,
+            "jobTemplate": {
+                "metadata": {"labels": {"cron": name}},
+                "spec": {"template": {
+                    "metadata": {"annotations": {"sim.crt.dev/run-for": run_for}},
+                    "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox"}]},
+                }},
+            },
+        },
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cronjob_fires_on_the_clock_and_keeps_its_history() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "batch",
+        "cronjobs",
+        Some("default"),
+        cronjob("tick", "Allow", "1s"),
+    );
+    let jobs = |env: &Env| env.list("batch", "jobs", Some("default"), "cron=tick");
+    assert!(jobs(&env).is_empty());
+    // The first minute boundary passes: one Job, named by its scheduled minute.
+    let job = eventually(Duration::from_secs(70), "the first job", || {
+        jobs(&env).into_iter().next()
+    })
+    .await;
+    let cj = env
+        .get("batch", "cronjobs", Some("default"), "tick")
+        .unwrap();
+    let scheduled = cj["status"]["lastScheduleTime"].as_str().unwrap();
+    let at = chrono::DateTime::parse_from_rfc3339(scheduled).unwrap();
+    assert_eq!(at.timestamp() % 60, 0);
+    assert_eq!(
+        job["metadata"]["name"],
+        format!("tick-{}", at.timestamp() / 60)
+    );
+    assert_eq!(
+        job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"],
+        scheduled
+    );
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "CronJob");
+    assert_eq!(cj["status"]["active"][0]["name"], job["metadata"]["name"]);
+    let cj = eventually(Duration::from_secs(20), "the job to complete", || {
+        let cj = env.get("batch", "cronjobs", Some("default"), "tick")?;
+        (cj["status"]["active"].is_null() && cj["status"]["lastSuccessfulTime"].is_string())
+            .then_some(cj)
+    })
+    .await;
+    assert!(cj["status"]["lastSuccessfulTime"].as_str().unwrap() >= scheduled);
+    // Three more minutes: four Jobs ran, two successful ones are kept.
+    tokio::time::sleep(Duration::from_secs(185)).await;
+    let kept = jobs(&env);
+    assert_eq!(kept.len(), 2, "successfulJobsHistoryLimit");
+    let last = env
+        .get("batch", "cronjobs", Some("default"), "tick")
+        .unwrap();
+    let last_at =
+        chrono::DateTime::parse_from_rfc3339(last["status"]["lastScheduleTime"].as_str().unwrap())
+            .unwrap();
+    assert_eq!((last_at - at).num_minutes(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cronjob_concurrency_policies_and_suspension() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "batch",
+        "cronjobs",
+        Some("default"),
+        cronjob("forbid", "Forbid", "10m"),
+    );
+    env.create(
+        "batch",
+        "cronjobs",
+        Some("default"),
+        cronjob("replace", "Replace", "10m"),
+    );
+    let mut suspended = cronjob("off", "Allow", "1s");
+    suspended["spec"]["suspend"] = json!(true);
+    env.create("batch", "cronjobs", Some("default"), suspended);
+    tokio::time::sleep(Duration::from_secs(150)).await;
+    let names = |cron: &str| {
+        let mut n: Vec<String> = env
+            .list("batch", "jobs", Some("default"), &format!("cron={cron}"))
+            .iter()
+            .filter(|j| j["metadata"]["deletionTimestamp"].is_null())
+            .map(|j| j["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    let forbid = names("forbid");
+    assert_eq!(
+        forbid.len(),
+        1,
+        "Forbid: the first job still runs: {forbid:?}"
+    );
+    let replace = names("replace");
+    assert_eq!(replace.len(), 1, "Replace: one job at a time: {replace:?}");
+    let cj = env
+        .get("batch", "cronjobs", Some("default"), "replace")
+        .unwrap();
+    assert_eq!(cj["status"]["active"].as_array().unwrap().len(), 1);
+    assert_eq!(cj["status"]["active"][0]["name"], replace[0].as_str());
+    let minute = |name: &str| name.rsplit('-').next().unwrap().parse::<i64>().unwrap();
+    assert!(
+        minute(&replace[0]) > minute(&forbid[0]),
+        "Replace started a later job: {replace:?} {forbid:?}"
+    );
+    assert!(names("off").is_empty(), "suspended");
+    let events = env.list("events.k8s.io", "events", Some("default"), "");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["reason"] == "JobAlreadyActive" && e["regarding"]["name"] == "forbid")
+    );
+}
