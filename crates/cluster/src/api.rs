@@ -88,6 +88,15 @@ impl Actor {
     }
 }
 
+impl Actor {
+    /// The same writer, reporting Events as `component` (upstream's event source, where it
+    /// differs from the ServiceAccount's name).
+    pub(crate) fn reporting_as(mut self, component: &str) -> Actor {
+        self.component = component.into();
+        self
+    }
+}
+
 impl Api {
     /// The resources of `storage`, with a clock starting now.
     pub(crate) fn new(storage: Storage) -> Api {

@@ -51,7 +51,7 @@ pub(crate) fn start(api: &Api) -> Vec<JoinHandle<()>> {
     ];
     let controller = DaemonSets {
         api: api.clone(),
-        who: Actor::controller("daemon-set-controller"),
+        who: Actor::controller("daemon-set-controller").reporting_as("daemonset-controller"),
         nodes: Vec::new(),
     };
     controller::spawn(&api.storage, watches, controller)

@@ -72,7 +72,8 @@ pub(crate) fn start(api: &Api) -> Vec<JoinHandle<()>> {
     ];
     let controller = Volumes {
         api: api.clone(),
-        binder: Actor::controller("persistent-volume-binder"),
+        binder: Actor::controller("persistent-volume-binder")
+            .reporting_as("persistentvolume-controller"),
         provisioner: Actor::new(
             "local-path-provisioner",
             "system:serviceaccount:local-path-storage:local-path-provisioner-service-account",
