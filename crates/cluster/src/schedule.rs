@@ -96,10 +96,11 @@ fn field(f: &str, min: u32, max: u32, names: &[&str]) -> Option<(u64, bool)> {
         if start < min || end > max || start > end {
             return None;
         }
-        let mut v = start;
-        while v <= end {
+        // Steps as large as the parser takes (any u32) must not overflow.
+        let mut v = u64::from(start);
+        while v <= u64::from(end) {
             bits |= 1 << v;
-            v += step.unwrap_or(1);
+            v += u64::from(step.unwrap_or(1));
         }
     }
     Some((bits, star))
@@ -169,6 +170,14 @@ impl Schedule {
         earliest: DateTime<Utc>,
         now: DateTime<Utc>,
     ) -> (Option<DateTime<Utc>>, usize) {
+        if let Schedule::Every(secs) = *self {
+            let Some(base) = earliest.with_nanosecond(0) else {
+                return (None, 0);
+            };
+            let count = (now - base).num_seconds().max(0) / secs;
+            let last = (count > 0).then(|| base + Duration::seconds(count * secs));
+            return (last, count as usize);
+        }
         let mut last = None;
         let mut count = 0;
         let mut t = earliest;
@@ -216,6 +225,11 @@ mod tests {
         assert_eq!(next("@every 90s"), at("2026-03-14T10:19:00Z"));
         assert!(parse("61 * * * *").is_none());
         assert!(parse("* * * *").is_none());
+        assert!(parse("1-5/0 * * * *").is_none());
+        assert_eq!(
+            parse("1-5/4294967295 * * * *").unwrap().next(t).unwrap(),
+            at("2026-03-14T11:01:00Z")
+        );
         assert!(parse("0 0 31 2 *").unwrap().next(t).is_none());
     }
 
@@ -230,5 +244,8 @@ mod tests {
         let (last, n) = s.most_recent(at("2026-03-01T00:00:00Z"), at("2026-03-14T10:35:00Z"));
         assert_eq!(last, Some(at("2026-03-14T10:30:00Z")));
         assert!(n > 100);
+        let every = parse("@every 1m").unwrap();
+        let (last, n) = every.most_recent(at("2026-03-01T00:00:00Z"), at("2026-03-01T02:00:30Z"));
+        assert_eq!((last, n), (Some(at("2026-03-01T02:00:00Z")), 120));
     }
 }
