@@ -12,7 +12,8 @@
 //! - `OrderedReady` (the default) creates one pod at a time, the next only when every lower
 //!   ordinal is Running and Ready (and available for `minReadySeconds`), and removes pods
 //!   one at a time from the highest ordinal, only while the others are healthy; `Parallel`
-//!   creates and deletes without waiting. Failed or succeeded pods are deleted and recreated.
+//!   creates and deletes without waiting. Failed or succeeded pods are deleted and recreated
+//!   (`RecreatingFailedPod`, `RecreatingTerminatedPod`).
 //! - `RollingUpdate` replaces pods whose revision is not the update revision from the highest
 //!   ordinal down to `partition`, one at a time, each once the previous is healthy again;
 //!   pods below the partition are created at the current revision. `OnDelete` creates new
@@ -209,6 +210,23 @@ impl Sync<'_> {
                     }
                 }
                 Some(pod) if obj::pod_terminal(pod) && !obj::is_deleting(pod) => {
+                    let (reason, what) = match obj::str_at(pod, "/status/phase") {
+                        "Failed" => ("RecreatingFailedPod", "failed"),
+                        _ => ("RecreatingTerminatedPod", "terminated"),
+                    };
+                    self.api().event(
+                        set,
+                        "Warning",
+                        reason,
+                        "Recreate",
+                        &format!(
+                            "StatefulSet {}/{} is recreating {what} Pod {}",
+                            obj::namespace(set),
+                            self.name(),
+                            obj::name(pod)
+                        ),
+                        &self.c.who,
+                    );
                     self.delete_pod(pod);
                     if monotonic {
                         return None;

@@ -1064,6 +1064,23 @@ async fn a_parallel_statefulset_with_a_partition_and_claim_deletion() {
         pod["metadata"]["labels"]["controller-revision-hash"], set["status"]["currentRevision"],
         "below the partition: not updated"
     );
+    // A deleted pod comes back under its name, on the node its volume is on.
+    let before = env.get("", "pods", Some("default"), "db-0").unwrap();
+    env.store
+        .delete(
+            &env.res("", "pods"),
+            Some("default"),
+            "db-0",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    let after = eventually(Duration::from_secs(10), "db-0 back", || {
+        let p = env.get("", "pods", Some("default"), "db-0")?;
+        (p["metadata"]["uid"] != before["metadata"]["uid"] && p["status"]["phase"] == "Running")
+            .then_some(p)
+    })
+    .await;
+    assert_eq!(after["spec"]["nodeName"], before["spec"]["nodeName"]);
     env.patch(
         "apps",
         "statefulsets",
