@@ -35,7 +35,7 @@
 //!   `OnDelete`, ControllerRevisions.
 //! - **Volumes**: kind's default StorageClass `standard`, claims bound to matching volumes or
 //!   to ones a simulated provisioner makes (for `WaitForFirstConsumer`, on the node of the
-//!   first pod using them); pods wait for their claims.
+//!   first pod using them); claims of pods' `ephemeral` volumes; pods wait for their claims.
 //! - **DaemonSet** controller: one pod per eligible node (selectors, affinity, taints and the
 //!   daemon tolerations), rolling updates within `maxUnavailable`.
 //! - **CronJob** controller: Jobs on 5-field schedules and `@hourly`-style descriptors,
@@ -56,6 +56,7 @@ mod cronjob;
 mod daemonset;
 mod deployment;
 mod endpoints;
+mod ephemeral;
 mod history;
 mod job;
 mod kubelet;
@@ -101,6 +102,7 @@ impl Cluster {
         tasks.extend(job::start(&api));
         tasks.extend(statefulset::start(&api));
         tasks.extend(volume::start(&api));
+        tasks.extend(ephemeral::start(&api));
         tasks.extend(daemonset::start(&api));
         tasks.extend(cronjob::start(&api));
         Cluster {

@@ -13,7 +13,8 @@
 //! pods are tried again when a node changes or an assigned pod goes away or ends, and every
 //! 5 minutes, as upstream flushes its unschedulable queue.
 //!
-//! Claims (`VolumeBinding`): a pod whose claim is missing or unbound (and not waiting for
+//! Claims (`VolumeBinding`, `persistentVolumeClaim` and `ephemeral` volumes): a pod whose
+//! claim is missing or unbound (and not waiting for
 //! its first consumer) stays Pending with upstream's message ("pod has unbound immediate
 //! PersistentVolumeClaims"); bound volumes' node affinity filters nodes ("node(s) had
 //! volume node affinity conflict"); for claims waiting for a consumer the chosen node is
@@ -278,16 +279,41 @@ impl Scheduler {
         let ns = Some(obj::namespace(pod));
         let mut unbound_immediate = false;
         for volume in obj::array(pod, "/spec/volumes") {
-            let claim = obj::str_at(volume, "/persistentVolumeClaim/claimName");
+            let ephemeral = volume.get("ephemeral").is_some();
+            let claim = if ephemeral {
+                crate::ephemeral::claim_name(pod, volume)
+            } else {
+                obj::str_at(volume, "/persistentVolumeClaim/claimName").to_string()
+            };
             if claim.is_empty() {
                 continue;
             }
-            let Some(pvc) = self.api.get(&self.api.res.pvcs, ns, claim) else {
-                return Err(format!("persistentvolumeclaim \"{claim}\" not found"));
+            let Some(pvc) = self.api.get(&self.api.res.pvcs, ns, &claim) else {
+                return Err(if ephemeral {
+                    format!(
+                        "waiting for ephemeral volume controller to create the persistentvolumeclaim \"{claim}\""
+                    )
+                } else {
+                    format!("persistentvolumeclaim \"{claim}\" not found")
+                });
             };
+            if obj::str_at(&pvc, "/status/phase") == "Lost" {
+                return Err(format!(
+                    "persistentvolumeclaim \"{claim}\" bound to non-existent persistentvolume \"{}\"",
+                    obj::str_at(&pvc, "/spec/volumeName")
+                ));
+            }
             if obj::is_deleting(&pvc) {
                 return Err(format!(
                     "persistentvolumeclaim \"{claim}\" is being deleted"
+                ));
+            }
+            if ephemeral && !obj::controlled_by(&pvc, pod) {
+                return Err(format!(
+                    "PVC {}/{claim} was not created for pod {}/{} (pod is not owner)",
+                    obj::namespace(pod),
+                    obj::namespace(pod),
+                    obj::name(pod)
                 ));
             }
             match obj::str_at(&pvc, "/spec/volumeName") {

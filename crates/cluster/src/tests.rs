@@ -1197,6 +1197,62 @@ async fn claims_bind_by_class_and_pods_wait_for_them() {
         later["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
         user["spec"]["nodeName"]
     );
+    // An ephemeral volume's claim is made for its pod, bound, and goes with the pod.
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({"metadata": {"name": "scratchy"}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                "metadata": {"labels": {"kind": "scratch"}},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}},
+            }}}],
+        }}),
+    );
+    eventually(
+        Duration::from_secs(5),
+        "the ephemeral volume's pod running",
+        || {
+            let p = env.get("", "pods", Some("default"), "scratchy")?;
+            (p["status"]["phase"] == "Running").then_some(())
+        },
+    )
+    .await;
+    let scratch = env
+        .get(
+            "",
+            "persistentvolumeclaims",
+            Some("default"),
+            "scratchy-scratch",
+        )
+        .unwrap();
+    assert_eq!(scratch["status"]["phase"], "Bound");
+    assert_eq!(scratch["metadata"]["labels"]["kind"], "scratch");
+    assert_eq!(
+        scratch["metadata"]["ownerReferences"][0]["name"],
+        "scratchy"
+    );
+    env.store
+        .delete(
+            &env.res("", "pods"),
+            Some("default"),
+            "scratchy",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    eventually(Duration::from_secs(5), "the ephemeral claim gone", || {
+        env.get(
+            "",
+            "persistentvolumeclaims",
+            Some("default"),
+            "scratchy-scratch",
+        )
+        .is_none()
+        .then_some(())
+    })
+    .await;
     // A deleted claim's volume (reclaim policy Delete) goes too.
     env.store
         .delete(
