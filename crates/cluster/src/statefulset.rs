@@ -11,7 +11,8 @@
 //!   by the set; `whenScaled`: by the pod it served, once scaled away).
 //! - `OrderedReady` (the default) creates one pod at a time, the next only when every lower
 //!   ordinal is Running and Ready (and available for `minReadySeconds`), and removes pods
-//!   one at a time from the highest ordinal, only while the others are healthy; `Parallel`
+//!   one at a time from the highest ordinal (an unhealthy one only when no lower pod is
+//!   unhealthy); `Parallel`
 //!   creates and deletes without waiting. Failed or succeeded pods are deleted and recreated
 //!   (`RecreatingFailedPod`, `RecreatingTerminatedPod`).
 //! - `RollingUpdate` replaces pods whose revision is not the update revision from the highest
@@ -194,7 +195,14 @@ impl Sync<'_> {
             }
         }
         condemned.sort_by_key(|(ord, _)| *ord);
-        let unhealthy = pods.iter().filter(|p| !healthy(p, min_ready, now)).count();
+        // Upstream's "first unhealthy pod": the replicas in order, then the condemned.
+        let first_unhealthy = slots
+            .iter()
+            .flatten()
+            .copied()
+            .chain(condemned.iter().map(|(_, p)| *p))
+            .find(|p| !healthy(p, min_ready, now))
+            .map(obj::uid);
         let mut wait = None;
         // Missing, failed and waiting replicas, lowest ordinal first.
         for (i, slot) in slots.iter().enumerate() {
@@ -250,8 +258,9 @@ impl Sync<'_> {
                 }
                 continue;
             }
-            let others_unhealthy = unhealthy - usize::from(!healthy(pod, min_ready, now));
-            if monotonic && others_unhealthy > 0 {
+            // An unhealthy pod goes only when it is the first unhealthy one.
+            if monotonic && !healthy(pod, min_ready, now) && first_unhealthy != Some(obj::uid(pod))
+            {
                 return None;
             }
             self.retain_on_scale_down(pod);

@@ -1518,3 +1518,41 @@ async fn cronjob_concurrency_policies_and_suspension() {
             .any(|e| e["reason"] == "JobAlreadyActive" && e["regarding"]["name"] == "forbid")
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_ordered_scale_down_removes_an_unhealthy_pod_too() {
+    let env = Env::start(ClusterConfig::default());
+    let mut body = statefulset("kv", 3, "kv");
+    body["spec"]["volumeClaimTemplates"] = json!([]);
+    env.create("apps", "statefulsets", Some("default"), body);
+    eventually(Duration::from_secs(20), "three ready pods", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "kv")?;
+        (s["status"]["readyReplicas"] == 3).then_some(())
+    })
+    .await;
+    // kv-1 turns unready.
+    env.patch(
+        "",
+        "pods",
+        Some("default"),
+        "kv-1",
+        json!({"metadata": {"annotations": {"sim.crt.dev/ready-after": "never"}}}),
+    );
+    eventually(Duration::from_secs(10), "kv-1 unready", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "kv")?;
+        (s["status"]["readyReplicas"] == 2).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "kv",
+        json!({"spec": {"replicas": 1}}),
+    );
+    eventually(Duration::from_secs(10), "kv-2 and kv-1 gone", || {
+        let pods = env.list("", "pods", Some("default"), "app=kv");
+        (pods.len() == 1 && pods[0]["metadata"]["name"] == "kv-0").then_some(())
+    })
+    .await;
+}
