@@ -14,13 +14,15 @@
 //!   again, extra pods on a node deleted.
 //! - `RollingUpdate` replaces pods of old revisions, at most `maxUnavailable` (default 1;
 //!   a percentage of the desired pods, rounded up) unavailable at a time, unavailable old
-//!   pods first; `OnDelete` makes new pods only where the old ones were deleted.
+//!   pods first; with `maxSurge`, a new pod starts beside the old one on at most that many
+//!   nodes at a time and the old one goes once the new one is available. `OnDelete` makes
+//!   new pods only where the old ones were deleted.
 //! - Status: `desiredNumberScheduled`, `currentNumberScheduled`, `numberMisscheduled`,
 //!   `numberReady`, `numberAvailable` (ready for `minReadySeconds`), `numberUnavailable`,
 //!   `updatedNumberScheduled`, `observedGeneration`; old revisions beyond
 //!   `revisionHistoryLimit` are deleted.
 //!
-//! Left out: `maxSurge`, adopting orphan pods, deleting pods of nodes that are gone (upstream's
+//! Left out: adopting orphan pods, deleting pods of nodes that are gone (upstream's
 //! pod garbage collector).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,16 +116,31 @@ fn should_run(template: &Value, node: &Value) -> (bool, bool) {
     (!untolerated("NoSchedule"), true)
 }
 
-/// `maxUnavailable` against `total`: an integer, or a percentage rounded up.
-fn scaled(v: Option<&Value>, total: i64) -> i64 {
+/// `maxUnavailable` or `maxSurge` against `total`: an integer, or a percentage rounded up;
+/// `default` when unset or unreadable.
+fn scaled(v: Option<&Value>, total: i64, default: i64) -> i64 {
     match v {
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(1),
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(default),
         Some(Value::String(s)) => match s.strip_suffix('%').and_then(|p| p.parse::<i64>().ok()) {
             Some(p) => (p * total + 99) / 100,
-            None => 1,
+            None => default,
         },
-        _ => 1,
+        _ => default,
     }
+}
+
+/// Oldest first (creation time, then name).
+fn by_age(pods: &mut [&Value]) {
+    pods.sort_by_key(|p| {
+        (
+            obj::str_at(p, "/metadata/creationTimestamp").to_string(),
+            obj::name(p).to_string(),
+        )
+    });
+}
+
+fn is_new(pod: &Value, hash: &str) -> bool {
+    obj::labels(pod).get(HASH_LABEL).map(String::as_str) == Some(hash)
 }
 
 impl Reconcile for DaemonSets {
@@ -217,6 +234,17 @@ impl DaemonSets {
         for pod in pods.iter().filter(|p| !obj::is_deleting(p)) {
             by_node.entry(node_of(pod)).or_default().push(pod);
         }
+        let rolling = obj::str_at(&ds, "/spec/updateStrategy/type") != "OnDelete";
+        let desired = self
+            .nodes
+            .iter()
+            .filter(|n| should_run(&template, n).0)
+            .count() as i64;
+        let surge = scaled(
+            ds.pointer("/spec/updateStrategy/rollingUpdate/maxSurge"),
+            desired,
+            0,
+        ) > 0;
         let mut retry = None;
         let mut eligible: Vec<&str> = Vec::new();
         for node in &self.nodes {
@@ -257,13 +285,33 @@ impl DaemonSets {
                     retry = Some(Duration::from_secs(1));
                 }
             } else if alive.len() > 1 {
-                alive.sort_by_key(|p| obj::str_at(p, "/metadata/creationTimestamp").to_string());
-                for pod in &alive[1..] {
+                // One pod a node; while surging, one new and one old.
+                by_age(&mut alive);
+                let keep: Vec<&Value> = if surge {
+                    [
+                        alive.iter().find(|p| is_new(p, &hash)),
+                        alive.iter().find(|p| !is_new(p, &hash)),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .copied()
+                    .collect()
+                } else {
+                    vec![alive[0]]
+                };
+                for pod in alive
+                    .iter()
+                    .filter(|p| !keep.iter().any(|k| obj::uid(k) == obj::uid(p)))
+                {
                     self.delete_pod(&ds, pod);
                 }
             }
         }
-        if obj::str_at(&ds, "/spec/updateStrategy/type") != "OnDelete" {
+        if rolling && surge {
+            retry = self
+                .surge(&ds, &template, &eligible, &by_node, &hash, min_ready, now)
+                .or(retry);
+        } else if rolling {
             self.roll(&ds, &eligible, &by_node, &hash, min_ready, now);
         }
         let pods = self.pods(&ds);
@@ -300,6 +348,7 @@ impl DaemonSets {
         let max_unavailable = scaled(
             ds.pointer("/spec/updateStrategy/rollingUpdate/maxUnavailable"),
             eligible.len() as i64,
+            1,
         )
         .max(1);
         let mut unavailable = 0;
@@ -328,6 +377,51 @@ impl DaemonSets {
             self.delete_pod(ds, pod);
             unavailable += 1;
         }
+    }
+
+    /// With `maxSurge`: a new pod starts beside an old one (at once where the old one is
+    /// unavailable, else within the surge), and the old one goes once the new is available.
+    #[allow(clippy::too_many_arguments)]
+    fn surge(
+        &self,
+        ds: &Value,
+        template: &Value,
+        eligible: &[&str],
+        by_node: &BTreeMap<&str, Vec<&Value>>,
+        hash: &str,
+        min_ready: i64,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Option<Duration> {
+        let max_surge = scaled(
+            ds.pointer("/spec/updateStrategy/rollingUpdate/maxSurge"),
+            eligible.len() as i64,
+            0,
+        );
+        let mut surging = 0;
+        let mut allowed: Vec<&str> = Vec::new();
+        let mut candidates: Vec<&str> = Vec::new();
+        for node in eligible {
+            let mut pods = by_node.get(node).cloned().unwrap_or_default();
+            by_age(&mut pods);
+            let new = pods.iter().find(|p| is_new(p, hash));
+            let old = pods.iter().find(|p| !is_new(p, hash));
+            match (new, old) {
+                (_, None) => {}
+                (None, Some(old)) if !obj::pod_available(old, min_ready, now) => allowed.push(node),
+                (None, Some(_)) => candidates.push(node),
+                (Some(new), Some(_)) if !obj::pod_available(new, min_ready, now) => surging += 1,
+                (Some(_), Some(old)) => self.delete_pod(ds, old),
+            }
+        }
+        let room = (max_surge - surging).max(0) as usize;
+        let mut retry = None;
+        for node in allowed.into_iter().chain(candidates.into_iter().take(room)) {
+            if let Err(e) = self.create_pod(ds, template, node, hash) {
+                tracing::debug!("creating a surge pod on {node}: {e}");
+                retry = Some(Duration::from_secs(1));
+            }
+        }
+        retry
     }
 
     fn create_pod(
@@ -388,10 +482,11 @@ impl DaemonSets {
         let (mut ready, mut available, mut updated) = (0, 0, 0);
         for node in &self.nodes {
             let (run, _) = should_run(&template, node);
-            let here: Vec<&Value> = pods
+            let mut here: Vec<&Value> = pods
                 .iter()
                 .filter(|p| node_of(p) == obj::name(node) && !obj::is_deleting(p))
                 .collect();
+            by_age(&mut here);
             if !run {
                 misscheduled += i64::from(!here.is_empty());
                 continue;
@@ -513,8 +608,9 @@ mod tests {
             should_run(&any, &node(json!({}), unschedulable)),
             (true, true)
         );
-        assert_eq!(scaled(Some(&json!("34%")), 3), 2);
-        assert_eq!(scaled(Some(&json!(2)), 3), 2);
+        assert_eq!(scaled(Some(&json!("34%")), 3, 1), 2);
+        assert_eq!(scaled(Some(&json!(2)), 3, 1), 2);
+        assert_eq!(scaled(None, 3, 0), 0);
     }
 
     #[test]

@@ -37,7 +37,7 @@
 //!   to ones a simulated provisioner makes (for `WaitForFirstConsumer`, on the node of the
 //!   first pod using them); claims of pods' `ephemeral` volumes; pods wait for their claims.
 //! - **DaemonSet** controller: one pod per eligible node (selectors, affinity, taints and the
-//!   daemon tolerations), rolling updates within `maxUnavailable`.
+//!   daemon tolerations), rolling updates within `maxUnavailable` or `maxSurge`.
 //! - **CronJob** controller: Jobs on 5-field schedules and `@hourly`-style descriptors,
 //!   concurrency policies, suspension, `startingDeadlineSeconds`, history limits.
 //!
@@ -45,8 +45,8 @@
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
 //! Left out, for now: PDB status, quotas, inter-pod affinity, probes, preemption, node
-//! failures, CronJob time zones other than UTC, DaemonSet `maxSurge`, StatefulSet
-//! `maxUnavailable`, volume expansion, snapshots and mounts.
+//! failures, CronJob time zones other than UTC, StatefulSet `maxUnavailable`, volume
+//! expansion, snapshots and mounts.
 
 mod api;
 mod clock;

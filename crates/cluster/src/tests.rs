@@ -1556,3 +1556,68 @@ async fn an_ordered_scale_down_removes_an_unhealthy_pod_too() {
     })
     .await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_daemonset_with_max_surge_keeps_every_node_served() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "apps",
+        "daemonsets",
+        Some("default"),
+        json!({
+            "metadata": {"name": "proxy"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "proxy"}},
+                "updateStrategy": {"type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {
+                    "metadata": {"labels": {"app": "proxy"},
+                        "annotations": {"sim.crt.dev/ready-after": "2s"}},
+                    "spec": {"containers": [{"name": "c", "image": "proxy:1"}]},
+                },
+            },
+        }),
+    );
+    let status = |env: &Env| {
+        env.get("apps", "daemonsets", Some("default"), "proxy")
+            .map(|d| d["status"].clone())
+    };
+    eventually(Duration::from_secs(10), "three available pods", || {
+        (status(&env)?["numberAvailable"] == 3).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "daemonsets",
+        Some("default"),
+        "proxy",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "proxy:2"}]}}}}),
+    );
+    let (mut fewest_ready, mut most_pods) = (3, 3);
+    eventually(Duration::from_secs(30), "the surge update", || {
+        let pods: Vec<Value> = env
+            .list("", "pods", Some("default"), "app=proxy")
+            .into_iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .collect();
+        let ready = pods
+            .iter()
+            .filter(|p| condition(p, "Ready").is_some_and(|c| c["status"] == "True"))
+            .count();
+        fewest_ready = fewest_ready.min(ready);
+        most_pods = most_pods.max(pods.len());
+        let s = status(&env)?;
+        (pods.len() == 3
+            && pods
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "proxy:2")
+            && s["numberAvailable"] == 3)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        fewest_ready, 3,
+        "maxUnavailable 0: every node kept a ready pod"
+    );
+    assert_eq!(most_pods, 4, "maxSurge 1: one extra pod at a time");
+}
