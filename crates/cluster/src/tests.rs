@@ -1197,6 +1197,20 @@ async fn claims_bind_by_class_and_pods_wait_for_them() {
         later["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
         user["spec"]["nodeName"]
     );
+    // A bound claim whose volume is deleted is Lost.
+    env.store
+        .delete(
+            &env.res("", "persistentvolumes"),
+            None,
+            later["spec"]["volumeName"].as_str().unwrap(),
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    eventually(Duration::from_secs(5), "the claim lost", || {
+        let c = env.get("", "persistentvolumeclaims", Some("default"), "later")?;
+        (c["status"]["phase"] == "Lost").then_some(())
+    })
+    .await;
     // An ephemeral volume's claim is made for its pod, bound, and goes with the pod.
     env.create(
         "",

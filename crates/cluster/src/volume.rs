@@ -18,9 +18,9 @@
 //!   capacity and access modes, and the annotations `pv.kubernetes.io/bind-completed` and
 //!   `pv.kubernetes.io/bound-by-controller`.
 //! - A bound volume whose claim is gone is `Released`, and deleted when its reclaim policy
-//!   is `Delete`.
+//!   is `Delete`; a bound claim whose volume is gone is `Lost`.
 //! - Events: `WaitForFirstConsumer`, `ExternalProvisioning`, `Provisioning`,
-//!   `ProvisioningSucceeded`, `ProvisioningFailed`, `FailedBinding`.
+//!   `ProvisioningSucceeded`, `ProvisioningFailed`, `FailedBinding`, `ClaimLost`.
 //!
 //! Left out: volume expansion, snapshots, `Recycle`, label selectors on claims, the
 //! protection finalizers, attach/detach and mounts.
@@ -180,7 +180,9 @@ impl Volumes {
         };
         let volume_name = obj::str_at(&pvc, "/spec/volumeName");
         if !volume_name.is_empty() {
-            let pv = self.api.get(&self.api.res.pvs, None, volume_name)?;
+            let Some(pv) = self.api.get(&self.api.res.pvs, None, volume_name) else {
+                return self.lose(&pvc);
+            };
             return self.bind(&pvc, &pv);
         }
         let pvs = self.api.list(&self.api.res.pvs, None, None, None);
@@ -239,6 +241,34 @@ impl Volumes {
             return None;
         }
         self.provision(&pvc, &sc, node)
+    }
+
+    /// A bound claim whose volume is gone is `Lost` (a claim naming a volume that never
+    /// existed waits for it).
+    fn lose(&mut self, pvc: &Value) -> Option<Duration> {
+        if obj::annotation(pvc, BIND_COMPLETED).is_none()
+            || obj::str_at(pvc, "/status/phase") == "Lost"
+        {
+            return None;
+        }
+        if let Err(e) = self.api.merge_patch(
+            &self.api.res.pvcs,
+            Some(obj::namespace(pvc)),
+            obj::name(pvc),
+            Some("status"),
+            &json!({"status": {"phase": "Lost"}}),
+            &self.binder,
+        ) {
+            tracing::debug!("marking claim {} lost: {e}", obj::name(pvc));
+            return Some(Duration::from_secs(1));
+        }
+        self.event_once(
+            pvc,
+            "Warning",
+            "ClaimLost",
+            "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!",
+        );
+        None
     }
 
     /// Gives a claim without a class the newest default class.
