@@ -26,6 +26,13 @@ pub(crate) struct Resources {
     pub(crate) services: ResourceInfo,
     pub(crate) endpoints: ResourceInfo,
     pub(crate) endpointslices: ResourceInfo,
+    pub(crate) statefulsets: ResourceInfo,
+    pub(crate) daemonsets: ResourceInfo,
+    pub(crate) controllerrevisions: ResourceInfo,
+    pub(crate) cronjobs: ResourceInfo,
+    pub(crate) pvcs: ResourceInfo,
+    pub(crate) pvs: ResourceInfo,
+    pub(crate) storageclasses: ResourceInfo,
 }
 
 /// The store, the resources and the clock, shared by every controller.
@@ -82,6 +89,15 @@ impl Actor {
     }
 }
 
+impl Actor {
+    /// The same writer, reporting Events as `component` (upstream's event source, where it
+    /// differs from the ServiceAccount's name).
+    pub(crate) fn reporting_as(mut self, component: &str) -> Actor {
+        self.component = component.into();
+        self
+    }
+}
+
 impl Api {
     /// The resources of `storage`, with a clock starting now.
     pub(crate) fn new(storage: Storage) -> Api {
@@ -102,6 +118,13 @@ impl Api {
             services: r("", "v1", "services"),
             endpoints: r("", "v1", "endpoints"),
             endpointslices: r("discovery.k8s.io", "v1", "endpointslices"),
+            statefulsets: r("apps", "v1", "statefulsets"),
+            daemonsets: r("apps", "v1", "daemonsets"),
+            controllerrevisions: r("apps", "v1", "controllerrevisions"),
+            cronjobs: r("batch", "v1", "cronjobs"),
+            pvcs: r("", "v1", "persistentvolumeclaims"),
+            pvs: r("", "v1", "persistentvolumes"),
+            storageclasses: r("storage.k8s.io", "v1", "storageclasses"),
         };
         Api {
             storage,

@@ -30,29 +30,47 @@
 //!   pods with IPs, ready or not, and terminating.
 //! - **Job** controller: completions, parallelism, `backoffLimit`, suspension, the
 //!   `Complete`/`Failed` conditions and `ttlSecondsAfterFinished`.
+//! - **StatefulSet** controller: pods `<set>-<ordinal>` with stable hostnames and claims,
+//!   `OrderedReady` and `Parallel`, rolling updates from the top (`partition`) and
+//!   `OnDelete`, ControllerRevisions.
+//! - **Volumes**: kind's default StorageClass `standard`, claims bound to matching volumes or
+//!   to ones a simulated provisioner makes (for `WaitForFirstConsumer`, on the node of the
+//!   first pod using them); claims of pods' `ephemeral` volumes; pods wait for their claims.
+//! - **DaemonSet** controller: one pod per eligible node (selectors, affinity, taints and the
+//!   daemon tolerations), rolling updates within `maxUnavailable` or `maxSurge`.
+//! - **CronJob** controller: Jobs on 5-field schedules and `@hourly`-style descriptors,
+//!   concurrency policies, suspension, `startingDeadlineSeconds`, history limits.
 //!
 //! Time: every delay and timestamp is on tokio's clock (offset to the wall time at start), so
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
-//! Left out, for now: StatefulSets, DaemonSets, CronJobs, volumes and claims, PDB status,
-//! quotas, inter-pod affinity, probes, preemption, node failures.
+//! Left out, for now: PDB status, quotas, inter-pod affinity, probes, preemption, node
+//! failures, CronJob time zones other than UTC, StatefulSet `maxUnavailable`, volume
+//! expansion, snapshots and mounts.
 
 mod api;
 mod clock;
 mod config;
 mod controller;
+mod cronjob;
+mod daemonset;
 mod deployment;
 mod endpoints;
+mod ephemeral;
+mod history;
 mod job;
 mod kubelet;
 mod nodes;
 mod obj;
 mod quantity;
 mod replicaset;
+mod schedule;
 mod scheduler;
 pub mod script;
+mod statefulset;
 #[cfg(test)]
 mod tests;
+mod volume;
 
 use crt_apiserver::storage::Storage;
 use tokio::task::JoinHandle;
@@ -82,6 +100,11 @@ impl Cluster {
         tasks.extend(deployment::start(&api));
         tasks.extend(endpoints::start(&api));
         tasks.extend(job::start(&api));
+        tasks.extend(statefulset::start(&api));
+        tasks.extend(volume::start(&api));
+        tasks.extend(ephemeral::start(&api));
+        tasks.extend(daemonset::start(&api));
+        tasks.extend(cronjob::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),

@@ -13,8 +13,15 @@
 //! pods are tried again when a node changes or an assigned pod goes away or ends, and every
 //! 5 minutes, as upstream flushes its unschedulable queue.
 //!
+//! Claims (`VolumeBinding`, `persistentVolumeClaim` and `ephemeral` volumes): a pod whose
+//! claim is missing or unbound (and not waiting for
+//! its first consumer) stays Pending with upstream's message ("pod has unbound immediate
+//! PersistentVolumeClaims"); bound volumes' node affinity filters nodes ("node(s) had
+//! volume node affinity conflict"); for claims waiting for a consumer the chosen node is
+//! written to them (`volume.kubernetes.io/selected-node`) and the pod is bound once they are.
+//!
 //! Left out: inter-pod affinity and anti-affinity, topology spread constraints, host ports,
-//! volumes, preemption (the message says none helps), priorities.
+//! volume limits, preemption (the message says none helps), priorities.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -57,6 +64,8 @@ pub(crate) fn start(api: &Api) -> Vec<JoinHandle<()>> {
             }
         }),
         Watched::mapped(&api.res.nodes, |_| vec![everything()]),
+        // A claim bound (or created) lets the pods using it go on.
+        Watched::mapped(&api.res.pvcs, |_| vec![everything()]),
     ];
     let scheduler = Scheduler {
         api: api.clone(),
@@ -124,13 +133,29 @@ impl Scheduler {
         {
             return;
         }
+        let volumes = match self.volumes(pod) {
+            Ok(v) => v,
+            Err(why) => {
+                let n = self.nodes.len();
+                let message = if n == 0 {
+                    "no nodes available to schedule pods".to_string()
+                } else {
+                    format!(
+                        "0/{n} nodes are available: {why}. preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
+                    )
+                };
+                self.unschedulable(pod, message);
+                return;
+            }
+        };
         let want = requests(pod);
         let mut fits: Vec<(&Value, (i128, i128, &str))> = Vec::new();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut preemption: BTreeMap<&str, usize> = BTreeMap::new();
         for node in &self.nodes {
             let used = self.used.get(obj::name(node)).cloned().unwrap_or_default();
-            match filter(pod, node, &want, &used) {
+            let verdict = filter(pod, node, &want, &used).and_then(|()| volumes.filter(node));
+            match verdict {
                 Ok(()) => {
                     let cpu = milli(obj::str_at(node, "/status/allocatable/cpu")).unwrap_or(1);
                     let share = (used.cpu + want.cpu) * 1000 / cpu.max(1);
@@ -152,6 +177,12 @@ impl Scheduler {
         let (ns, name) = (obj::namespace(pod), obj::name(pod));
         if let Some((node, _)) = fits.into_iter().min_by_key(|(_, score)| *score) {
             let node = obj::name(node).to_string();
+            if !volumes.waiting.is_empty() {
+                // Upstream's PreBind: the claims learn the node and are provisioned there;
+                // the pod is bound once they are (a claim's change tries it again).
+                self.select_node(&volumes.waiting, &node);
+                return;
+            }
             match self.api.bind(ns, name, &node, &self.who) {
                 Ok(()) => {
                     add(self.used.entry(node.clone()).or_default(), &want);
@@ -165,6 +196,13 @@ impl Scheduler {
             return;
         }
         let message = unschedulable_message(self.nodes.len(), &reasons, &preemption);
+        self.unschedulable(pod, message);
+    }
+
+    /// Marks the pod unschedulable with `message` (and a `FailedScheduling` Event), unless
+    /// that was its last message.
+    fn unschedulable(&mut self, pod: &Value, message: String) {
+        let (ns, name) = (obj::namespace(pod), obj::name(pod));
         if self.reported.get(obj::uid(pod)) == Some(&message) {
             return;
         }
@@ -199,6 +237,128 @@ impl Scheduler {
             &self.who,
         );
         self.reported.insert(obj::uid(pod).to_string(), message);
+    }
+}
+
+/// What the pod's claims ask of a node (upstream's `VolumeBinding` plugin).
+struct Volumes {
+    /// The node affinity of the volumes bound to its claims.
+    affinities: Vec<Value>,
+    /// The node the claims waiting for their first consumer were provisioned for, if any.
+    selected: Option<String>,
+    /// The claims waiting for a node (`WaitForFirstConsumer`, unbound).
+    waiting: Vec<Value>,
+}
+
+impl Volumes {
+    fn filter(&self, node: &Value) -> Result<(), (Vec<String>, bool)> {
+        let conflict = self.affinities.iter().any(|a| !terms_match(a, node))
+            || self
+                .selected
+                .as_deref()
+                .is_some_and(|s| s != obj::name(node));
+        if conflict {
+            return Err((
+                vec!["node(s) had volume node affinity conflict".into()],
+                false,
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Scheduler {
+    /// The pod's claims: `Err` with upstream's PreFilter message when one is missing, being
+    /// deleted, or unbound without waiting for a consumer.
+    fn volumes(&self, pod: &Value) -> Result<Volumes, String> {
+        let mut v = Volumes {
+            affinities: Vec::new(),
+            selected: None,
+            waiting: Vec::new(),
+        };
+        let ns = Some(obj::namespace(pod));
+        let mut unbound_immediate = false;
+        for volume in obj::array(pod, "/spec/volumes") {
+            let ephemeral = volume.get("ephemeral").is_some();
+            let claim = if ephemeral {
+                crate::ephemeral::claim_name(pod, volume)
+            } else {
+                obj::str_at(volume, "/persistentVolumeClaim/claimName").to_string()
+            };
+            if claim.is_empty() {
+                continue;
+            }
+            let Some(pvc) = self.api.get(&self.api.res.pvcs, ns, &claim) else {
+                return Err(if ephemeral {
+                    format!(
+                        "waiting for ephemeral volume controller to create the persistentvolumeclaim \"{claim}\""
+                    )
+                } else {
+                    format!("persistentvolumeclaim \"{claim}\" not found")
+                });
+            };
+            if obj::str_at(&pvc, "/status/phase") == "Lost" {
+                return Err(format!(
+                    "persistentvolumeclaim \"{claim}\" bound to non-existent persistentvolume \"{}\"",
+                    obj::str_at(&pvc, "/spec/volumeName")
+                ));
+            }
+            if obj::is_deleting(&pvc) {
+                return Err(format!(
+                    "persistentvolumeclaim \"{claim}\" is being deleted"
+                ));
+            }
+            if ephemeral && !obj::controlled_by(&pvc, pod) {
+                return Err(format!(
+                    "PVC {}/{claim} was not created for pod {}/{} (pod is not owner)",
+                    obj::namespace(pod),
+                    obj::namespace(pod),
+                    obj::name(pod)
+                ));
+            }
+            match obj::str_at(&pvc, "/spec/volumeName") {
+                "" if crate::volume::waits_for_consumer(&self.api, &pvc) => {
+                    if let Some(node) = obj::annotation(&pvc, crate::volume::SELECTED_NODE) {
+                        v.selected = Some(node.to_string());
+                    }
+                    v.waiting.push(pvc);
+                }
+                "" => unbound_immediate = true,
+                pv => {
+                    if let Some(a) = self
+                        .api
+                        .get(&self.api.res.pvs, None, pv)
+                        .and_then(|pv| pv.pointer("/spec/nodeAffinity/required").cloned())
+                    {
+                        v.affinities.push(a);
+                    }
+                }
+            }
+        }
+        if unbound_immediate {
+            return Err("pod has unbound immediate PersistentVolumeClaims".into());
+        }
+        Ok(v)
+    }
+
+    /// Annotates the claims waiting for a consumer with the node chosen.
+    fn select_node(&self, claims: &[Value], node: &str) {
+        for pvc in claims {
+            if obj::annotation(pvc, crate::volume::SELECTED_NODE).is_some() {
+                continue;
+            }
+            let patch = json!({"metadata": {"annotations": {crate::volume::SELECTED_NODE: node}}});
+            if let Err(e) = self.api.merge_patch(
+                &self.api.res.pvcs,
+                Some(obj::namespace(pvc)),
+                obj::name(pvc),
+                None,
+                &patch,
+                &self.who,
+            ) {
+                tracing::debug!("selecting node {node} for claim {}: {e}", obj::name(pvc));
+            }
+        }
     }
 }
 
@@ -347,7 +507,7 @@ fn filter(
 }
 
 /// Whether a toleration tolerates a taint.
-fn tolerates(toleration: &Value, taint: &Value) -> bool {
+pub(crate) fn tolerates(toleration: &Value, taint: &Value) -> bool {
     let effect = obj::str_at(toleration, "/effect");
     if !effect.is_empty() && effect != obj::str_at(taint, "/effect") {
         return false;
@@ -365,7 +525,7 @@ fn tolerates(toleration: &Value, taint: &Value) -> bool {
 }
 
 /// `nodeSelector` and the required node affinity.
-fn node_affinity_matches(pod: &Value, node: &Value) -> bool {
+pub(crate) fn node_affinity_matches(pod: &Value, node: &Value) -> bool {
     let labels = obj::labels(node);
     let selector = obj::string_map(pod, "/spec/nodeSelector");
     if selector.iter().any(|(k, v)| labels.get(k) != Some(v)) {
@@ -376,6 +536,12 @@ fn node_affinity_matches(pod: &Value, node: &Value) -> bool {
     else {
         return true;
     };
+    terms_match(required, node)
+}
+
+/// Whether a `NodeSelector` (`nodeSelectorTerms`) selects the node.
+fn terms_match(required: &Value, node: &Value) -> bool {
+    let labels = obj::labels(node);
     // The terms are ORed; a term's requirements ANDed; an empty term matches nothing.
     obj::array(required, "/nodeSelectorTerms")
         .iter()

@@ -885,3 +885,801 @@ async fn a_replication_controller_keeps_its_replicas() {
     })
     .await;
 }
+
+fn statefulset(name: &str, replicas: i64, image: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name},
+                    "annotations": {"sim.crt.dev/ready-after": "2s"}},
+                "spec": {"containers": [{"name": "c", "image": image}]},
+            },
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "www"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}},
+            }],
+        },
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_statefulset_starts_in_order_updates_from_the_top_and_scales_down_in_reverse() {
+    let env = Env::start(ClusterConfig::default());
+    let mut body = statefulset("web", 3, "nginx");
+    // Slow deletions make the order of the scale down visible.
+    body["spec"]["template"]["metadata"]["annotations"]["sim.crt.dev/terminate-after"] =
+        json!("1s");
+    env.create("apps", "statefulsets", Some("default"), body);
+    let names = |env: &Env| {
+        let mut n: Vec<String> = env
+            .list("", "pods", Some("default"), "app=web")
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        names(&env),
+        ["web-0"],
+        "one at a time while web-0 is not ready"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(names(&env), ["web-0", "web-1"], "web-1 once web-0 is ready");
+    let set = eventually(Duration::from_secs(20), "three ready pods", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "web")?;
+        (s["status"]["readyReplicas"] == 3).then_some(s)
+    })
+    .await;
+    let status = &set["status"];
+    assert_eq!(status["replicas"], 3);
+    assert_eq!(status["availableReplicas"], 3);
+    assert_eq!(status["currentReplicas"], 3);
+    assert_eq!(status["updatedReplicas"], 3);
+    assert_eq!(status["collisionCount"], 0);
+    assert_eq!(status["observedGeneration"], set["metadata"]["generation"]);
+    let first = status["updateRevision"].as_str().unwrap().to_string();
+    assert_eq!(status["currentRevision"], first.as_str());
+    assert!(first.starts_with("web-"));
+    let pod = env.get("", "pods", Some("default"), "web-1").unwrap();
+    assert_eq!(pod["spec"]["hostname"], "web-1");
+    assert_eq!(pod["spec"]["subdomain"], "web");
+    assert_eq!(
+        pod["metadata"]["labels"]["controller-revision-hash"],
+        first.as_str()
+    );
+    assert_eq!(
+        pod["metadata"]["labels"]["apps.kubernetes.io/pod-index"],
+        "1"
+    );
+    assert_eq!(
+        pod["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"],
+        "web-1"
+    );
+    assert_eq!(pod["spec"]["volumes"][0]["name"], "www");
+    assert_eq!(
+        pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"],
+        "www-web-1"
+    );
+    let pvc = env
+        .get("", "persistentvolumeclaims", Some("default"), "www-web-1")
+        .unwrap();
+    assert_eq!(pvc["metadata"]["labels"]["app"], "web");
+    // The default class (WaitForFirstConsumer) provisioned it on the pod's node.
+    assert_eq!(pvc["spec"]["storageClassName"], "standard");
+    assert_eq!(pvc["status"]["phase"], "Bound");
+    assert_eq!(pvc["status"]["capacity"]["storage"], "1Gi");
+    let annotations = &pvc["metadata"]["annotations"];
+    assert_eq!(annotations["pv.kubernetes.io/bind-completed"], "yes");
+    assert_eq!(annotations["pv.kubernetes.io/bound-by-controller"], "yes");
+    assert_eq!(
+        annotations["volume.kubernetes.io/selected-node"],
+        pod["spec"]["nodeName"]
+    );
+    let pv_name = pvc["spec"]["volumeName"].as_str().unwrap();
+    assert_eq!(
+        pv_name,
+        format!("pvc-{}", pvc["metadata"]["uid"].as_str().unwrap())
+    );
+    let pv = env.get("", "persistentvolumes", None, pv_name).unwrap();
+    assert_eq!(pv["status"]["phase"], "Bound");
+    assert_eq!(pv["spec"]["claimRef"]["name"], "www-web-1");
+    assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Delete");
+    assert_eq!(
+        pv["metadata"]["annotations"]["pv.kubernetes.io/provisioned-by"],
+        "rancher.io/local-path"
+    );
+    assert_eq!(
+        pv["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"]
+            [0],
+        pod["spec"]["nodeName"]
+    );
+    let revisions = env.list("apps", "controllerrevisions", Some("default"), "app=web");
+    assert_eq!(revisions.len(), 1);
+    assert_eq!(revisions[0]["metadata"]["name"], first.as_str());
+    assert_eq!(revisions[0]["revision"], 1);
+
+    // A rolling update replaces web-2 first and web-0 last.
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "web",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}),
+    );
+    let revision_of = |env: &Env, pod: &str| {
+        env.get("", "pods", Some("default"), pod)
+            .map(|p| p["metadata"]["labels"]["controller-revision-hash"].clone())
+    };
+    let second = eventually(Duration::from_secs(10), "web-2 updated", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "web")?;
+        let update = s["status"]["updateRevision"].as_str()?.to_string();
+        (update != first && revision_of(&env, "web-2")? == update.as_str()).then_some(update)
+    })
+    .await;
+    assert_eq!(revision_of(&env, "web-0").unwrap(), first.as_str());
+    let set = eventually(Duration::from_secs(30), "the update to complete", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "web")?;
+        (s["status"]["currentRevision"] == second.as_str() && s["status"]["readyReplicas"] == 3)
+            .then_some(s)
+    })
+    .await;
+    assert_eq!(set["status"]["updatedReplicas"], 3);
+    assert_eq!(revision_of(&env, "web-0").unwrap(), second.as_str());
+    assert_eq!(
+        env.list("apps", "controllerrevisions", Some("default"), "app=web")
+            .len(),
+        2
+    );
+
+    // Scaling down removes web-2 before web-1; the claims stay.
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "web",
+        json!({"spec": {"replicas": 1}}),
+    );
+    eventually(Duration::from_secs(10), "web-2 deleted first", || {
+        (names(&env) == ["web-0", "web-1"]).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        names(&env),
+        ["web-0", "web-1"],
+        "web-1 waits for web-2 to go"
+    );
+    eventually(Duration::from_secs(10), "web-1 gone", || {
+        (names(&env) == ["web-0"]).then_some(())
+    })
+    .await;
+    assert_eq!(
+        env.list("", "persistentvolumeclaims", Some("default"), "app=web")
+            .len(),
+        3
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parallel_statefulset_with_a_partition_and_claim_deletion() {
+    let env = Env::start(ClusterConfig::default());
+    let mut body = statefulset("db", 3, "pg");
+    body["spec"]["podManagementPolicy"] = json!("Parallel");
+    body["spec"]["updateStrategy"] = json!({"type": "RollingUpdate",
+        "rollingUpdate": {"partition": 2}});
+    body["spec"]["persistentVolumeClaimRetentionPolicy"] =
+        json!({"whenDeleted": "Retain", "whenScaled": "Delete"});
+    env.create("apps", "statefulsets", Some("default"), body);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        env.list("", "pods", Some("default"), "app=db").len(),
+        3,
+        "Parallel creates every pod at once"
+    );
+    eventually(Duration::from_secs(10), "ready", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "db")?;
+        (s["status"]["readyReplicas"] == 3).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "db",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "pg:2"}]}}}}),
+    );
+    let set = eventually(Duration::from_secs(10), "the partition updated", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "db")?;
+        (s["status"]["updatedReplicas"] == 1 && s["status"]["readyReplicas"] == 3).then_some(s)
+    })
+    .await;
+    assert_eq!(set["status"]["currentReplicas"], 2);
+    assert_ne!(
+        set["status"]["currentRevision"],
+        set["status"]["updateRevision"]
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pod = env.get("", "pods", Some("default"), "db-1").unwrap();
+    assert_eq!(
+        pod["metadata"]["labels"]["controller-revision-hash"], set["status"]["currentRevision"],
+        "below the partition: not updated"
+    );
+    // A deleted pod comes back under its name, on the node its volume is on.
+    let before = env.get("", "pods", Some("default"), "db-0").unwrap();
+    env.store
+        .delete(
+            &env.res("", "pods"),
+            Some("default"),
+            "db-0",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    let after = eventually(Duration::from_secs(10), "db-0 back", || {
+        let p = env.get("", "pods", Some("default"), "db-0")?;
+        (p["metadata"]["uid"] != before["metadata"]["uid"] && p["status"]["phase"] == "Running")
+            .then_some(p)
+    })
+    .await;
+    assert_eq!(after["spec"]["nodeName"], before["spec"]["nodeName"]);
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "db",
+        json!({"spec": {"replicas": 1}}),
+    );
+    eventually(
+        Duration::from_secs(10),
+        "claims of scaled pods deleted",
+        || {
+            let pvcs = env.list("", "persistentvolumeclaims", Some("default"), "app=db");
+            let pods = env.list("", "pods", Some("default"), "app=db");
+            (pvcs.len() == 1 && pods.len() == 1).then_some(())
+        },
+    )
+    .await;
+    assert!(
+        env.get("", "persistentvolumeclaims", Some("default"), "www-db-0")
+            .is_some()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn claims_bind_by_class_and_pods_wait_for_them() {
+    let env = Env::start(ClusterConfig::default());
+    let class = env
+        .get("storage.k8s.io", "storageclasses", None, "standard")
+        .unwrap();
+    assert_eq!(
+        class["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"],
+        "true"
+    );
+    assert_eq!(class["volumeBindingMode"], "WaitForFirstConsumer");
+    env.create(
+        "storage.k8s.io",
+        "storageclasses",
+        None,
+        json!({"metadata": {"name": "fast"}, "provisioner": "example.com/fast",
+            "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate"}),
+    );
+    let claim = |name: &str, class: Value| {
+        let mut spec = json!({"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "2Gi"}}});
+        if !class.is_null() {
+            spec["storageClassName"] = class;
+        }
+        json!({"metadata": {"name": name}, "spec": spec})
+    };
+    env.create(
+        "",
+        "persistentvolumeclaims",
+        Some("default"),
+        claim("quick", json!("fast")),
+    );
+    env.create(
+        "",
+        "persistentvolumeclaims",
+        Some("default"),
+        claim("none", json!("")),
+    );
+    env.create(
+        "",
+        "persistentvolumeclaims",
+        Some("default"),
+        claim("later", Value::Null),
+    );
+    // Immediate: bound without a pod, and its volume has no node affinity.
+    let quick = eventually(Duration::from_secs(5), "the immediate claim bound", || {
+        let c = env.get("", "persistentvolumeclaims", Some("default"), "quick")?;
+        (c["status"]["phase"] == "Bound").then_some(c)
+    })
+    .await;
+    let pv_name = quick["spec"]["volumeName"].as_str().unwrap().to_string();
+    let pv = env.get("", "persistentvolumes", None, &pv_name).unwrap();
+    assert!(pv["spec"]["nodeAffinity"].is_null());
+    assert_eq!(pv["spec"]["capacity"]["storage"], "2Gi");
+    // Without a class: the default one, waiting for its first consumer.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let later = env
+        .get("", "persistentvolumeclaims", Some("default"), "later")
+        .unwrap();
+    assert_eq!(later["spec"]["storageClassName"], "standard");
+    assert_eq!(later["status"]["phase"], "Pending");
+    // A pod on a claim of no class stays Pending with the scheduler's message.
+    let pod = |name: &str, claim: &str| {
+        json!({"metadata": {"name": name}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+        }})
+    };
+    env.create("", "pods", Some("default"), pod("stuck", "none"));
+    env.create("", "pods", Some("default"), pod("user", "later"));
+    let stuck = eventually(Duration::from_secs(5), "the unschedulable pod", || {
+        let p = env.get("", "pods", Some("default"), "stuck")?;
+        condition(&p, "PodScheduled").cloned()
+    })
+    .await;
+    assert_eq!(
+        stuck["message"],
+        "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+    // The consumer gets its claim provisioned on its node, then runs.
+    let user = eventually(Duration::from_secs(5), "the consumer running", || {
+        let p = env.get("", "pods", Some("default"), "user")?;
+        (p["status"]["phase"] == "Running").then_some(p)
+    })
+    .await;
+    let later = env
+        .get("", "persistentvolumeclaims", Some("default"), "later")
+        .unwrap();
+    assert_eq!(later["status"]["phase"], "Bound");
+    assert_eq!(
+        later["metadata"]["annotations"]["volume.kubernetes.io/selected-node"],
+        user["spec"]["nodeName"]
+    );
+    // A bound claim whose volume is deleted is Lost.
+    env.store
+        .delete(
+            &env.res("", "persistentvolumes"),
+            None,
+            later["spec"]["volumeName"].as_str().unwrap(),
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    eventually(Duration::from_secs(5), "the claim lost", || {
+        let c = env.get("", "persistentvolumeclaims", Some("default"), "later")?;
+        (c["status"]["phase"] == "Lost").then_some(())
+    })
+    .await;
+    // An ephemeral volume's claim is made for its pod, bound, and goes with the pod.
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({"metadata": {"name": "scratchy"}, "spec": {
+            "containers": [{"name": "c", "image": "busybox"}],
+            "volumes": [{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                "metadata": {"labels": {"kind": "scratch"}},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}}},
+            }}}],
+        }}),
+    );
+    eventually(
+        Duration::from_secs(5),
+        "the ephemeral volume's pod running",
+        || {
+            let p = env.get("", "pods", Some("default"), "scratchy")?;
+            (p["status"]["phase"] == "Running").then_some(())
+        },
+    )
+    .await;
+    let scratch = env
+        .get(
+            "",
+            "persistentvolumeclaims",
+            Some("default"),
+            "scratchy-scratch",
+        )
+        .unwrap();
+    assert_eq!(scratch["status"]["phase"], "Bound");
+    assert_eq!(scratch["metadata"]["labels"]["kind"], "scratch");
+    assert_eq!(
+        scratch["metadata"]["ownerReferences"][0]["name"],
+        "scratchy"
+    );
+    env.store
+        .delete(
+            &env.res("", "pods"),
+            Some("default"),
+            "scratchy",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    eventually(Duration::from_secs(5), "the ephemeral claim gone", || {
+        env.get(
+            "",
+            "persistentvolumeclaims",
+            Some("default"),
+            "scratchy-scratch",
+        )
+        .is_none()
+        .then_some(())
+    })
+    .await;
+    // A deleted claim's volume (reclaim policy Delete) goes too.
+    env.store
+        .delete(
+            &env.res("", "persistentvolumeclaims"),
+            Some("default"),
+            "quick",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+    eventually(
+        Duration::from_secs(5),
+        "the released volume deleted",
+        || {
+            env.get("", "persistentvolumes", None, &pv_name)
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_daemonset_runs_one_pod_per_eligible_node_and_rolls_updates() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "apps",
+        "daemonsets",
+        Some("kube-system"),
+        json!({
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "c", "image": "agent:1"}]},
+                },
+            },
+        }),
+    );
+    let status = |env: &Env| {
+        env.get("apps", "daemonsets", Some("kube-system"), "agent")
+            .map(|d| d["status"].clone())
+    };
+    let s = eventually(Duration::from_secs(10), "three available pods", || {
+        let s = status(&env)?;
+        (s["numberAvailable"] == 3).then_some(s)
+    })
+    .await;
+    assert_eq!(s["desiredNumberScheduled"], 3);
+    assert_eq!(s["currentNumberScheduled"], 3);
+    assert_eq!(s["numberReady"], 3);
+    assert_eq!(s["updatedNumberScheduled"], 3);
+    assert_eq!(s["numberMisscheduled"], 0);
+    let pods = env.list("", "pods", Some("kube-system"), "app=agent");
+    let mut nodes: Vec<&str> = pods
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["node-1", "node-2", "node-3"]);
+    let pod = &pods[0];
+    let tolerations = pod["spec"]["tolerations"].as_array().unwrap();
+    assert!(
+        tolerations
+            .iter()
+            .any(|t| t["key"] == "node.kubernetes.io/unschedulable"
+                && t["operator"] == "Exists"
+                && t["effect"] == "NoSchedule")
+    );
+    assert_eq!(
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+            [0]["matchFields"][0]["values"][0],
+        pod["spec"]["nodeName"]
+    );
+    let hash = pod["metadata"]["labels"]["controller-revision-hash"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(pod["metadata"]["labels"]["pod-template-generation"], "1");
+    assert!(
+        env.get(
+            "apps",
+            "controllerrevisions",
+            Some("kube-system"),
+            &format!("agent-{hash}")
+        )
+        .is_some()
+    );
+
+    // A NoExecute taint it does not tolerate takes node-3 out.
+    env.patch(
+        "",
+        "nodes",
+        None,
+        "node-3",
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoExecute"}]}}),
+    );
+    eventually(Duration::from_secs(10), "node-3's pod gone", || {
+        let s = status(&env)?;
+        let pods = env.list("", "pods", Some("kube-system"), "app=agent");
+        (s["desiredNumberScheduled"] == 2 && pods.len() == 2).then_some(())
+    })
+    .await;
+
+    // An update replaces the pods one at a time.
+    env.patch(
+        "apps",
+        "daemonsets",
+        Some("kube-system"),
+        "agent",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "agent:2"}]}}}}),
+    );
+    let mut most_unavailable = 0;
+    eventually(Duration::from_secs(20), "the update", || {
+        let s = status(&env)?;
+        let pods = env.list("", "pods", Some("kube-system"), "app=agent");
+        let ready = pods
+            .iter()
+            .filter(|p| {
+                p["metadata"]["deletionTimestamp"].is_null()
+                    && condition(p, "Ready").is_some_and(|c| c["status"] == "True")
+            })
+            .count();
+        most_unavailable = most_unavailable.max(2usize.saturating_sub(ready));
+        (s["updatedNumberScheduled"] == 2
+            && s["numberAvailable"] == 2
+            && s["observedGeneration"] == 2)
+            .then_some(())
+    })
+    .await;
+    assert!(
+        most_unavailable <= 1,
+        "maxUnavailable 1: {most_unavailable}"
+    );
+    for pod in env.list("", "pods", Some("kube-system"), "app=agent") {
+        assert_eq!(pod["spec"]["containers"][0]["image"], "agent:2");
+    }
+}
+
+fn cronjob(name: &str, policy: &str, run_for: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "spec": {
+            "schedule": "*/1 * * * *",
+            "concurrencyPolicy": policy,
+            "successfulJobsHistoryLimit": 2,
+            "jobTemplate": {
+                "metadata": {"labels": {"cron": name}},
+                "spec": {"template": {
+                    "metadata": {"annotations": {"sim.crt.dev/run-for": run_for}},
+                    "spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "busybox"}]},
+                }},
+            },
+        },
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cronjob_fires_on_the_clock_and_keeps_its_history() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "batch",
+        "cronjobs",
+        Some("default"),
+        cronjob("tick", "Allow", "1s"),
+    );
+    let jobs = |env: &Env| env.list("batch", "jobs", Some("default"), "cron=tick");
+    assert!(jobs(&env).is_empty());
+    // The first minute boundary passes: one Job, named by its scheduled minute.
+    let job = eventually(Duration::from_secs(70), "the first job", || {
+        jobs(&env).into_iter().next()
+    })
+    .await;
+    let cj = env
+        .get("batch", "cronjobs", Some("default"), "tick")
+        .unwrap();
+    let scheduled = cj["status"]["lastScheduleTime"].as_str().unwrap();
+    let at = chrono::DateTime::parse_from_rfc3339(scheduled).unwrap();
+    assert_eq!(at.timestamp() % 60, 0);
+    assert_eq!(
+        job["metadata"]["name"],
+        format!("tick-{}", at.timestamp() / 60)
+    );
+    assert_eq!(
+        job["metadata"]["annotations"]["batch.kubernetes.io/cronjob-scheduled-timestamp"],
+        scheduled
+    );
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "CronJob");
+    assert_eq!(cj["status"]["active"][0]["name"], job["metadata"]["name"]);
+    let cj = eventually(Duration::from_secs(20), "the job to complete", || {
+        let cj = env.get("batch", "cronjobs", Some("default"), "tick")?;
+        (cj["status"]["active"].is_null() && cj["status"]["lastSuccessfulTime"].is_string())
+            .then_some(cj)
+    })
+    .await;
+    assert!(cj["status"]["lastSuccessfulTime"].as_str().unwrap() >= scheduled);
+    // Three more minutes: four Jobs ran, two successful ones are kept.
+    tokio::time::sleep(Duration::from_secs(185)).await;
+    let kept = jobs(&env);
+    assert_eq!(kept.len(), 2, "successfulJobsHistoryLimit");
+    let last = env
+        .get("batch", "cronjobs", Some("default"), "tick")
+        .unwrap();
+    let last_at =
+        chrono::DateTime::parse_from_rfc3339(last["status"]["lastScheduleTime"].as_str().unwrap())
+            .unwrap();
+    assert_eq!((last_at - at).num_minutes(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn cronjob_concurrency_policies_and_suspension() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "batch",
+        "cronjobs",
+        Some("default"),
+        cronjob("forbid", "Forbid", "10m"),
+    );
+    env.create(
+        "batch",
+        "cronjobs",
+        Some("default"),
+        cronjob("replace", "Replace", "10m"),
+    );
+    let mut suspended = cronjob("off", "Allow", "1s");
+    suspended["spec"]["suspend"] = json!(true);
+    env.create("batch", "cronjobs", Some("default"), suspended);
+    tokio::time::sleep(Duration::from_secs(150)).await;
+    let names = |cron: &str| {
+        let mut n: Vec<String> = env
+            .list("batch", "jobs", Some("default"), &format!("cron={cron}"))
+            .iter()
+            .filter(|j| j["metadata"]["deletionTimestamp"].is_null())
+            .map(|j| j["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        n.sort();
+        n
+    };
+    let forbid = names("forbid");
+    assert_eq!(
+        forbid.len(),
+        1,
+        "Forbid: the first job still runs: {forbid:?}"
+    );
+    let replace = names("replace");
+    assert_eq!(replace.len(), 1, "Replace: one job at a time: {replace:?}");
+    let cj = env
+        .get("batch", "cronjobs", Some("default"), "replace")
+        .unwrap();
+    assert_eq!(cj["status"]["active"].as_array().unwrap().len(), 1);
+    assert_eq!(cj["status"]["active"][0]["name"], replace[0].as_str());
+    let minute = |name: &str| name.rsplit('-').next().unwrap().parse::<i64>().unwrap();
+    assert!(
+        minute(&replace[0]) > minute(&forbid[0]),
+        "Replace started a later job: {replace:?} {forbid:?}"
+    );
+    assert!(names("off").is_empty(), "suspended");
+    let events = env.list("events.k8s.io", "events", Some("default"), "");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["reason"] == "JobAlreadyActive" && e["regarding"]["name"] == "forbid")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_ordered_scale_down_removes_an_unhealthy_pod_too() {
+    let env = Env::start(ClusterConfig::default());
+    let mut body = statefulset("kv", 3, "kv");
+    body["spec"]["volumeClaimTemplates"] = json!([]);
+    env.create("apps", "statefulsets", Some("default"), body);
+    eventually(Duration::from_secs(20), "three ready pods", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "kv")?;
+        (s["status"]["readyReplicas"] == 3).then_some(())
+    })
+    .await;
+    // kv-1 turns unready.
+    env.patch(
+        "",
+        "pods",
+        Some("default"),
+        "kv-1",
+        json!({"metadata": {"annotations": {"sim.crt.dev/ready-after": "never"}}}),
+    );
+    eventually(Duration::from_secs(10), "kv-1 unready", || {
+        let s = env.get("apps", "statefulsets", Some("default"), "kv")?;
+        (s["status"]["readyReplicas"] == 2).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "statefulsets",
+        Some("default"),
+        "kv",
+        json!({"spec": {"replicas": 1}}),
+    );
+    eventually(Duration::from_secs(10), "kv-2 and kv-1 gone", || {
+        let pods = env.list("", "pods", Some("default"), "app=kv");
+        (pods.len() == 1 && pods[0]["metadata"]["name"] == "kv-0").then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_daemonset_with_max_surge_keeps_every_node_served() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "apps",
+        "daemonsets",
+        Some("default"),
+        json!({
+            "metadata": {"name": "proxy"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "proxy"}},
+                "updateStrategy": {"type": "RollingUpdate",
+                    "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+                "template": {
+                    "metadata": {"labels": {"app": "proxy"},
+                        "annotations": {"sim.crt.dev/ready-after": "2s"}},
+                    "spec": {"containers": [{"name": "c", "image": "proxy:1"}]},
+                },
+            },
+        }),
+    );
+    let status = |env: &Env| {
+        env.get("apps", "daemonsets", Some("default"), "proxy")
+            .map(|d| d["status"].clone())
+    };
+    eventually(Duration::from_secs(10), "three available pods", || {
+        (status(&env)?["numberAvailable"] == 3).then_some(())
+    })
+    .await;
+    env.patch(
+        "apps",
+        "daemonsets",
+        Some("default"),
+        "proxy",
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "proxy:2"}]}}}}),
+    );
+    let (mut fewest_ready, mut most_pods) = (3, 3);
+    eventually(Duration::from_secs(30), "the surge update", || {
+        let pods: Vec<Value> = env
+            .list("", "pods", Some("default"), "app=proxy")
+            .into_iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .collect();
+        let ready = pods
+            .iter()
+            .filter(|p| condition(p, "Ready").is_some_and(|c| c["status"] == "True"))
+            .count();
+        fewest_ready = fewest_ready.min(ready);
+        most_pods = most_pods.max(pods.len());
+        let s = status(&env)?;
+        (pods.len() == 3
+            && pods
+                .iter()
+                .all(|p| p["spec"]["containers"][0]["image"] == "proxy:2")
+            && s["numberAvailable"] == 3)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        fewest_ready, 3,
+        "maxUnavailable 0: every node kept a ready pod"
+    );
+    assert_eq!(most_pods, 4, "maxSurge 1: one extra pod at a time");
+}

@@ -730,8 +730,23 @@ pub(crate) fn persistent_volume_claim(
     errs: &mut Vec<FieldError>,
 ) {
     if let Some(old) = old {
+        // A claim without a class may get one once (the retroactive default StorageClass).
+        let class_set_from_nil = at(old, &["spec", "storageClassName"]).is_none()
+            && at(
+                old,
+                &[
+                    "metadata",
+                    "annotations",
+                    "volume.beta.kubernetes.io/storage-class",
+                ],
+            )
+            .is_none()
+            && at(obj, &["spec", "storageClassName"])
+                .and_then(Value::as_str)
+                .is_some_and(|c| !c.is_empty());
         let changed = ["storageClassName", "accessModes", "volumeMode"]
             .iter()
+            .filter(|f| !(**f == "storageClassName" && class_set_from_nil))
             .any(|f| at(obj, &["spec", f]) != at(old, &["spec", f]));
         if changed {
             errs.push(FieldError::forbidden(
@@ -815,5 +830,29 @@ mod tests {
             errs[0].message,
             "Forbidden: field is immutable when `immutable` is set"
         );
+    }
+
+    #[test]
+    fn a_claim_without_a_class_may_get_one_once() {
+        let claim = |class: Option<&str>| {
+            let mut c = json!({"spec": {"accessModes": ["ReadWriteOnce"]}});
+            if let Some(class) = class {
+                c["spec"]["storageClassName"] = json!(class);
+            }
+            c
+        };
+        let check = |new: &Value, old: &Value| {
+            let mut errs = Vec::new();
+            persistent_volume_claim(new, Some(old), &mut errs);
+            errs.len()
+        };
+        assert_eq!(check(&claim(Some("standard")), &claim(None)), 0);
+        assert_eq!(check(&claim(Some("")), &claim(None)), 1);
+        assert_eq!(check(&claim(Some("fast")), &claim(Some("standard"))), 1);
+        assert_eq!(check(&claim(None), &claim(Some("standard"))), 1);
+        let mut annotated = claim(None);
+        annotated["metadata"] =
+            json!({"annotations": {"volume.beta.kubernetes.io/storage-class": "old"}});
+        assert_eq!(check(&claim(Some("standard")), &annotated), 1);
     }
 }

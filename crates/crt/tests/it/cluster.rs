@@ -339,3 +339,95 @@ fn serve_without_the_cluster_has_no_nodes() {
     let s = Serve::start(&["--no-cluster"]);
     assert!(s.items(&["get", "nodes"]).is_empty());
 }
+
+/// A StatefulSet's pods come up in order with their claims bound by the default class, a
+/// DaemonSet has one pod per node, and a Job made from a CronJob's template completes.
+#[test]
+fn kubectl_rolls_out_a_statefulset_with_claims_a_daemonset_and_a_cronjobs_job() {
+    if !kubectl_available() && std::env::var_os("CRT_SKIP_KUBECTL").is_some() {
+        return;
+    }
+    let s = Serve::start(&[]);
+    let manifest = s._dir.path().join("workloads.json");
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 2,
+                "serviceName": "db",
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {
+                    "metadata": {"labels": {"app": "db"}},
+                    "spec": {"containers": [{"name": "db", "image": "postgres",
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]},
+                },
+                "volumeClaimTemplates": [{
+                    "metadata": {"name": "data"},
+                    "spec": {"accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}}},
+                }],
+            },
+        },
+        {
+            "apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "agent"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "agent", "image": "busybox"}]},
+                },
+            },
+        },
+    ]});
+    std::fs::write(&manifest, list.to_string()).unwrap();
+    s.kubectl(&["apply", "-f", manifest.to_str().unwrap()]);
+
+    let out = s.kubectl(&["rollout", "status", "statefulset/db", "--timeout=30s"]);
+    // The server defaults `rollingUpdate.partition` to 0, so kubectl reports a partitioned one.
+    assert!(
+        out.contains("partitioned roll out complete: 2 new pods have been updated"),
+        "{out}"
+    );
+    let pods = s.items(&["get", "pods", "-l", "app=db"]);
+    let mut names: Vec<&str> = pods
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["db-0", "db-1"]);
+    let claims = s.items(&["get", "pvc", "-l", "app=db"]);
+    assert_eq!(claims.len(), 2);
+    for claim in &claims {
+        assert_eq!(claim["status"]["phase"], "Bound", "{claim}");
+        assert_eq!(claim["spec"]["storageClassName"], "standard");
+    }
+
+    let out = s.kubectl(&["rollout", "status", "daemonset/agent", "--timeout=30s"]);
+    assert!(out.contains("successfully rolled out"), "{out}");
+    let mut nodes: Vec<String> = s
+        .items(&["get", "pods", "-l", "app=agent"])
+        .iter()
+        .map(|p| p["spec"]["nodeName"].as_str().unwrap().to_string())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["node-1", "node-2", "node-3"]);
+
+    s.kubectl(&[
+        "create",
+        "cronjob",
+        "tick",
+        "--image=busybox",
+        "--schedule=*/5 * * * *",
+        "--",
+        "date",
+    ]);
+    s.kubectl(&["create", "job", "tick-now", "--from=cronjob/tick"]);
+    s.kubectl(&[
+        "wait",
+        "--for=condition=Complete",
+        "job/tick-now",
+        "--timeout=30s",
+    ]);
+}
