@@ -157,9 +157,11 @@
 //! By default the environment is Go envtest's: an API server and nothing else, so a pod stays
 //! `Pending` and a Deployment never gets a ReplicaSet. [`Environment::simulate_cluster`] adds a
 //! simulated cluster ([`crt_cluster`]): nodes, a scheduler, kubelets that run the bound pods
-//! (annotations script delays, failures and crash loops), and the ReplicaSet, Deployment,
-//! EndpointSlice and Endpoints controllers, so an operator that owns Deployments or Services
-//! can be tested on what they become.
+//! (annotations script delays, failures and crash loops), and kube-controller-manager's
+//! workload controllers (Deployments, ReplicaSets, ReplicationControllers, StatefulSets,
+//! DaemonSets, Jobs, CronJobs, Services' endpoints, claims bound to provisioned volumes; the
+//! crate's docs list them and what each leaves out), so an operator that owns workloads or
+//! Services can be tested on what they become.
 //!
 //! ## An existing cluster
 //!
@@ -321,9 +323,10 @@ impl Environment {
     }
 
     /// Runs a simulated cluster on the embedded API server ([`crt_cluster`]): `config`'s nodes,
-    /// a scheduler, kubelets that run the bound pods, and the ReplicaSet, Deployment,
-    /// EndpointSlice and Endpoints controllers, so Deployments roll out, pods turn Running and
-    /// Ready, and Services get endpoints. Without it the environment is Go envtest's: an API
+    /// a scheduler, kubelets that run the bound pods, and the workload controllers
+    /// (Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, endpoints, volume
+    /// claims: see [`crt_cluster`]), so Deployments roll out, pods turn Running and Ready, and
+    /// Services get endpoints. Without it the environment is Go envtest's: an API
     /// server alone (pods stay Pending). An existing cluster runs its own controllers: this
     /// setting is ignored there.
     pub fn simulate_cluster(mut self, config: ClusterConfig) -> Self {
