@@ -91,6 +91,7 @@ pub mod http;
 pub(crate) mod json;
 pub(crate) mod kinds;
 pub mod patch;
+pub mod quota;
 pub mod resource;
 pub mod schema;
 pub mod server;

@@ -195,7 +195,9 @@ pub(crate) fn webhooks(st: &State) -> Option<Webhooks> {
 
 /// Runs the admission chain ([`admission::chain`]) on a write of `res` (`subresource` when
 /// it writes one): `object` is what would be stored (`None` on delete), `old` what is (`None`
-/// on create). Warnings go to `warnings`; a refusal is the error.
+/// on create). Warnings go to `warnings`; a refusal is the error. Admitted, the answer is
+/// the ResourceQuotas the write charges, with their new `status.used`, for the caller to
+/// store once the write is stored (none for a dry run).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn admit(
     st: &State,
@@ -207,9 +209,9 @@ pub(crate) fn admit(
     dry_run: bool,
     warnings: &Warnings,
     user: Option<&crate::user::UserInfo>,
-) -> Result<(), ApiError> {
+) -> Result<Vec<Value>, ApiError> {
     let Some(obj) = object.or(old) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let policies =
         st.data
@@ -234,10 +236,11 @@ pub(crate) fn admit(
         dry_run,
         user: user.unwrap_or(&crate::admission::ADMIN),
     };
-    for w in chain::validate(&attrs, policies, &View::of(st))? {
+    let admitted = chain::validate(&attrs, policies, &View::of(st))?;
+    for w in admitted.warnings {
         warnings.push(w);
     }
-    Ok(())
+    Ok(admitted.quota_charges)
 }
 
 /// The checks of an admission configuration object on write (a policy whose expressions do
