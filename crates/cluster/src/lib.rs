@@ -30,12 +30,15 @@
 //!   pods with IPs, ready or not, and terminating.
 //! - **Job** controller: completions, parallelism, `backoffLimit`, suspension, the
 //!   `Complete`/`Failed` conditions and `ttlSecondsAfterFinished`.
+//! - **ResourceQuota** controller: `status.hard` from `spec.hard`, `status.used` measured
+//!   from the namespace's objects, and given back when they go (the server's admission
+//!   charges creates).
 //!
 //! Time: every delay and timestamp is on tokio's clock (offset to the wall time at start), so
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
 //! Left out, for now: StatefulSets, DaemonSets, CronJobs, volumes and claims, PDB status,
-//! quotas, inter-pod affinity, probes, preemption, node failures.
+//! inter-pod affinity, probes, preemption, node failures.
 
 mod api;
 mod clock;
@@ -48,6 +51,7 @@ mod kubelet;
 mod nodes;
 mod obj;
 mod quantity;
+mod quota;
 mod replicaset;
 mod scheduler;
 pub mod script;
@@ -82,6 +86,7 @@ impl Cluster {
         tasks.extend(deployment::start(&api));
         tasks.extend(endpoints::start(&api));
         tasks.extend(job::start(&api));
+        tasks.extend(quota::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),
