@@ -34,10 +34,13 @@
 //!   from the namespace's objects, and given back when they go (the server's admission
 //!   charges creates).
 //!
+//! - **Disruption** controller: PodDisruptionBudgets' healthy, desired and expected pods,
+//!   allowed disruptions and `DisruptionAllowed` condition.
+//!
 //! Time: every delay and timestamp is on tokio's clock (offset to the wall time at start), so
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
-//! Left out, for now: StatefulSets, DaemonSets, CronJobs, volumes and claims, PDB status,
+//! Left out, for now: StatefulSets, DaemonSets, CronJobs, volumes and claims,
 //! inter-pod affinity, probes, preemption, node failures.
 
 mod api;
@@ -45,6 +48,7 @@ mod clock;
 mod config;
 mod controller;
 mod deployment;
+mod disruption;
 mod endpoints;
 mod job;
 mod kubelet;
@@ -87,6 +91,7 @@ impl Cluster {
         tasks.extend(endpoints::start(&api));
         tasks.extend(job::start(&api));
         tasks.extend(quota::start(&api));
+        tasks.extend(disruption::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),
