@@ -4,7 +4,8 @@
 //! admission configuration's own objects when they are written.
 //!
 //! A store without any ValidatingAdmissionPolicyBinding pays one map lookup per write for the
-//! policies, and one namespace lookup per create of a namespaced object for the lifecycle.
+//! policies, one for the quotas when it has no ResourceQuota, and one namespace lookup per
+//! create of a namespaced object for the lifecycle.
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ const POLICIES: &str = "validatingadmissionpolicies.admissionregistration.k8s.io
 const BINDINGS: &str = "validatingadmissionpolicybindings.admissionregistration.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations.admissionregistration.k8s.io";
 const VALIDATING: &str = "validatingwebhookconfigurations.admissionregistration.k8s.io";
+const QUOTAS: &str = "resourcequotas";
 
 /// The store, read by admission.
 #[derive(Clone, Copy)]
@@ -236,7 +238,8 @@ pub(crate) fn admit(
         dry_run,
         user: user.unwrap_or(&crate::admission::ADMIN),
     };
-    let admitted = chain::validate(&attrs, policies, &View::of(st))?;
+    let quotas = st.data.get(QUOTAS).is_some_and(|q| !q.is_empty());
+    let admitted = chain::validate(&attrs, policies, quotas, &View::of(st))?;
     for w in admitted.warnings {
         warnings.push(w);
     }
@@ -275,5 +278,6 @@ mod tests {
             VALIDATING,
             storage_key(GROUP, "validatingwebhookconfigurations")
         );
+        assert_eq!(QUOTAS, storage_key("", "resourcequotas"));
     }
 }
