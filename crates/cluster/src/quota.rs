@@ -237,7 +237,7 @@ mod tests {
                 "q",
                 None,
                 crt_apiserver::storage::PatchType::Merge,
-                br#"{"spec":{"hard":{"pods":"3"}}}"#,
+                br#"{"spec":{"hard":{"pods":"3","resourcequotas":"2"}}}"#,
                 &opts(),
             )
             .unwrap();
@@ -252,5 +252,41 @@ mod tests {
             .get(&res("", "resourcequotas"), Some("default"), "q", None)
             .unwrap();
         assert_eq!(q["status"]["hard"]["pods"], "3");
+        // Custom resources are counted too (measured again every RESYNC: nothing watches
+        // them), and admission charges their creates.
+        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}]}});
+        let crds = res("apiextensions.k8s.io", "customresourcedefinitions");
+        store.create(&crds, None, crd, &opts()).unwrap();
+        create(
+            "",
+            "resourcequotas",
+            json!({"metadata": {"name": "widgets"},
+                "spec": {"hard": {"count/widgets.example.com": "1"}}}),
+        )
+        .unwrap();
+        used_becomes(&store, "widgets", json!({"count/widgets.example.com": "0"})).await;
+        let widgets = store.resolve("example.com", "v1", "widgets").unwrap();
+        let widget = |name: &str| json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name}});
+        store
+            .create(&widgets, Some("default"), widget("w1"), &opts())
+            .unwrap();
+        let refused = store
+            .create(&widgets, Some("default"), widget("w2"), &opts())
+            .unwrap_err();
+        assert_eq!(
+            refused.message,
+            r#"widgets.example.com "w2" is forbidden: exceeded quota: widgets, requested: count/widgets.example.com=1, used: count/widgets.example.com=1, limited: count/widgets.example.com=1"#
+        );
+        store
+            .delete(&widgets, Some("default"), "w1", &delete)
+            .unwrap();
+        used_becomes(&store, "widgets", json!({"count/widgets.example.com": "0"})).await;
     }
 }
