@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::validation::quantity::Quantity;
+use crate::validation::Quantity;
 
 /// Resource names and their quantities (upstream's `ResourceList`), sorted by name.
 pub(crate) type ResourceList = BTreeMap<String, Quantity>;

@@ -43,7 +43,7 @@ mod field;
 mod objectmeta;
 mod path;
 pub(crate) mod pod;
-pub(crate) mod quantity;
+mod quantity;
 pub(crate) mod rbac;
 
 use serde_json::Value;
