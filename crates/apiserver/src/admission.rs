@@ -8,6 +8,9 @@
 //!   the CEL policies upstream's `plugin/policy/validating` enforces: `matchConstraints` and
 //!   the binding's `matchResources`, `matchConditions`, `paramKind`/`paramRef`, `variables`,
 //!   `validations` with `Deny`, `Warn` and `Audit` actions, and `failurePolicy`.
+//! - `quota`: ResourceQuota, as upstream's plugin of that name: creates (and updates of
+//!   Services and claims) measured against the namespace's quotas, refused past their
+//!   `status.hard`, and charged to their `status.used` in the same write.
 //! - `webhook`: admission webhooks (`MutatingWebhookConfiguration`,
 //!   `ValidatingWebhookConfiguration`), as upstream's `plugin/webhook` dispatches them: rules,
 //!   selectors, `matchPolicy`, `matchConditions` (the same CEL as policies), `sideEffects`
@@ -23,8 +26,8 @@
 //! storage layer keeps a [`policy::Cache`] so that a policy's CEL is compiled once per
 //! resourceVersion, not once per write.
 //!
-//! The in-process plugins ([`Plugin`]s: NamespaceLifecycle, then ValidatingAdmissionPolicy)
-//! run in [`chain`]'s order synchronously inside the write, under the store's lock. Webhooks
+//! The in-process plugins ([`Plugin`]s: NamespaceLifecycle, ValidatingAdmissionPolicy, then
+//! ResourceQuota) run in [`chain`]'s order synchronously inside the write, under the store's lock. Webhooks
 //! cannot (a call is a network round trip): when a webhook configuration is stored, the HTTP layer
 //! takes the storage's async write path (`storage/hooked.rs`), which computes the write as a
 //! dry run, calls [`webhook::mutate`] and [`webhook::validate`] outside the lock with a
@@ -40,6 +43,7 @@
 pub(crate) mod chain;
 pub(crate) mod lifecycle;
 pub(crate) mod policy;
+pub(crate) mod quota;
 pub(crate) mod webhook;
 
 use std::sync::{Arc, LazyLock};

@@ -57,6 +57,11 @@
 //! - Objects' keys come out sorted, as Go encodes unstructured objects (built-in kinds from a
 //!   real server keep Go's field order; no client may rely on either); a watch line names its
 //!   `type` before its `object`, as clients that decode it without buffering need.
+//! - ResourceQuota admission, on as in kube-apiserver: creates (and updates of Services and
+//!   claims) are measured against their namespace's quotas ([`quota`]), refused past
+//!   `status.hard` with upstream's messages and charged to `status.used`. Measuring quotas
+//!   and giving usage back is a controller's work (crt-cluster's); without one a quota's
+//!   status stays empty and, as upstream, it limits nothing.
 //! - ValidatingAdmissionPolicies (`admissionregistration.k8s.io/v1`) enforced on every create,
 //!   update, patch, apply and delete their bindings select: `Deny` refuses with upstream's
 //!   wording, `Warn` answers `Warning` headers, params come from the objects a binding's
@@ -91,6 +96,7 @@ pub mod http;
 pub(crate) mod json;
 pub(crate) mod kinds;
 pub mod patch;
+pub mod quota;
 pub mod resource;
 pub mod schema;
 pub mod server;

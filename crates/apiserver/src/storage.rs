@@ -66,9 +66,10 @@
 //! ClusterRole), which store through `store.rs` (data, resourceVersion, the last change of
 //! each resource, indexes, snapshots) and `events.rs` (committed events,
 //! window, fan-out to watchers). Admission: `admit.rs` runs the admission chain
-//! (`crate::admission::chain`: NamespaceLifecycle, ValidatingAdmissionPolicy) from every
-//! commit (create, update, delete, delete collection) once the object is final, with the
-//! store as its `Lookup`; `hooked.rs` is the async write path taken when admission webhooks
+//! (`crate::admission::chain`: NamespaceLifecycle, ValidatingAdmissionPolicy, ResourceQuota)
+//! from every commit (create, update, delete, delete collection) once the object is final,
+//! with the store as its `Lookup`; the quota statuses ResourceQuota charges are stored by
+//! `commit.rs` right after the object, in the same locked step; `hooked.rs` is the async write path taken when admission webhooks
 //! are configured (dry run, webhooks outside the lock, exact commit with a resourceVersion
 //! precondition, retried on conflict). Rules and helpers: `rules.rs` per-kind defaults and status ·
 //! `status.rs` what a write to the status subresource may change, per kind ·

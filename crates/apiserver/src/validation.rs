@@ -12,7 +12,8 @@
 //!   `rbac.rs`, `coordination.rs`, `events.rs`, ...); `pod.rs` holds the pod spec and pod
 //!   template rules every workload shares (Pods, PodTemplates, ReplicationControllers, apps,
 //!   batch), with `quantity.rs` (resource quantities: parsing, comparing, canonical printing)
-//!   and `cron.rs` (CronJob schedules as robfig/cron parses them).
+//!   and `cron.rs` (CronJob schedules as robfig/cron parses them); `quota.rs` holds
+//!   ResourceQuotas' (resource names, quantities, scopes and scope selectors).
 //! - `at.rs`: [`At`](at::At), a field path kept on the stack and printed only when an error is
 //!   reported, so that valid objects cost no path allocations.
 //!
@@ -44,6 +45,7 @@ mod objectmeta;
 mod path;
 pub(crate) mod pod;
 mod quantity;
+pub(crate) mod quota;
 pub(crate) mod rbac;
 
 use serde_json::Value;

@@ -30,6 +30,8 @@ mod openapi_v2;
 mod pod_actions;
 #[path = "kube_client/protobuf.rs"]
 mod protobuf;
+#[path = "kube_client/resource_quota.rs"]
+mod resource_quota;
 #[path = "kube_client/validation.rs"]
 mod validation;
 #[path = "kube_client/watch_http.rs"]

@@ -23,9 +23,9 @@
 //! - **Kubelets**: bound pods run (`podIP`, `hostIP`, container statuses, conditions), init
 //!   containers first; Jobs' pods succeed; deletions complete; annotations script failures
 //!   (see [`script`]).
-//! - **ReplicaSet** and **Deployment** controllers: replicas, rolling updates
-//!   (`maxSurge`/`maxUnavailable`), `Recreate`, revisions and `rollout undo`,
-//!   `revisionHistoryLimit`, pause, `Available`/`Progressing` conditions.
+//! - **ReplicaSet** (also running ReplicationControllers) and **Deployment** controllers:
+//!   replicas, rolling updates (`maxSurge`/`maxUnavailable`), `Recreate`, revisions and
+//!   `rollout undo`, `revisionHistoryLimit`, pause, `Available`/`Progressing` conditions.
 //! - **EndpointSlice** and **Endpoints** controllers: a Service's endpoints are its selected
 //!   pods with IPs, ready or not, and terminating.
 //! - **Job** controller: completions, parallelism, `backoffLimit`, suspension, the
@@ -40,13 +40,17 @@
 //!   daemon tolerations), rolling updates within `maxUnavailable` or `maxSurge`.
 //! - **CronJob** controller: Jobs on 5-field schedules and `@hourly`-style descriptors,
 //!   concurrency policies, suspension, `startingDeadlineSeconds`, history limits.
+//! - **ResourceQuota** controller: `status.hard` from `spec.hard`, `status.used` measured
+//!   from the namespace's objects, and given back when they go (the server's admission
+//!   charges creates).
+//! - **Disruption** controller: PodDisruptionBudgets' healthy, desired and expected pods,
+//!   allowed disruptions and `DisruptionAllowed` condition.
 //!
 //! Time: every delay and timestamp is on tokio's clock (offset to the wall time at start), so
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
-//! Left out, for now: PDB status, quotas, inter-pod affinity, probes, preemption, node
-//! failures, CronJob time zones other than UTC, StatefulSet `maxUnavailable`, volume
-//! expansion, snapshots and mounts.
+//! Left out, for now: inter-pod affinity, probes, preemption, node failures, CronJob time
+//! zones other than UTC, StatefulSet `maxUnavailable`, volume expansion, snapshots and mounts.
 
 mod api;
 mod clock;
@@ -55,6 +59,7 @@ mod controller;
 mod cronjob;
 mod daemonset;
 mod deployment;
+mod disruption;
 mod endpoints;
 mod ephemeral;
 mod history;
@@ -63,6 +68,7 @@ mod kubelet;
 mod nodes;
 mod obj;
 mod quantity;
+mod quota;
 mod replicaset;
 mod schedule;
 mod scheduler;
@@ -105,6 +111,8 @@ impl Cluster {
         tasks.extend(ephemeral::start(&api));
         tasks.extend(daemonset::start(&api));
         tasks.extend(cronjob::start(&api));
+        tasks.extend(quota::start(&api));
+        tasks.extend(disruption::start(&api));
         Cluster {
             tasks,
             nodes: sim_nodes.into_iter().map(|n| n.name).collect(),

@@ -4,9 +4,10 @@
 //! refuses it, and the warnings of those it passed are its response's.
 //!
 //! The order, with the plugins this server has: NamespaceLifecycle, MutatingAdmissionWebhook,
-//! ValidatingAdmissionPolicy, ValidatingAdmissionWebhook. The in-process plugins
-//! ([`NamespaceLifecycle`], [`ValidatingAdmissionPolicy`]) run here, inside the store's lock,
-//! from every create, update and delete. The webhooks are network calls and run outside the
+//! ValidatingAdmissionPolicy, ValidatingAdmissionWebhook, ResourceQuota. The in-process
+//! plugins ([`NamespaceLifecycle`], [`ValidatingAdmissionPolicy`], [`ResourceQuota`]) run
+//! here, inside the store's lock, from every create, update and delete; ResourceQuota, last
+//! as upstream runs it, answers the quota statuses the write charges (stored with it). The webhooks are network calls and run outside the
 //! lock (`storage/hooked.rs`): the mutating ones on the object the dry run of the write
 //! computed, the validating ones after this chain has run on their result.
 
@@ -16,6 +17,7 @@ use serde_json::Value;
 
 use super::lifecycle::NamespaceLifecycle;
 use super::policy::{self, Cache};
+use super::quota::ResourceQuota;
 use super::{Attributes, Lookup, Plugin};
 use crate::error::ApiError;
 
@@ -41,16 +43,31 @@ impl Plugin for ValidatingAdmissionPolicy<'_> {
     }
 }
 
+/// What a request that passed the chain carries on.
+#[derive(Debug, Default)]
+pub(crate) struct Admitted {
+    /// The warnings of the plugins it passed.
+    pub(crate) warnings: Vec<String>,
+    /// The ResourceQuotas to store with the write, each with its new `status.used`.
+    pub(crate) quota_charges: Vec<Value>,
+}
+
 /// Runs the validating phase of the in-process plugins on `attrs`, in order; `policies` is
-/// `None` when no binding is stored (the plugin then has nothing to do).
+/// `None` when no binding is stored, `quotas` false when no ResourceQuota is (those plugins
+/// then have nothing to do).
 pub(crate) fn validate(
     attrs: &Attributes<'_>,
     policies: Option<ValidatingAdmissionPolicy<'_>>,
+    quotas: bool,
     store: &dyn Lookup,
-) -> Result<Vec<String>, ApiError> {
+) -> Result<Admitted, ApiError> {
+    let quota = ResourceQuota::default();
     let mut plugins: Vec<&dyn Plugin> = vec![&NamespaceLifecycle];
     if let Some(p) = &policies {
         plugins.push(p);
+    }
+    if quotas {
+        plugins.push(&quota);
     }
     let mut warnings = Vec::new();
     for plugin in plugins {
@@ -58,7 +75,10 @@ pub(crate) fn validate(
             warnings.extend(plugin.validate(attrs, store)?);
         }
     }
-    Ok(warnings)
+    Ok(Admitted {
+        warnings,
+        quota_charges: quota.charges(),
+    })
 }
 
 #[cfg(test)]
@@ -121,9 +141,9 @@ mod tests {
 
     /// `(code, message)` of the chain's answer, `(0, "")` when it admits.
     fn outcome(a: &Attributes<'_>) -> (u16, String) {
-        match validate(a, None, &Store) {
+        match validate(a, None, true, &Store) {
             Ok(w) => {
-                assert!(w.is_empty(), "{w:?}");
+                assert!(w.warnings.is_empty(), "{w:?}");
                 (0, String::new())
             }
             Err(e) => (e.code, e.message),

@@ -37,6 +37,8 @@ pub const NAMESPACES: GroupResource<'static> = GroupResource::core("namespaces")
 pub const PODS: GroupResource<'static> = GroupResource::core("pods");
 /// `services`.
 pub const SERVICES: GroupResource<'static> = GroupResource::core("services");
+/// `resourcequotas`.
+pub const RESOURCE_QUOTAS: GroupResource<'static> = GroupResource::core("resourcequotas");
 /// `serviceaccounts`.
 pub const SERVICE_ACCOUNTS: GroupResource<'static> = GroupResource::core("serviceaccounts");
 /// `componentstatuses`.

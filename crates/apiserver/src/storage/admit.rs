@@ -4,7 +4,8 @@
 //! admission configuration's own objects when they are written.
 //!
 //! A store without any ValidatingAdmissionPolicyBinding pays one map lookup per write for the
-//! policies, and one namespace lookup per create of a namespaced object for the lifecycle.
+//! policies, one for the quotas when it has no ResourceQuota, and one namespace lookup per
+//! create of a namespaced object for the lifecycle.
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ const POLICIES: &str = "validatingadmissionpolicies.admissionregistration.k8s.io
 const BINDINGS: &str = "validatingadmissionpolicybindings.admissionregistration.k8s.io";
 const MUTATING: &str = "mutatingwebhookconfigurations.admissionregistration.k8s.io";
 const VALIDATING: &str = "validatingwebhookconfigurations.admissionregistration.k8s.io";
+const QUOTAS: &str = "resourcequotas";
 
 /// The store, read by admission.
 #[derive(Clone, Copy)]
@@ -195,7 +197,9 @@ pub(crate) fn webhooks(st: &State) -> Option<Webhooks> {
 
 /// Runs the admission chain ([`admission::chain`]) on a write of `res` (`subresource` when
 /// it writes one): `object` is what would be stored (`None` on delete), `old` what is (`None`
-/// on create). Warnings go to `warnings`; a refusal is the error.
+/// on create). Warnings go to `warnings`; a refusal is the error. Admitted, the answer is
+/// the ResourceQuotas the write charges, with their new `status.used`, for the caller to
+/// store once the write is stored (none for a dry run).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn admit(
     st: &State,
@@ -207,9 +211,9 @@ pub(crate) fn admit(
     dry_run: bool,
     warnings: &Warnings,
     user: Option<&crate::user::UserInfo>,
-) -> Result<(), ApiError> {
+) -> Result<Vec<Value>, ApiError> {
     let Some(obj) = object.or(old) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let policies =
         st.data
@@ -234,10 +238,12 @@ pub(crate) fn admit(
         dry_run,
         user: user.unwrap_or(&crate::admission::ADMIN),
     };
-    for w in chain::validate(&attrs, policies, &View::of(st))? {
+    let quotas = st.data.get(QUOTAS).is_some_and(|q| !q.is_empty());
+    let admitted = chain::validate(&attrs, policies, quotas, &View::of(st))?;
+    for w in admitted.warnings {
         warnings.push(w);
     }
-    Ok(())
+    Ok(admitted.quota_charges)
 }
 
 /// The checks of an admission configuration object on write (a policy whose expressions do
@@ -272,5 +278,6 @@ mod tests {
             VALIDATING,
             storage_key(GROUP, "validatingwebhookconfigurations")
         );
+        assert_eq!(QUOTAS, storage_key("", "resourcequotas"));
     }
 }

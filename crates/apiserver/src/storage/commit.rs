@@ -311,7 +311,7 @@ pub(crate) fn commit_create(
             "create not allowed while custom resource definition is terminating",
         ));
     }
-    admit::admit(
+    let charges = admit::admit(
         st,
         res,
         Operation::Create,
@@ -338,6 +338,7 @@ pub(crate) fn commit_create(
         st.next_cluster_ip = ip;
     }
     let stored = st.put(&rk, key, obj);
+    store_quota_charges(st, charges);
     if res.is(names::CUSTOM_RESOURCE_DEFINITIONS) {
         crd::register(st, &stored);
     }
@@ -766,7 +767,7 @@ pub(crate) fn commit_update(
     if !errs.is_empty() {
         return Err(invalid(res, &name, &errs));
     }
-    admit::admit(
+    let charges = admit::admit(
         st,
         res,
         Operation::Update,
@@ -809,6 +810,7 @@ pub(crate) fn commit_update(
         return Ok(to_version(&last, &res.api_version()));
     }
     let stored = st.put(&rk, key, new);
+    store_quota_charges(st, charges);
     let mut tasks = Vec::new();
     for owner in meta::owner_uids(&old) {
         tasks.push(Task::Recheck(owner));
@@ -822,6 +824,45 @@ pub(crate) fn commit_update(
     }
     gc::run(st, tasks);
     Ok(to_version(&stored, &res.api_version()))
+}
+
+/// Stores the `status.used` the ResourceQuota admission charged a write with, once the write
+/// is stored, in the same locked step: a status update of each quota as kube-apiserver's
+/// own (field manager `kube-apiserver`), with the resourceVersion admission read, which
+/// nothing can have changed since.
+fn store_quota_charges(st: &mut State, charges: Vec<Value>) {
+    if charges.is_empty() {
+        return;
+    }
+    let Some(res) = st
+        .registry
+        .resolve_gr(names::RESOURCE_QUOTAS, "v1")
+        .cloned()
+    else {
+        return;
+    };
+    let opts = WriteOptions {
+        field_manager: Some("kube-apiserver".into()),
+        ..Default::default()
+    };
+    for quota in charges {
+        let ns = meta::meta_str(&quota, "namespace")
+            .unwrap_or("")
+            .to_string();
+        let name = meta::name(&quota).to_string();
+        if let Err(e) = update_with(
+            st,
+            &res,
+            Some(&ns),
+            &name,
+            Some("status"),
+            quota,
+            &opts,
+            None,
+        ) {
+            tracing::warn!(namespace = ns, quota = name, error = %e.message, "charging a quota");
+        }
+    }
 }
 
 /// Whether a resource is the core Services.

@@ -1,7 +1,17 @@
 //! Evicting a pod (`POST .../pods/NAME/eviction` with a `policy/v1 Eviction`): the pod is
 //! deleted unless a PodDisruptionBudget covering it allows no disruption, as upstream's
-//! `EvictionREST` decides. With no disruption controller running (as in envtest), a budget
-//! whose status was never computed refuses every eviction of the pods it covers.
+//! `EvictionREST` decides:
+//! - a pod that is Pending, has ended or is being deleted is deleted whatever its budget;
+//! - a pod that is not Ready is deleted without taking a disruption when its budget's
+//!   `unhealthyPodEvictionPolicy` is `AlwaysAllow`, or when the budget has its desired
+//!   healthy pods (`currentHealthy >= desiredHealthy > 0`);
+//! - otherwise the budget must have computed its current generation and allow a disruption:
+//!   one is taken from `disruptionsAllowed` (the `DisruptionAllowed` condition turns `False`
+//!   at zero) and the pod is recorded under `disruptedPods` until the disruption controller
+//!   sees it gone.
+//!
+//! With no disruption controller running (as in envtest), a budget whose status was never
+//! computed refuses every eviction of the Running, Ready pods it covers.
 
 use serde_json::{Value, json};
 
@@ -57,8 +67,9 @@ pub(crate) fn evict(
         .and_then(Value::as_array)
         .is_some_and(|d| !d.is_empty());
     delete_opts.dry_run = opts.dry_run || dry_run_in_body;
-    let terminal = matches!(phase, "Succeeded" | "Failed");
-    if !terminal && !meta::is_deleting(&pod) {
+    // Upstream's `canIgnorePDB`.
+    let ignore_budget = matches!(phase, "Succeeded" | "Failed" | "Pending");
+    if !ignore_budget && !meta::is_deleting(&pod) {
         take_disruption(st, namespace, &pod, opts, delete_opts.dry_run)?;
     }
     delete_opts.user = opts.user.clone();
@@ -112,6 +123,27 @@ fn take_disruption(
         }
     };
     let pdb_name = key.1.clone();
+    let int = |path: &str| {
+        meta::get_path(&pdb, path)
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+    };
+    let ready = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "Ready" && c["status"] == "True");
+    if !ready {
+        let always = meta::get_path(&pdb, ".spec.unhealthyPodEvictionPolicy")
+            .and_then(Value::as_str)
+            == Some("AlwaysAllow");
+        let desired = int(".status.desiredHealthy");
+        if always || (int(".status.currentHealthy") >= desired && desired > 0) {
+            // The unhealthy pod does not count towards the budget: deleted, nothing taken.
+            return Ok(());
+        }
+    }
     let generation = meta::get_path(&pdb, ".metadata.generation")
         .and_then(Value::as_i64)
         .unwrap_or(0);
@@ -121,10 +153,18 @@ fn take_disruption(
             "The disruption budget {pdb_name} is still being processed by the server."
         )));
     }
-    let allowed = meta::get_path(&pdb, ".status.disruptionsAllowed")
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    if allowed <= 0 {
+    let allowed = int(".status.disruptionsAllowed");
+    if allowed < 0 {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "poddisruptionbudget.policy \"{pdb_name}\" is forbidden: pdb disruptions allowed is negative"
+            ),
+        )
+        .with_details(json!({"name": pdb_name, "group": "policy", "kind": "poddisruptionbudget"})));
+    }
+    if allowed == 0 {
         let desired = meta::get_path(&pdb, ".status.desiredHealthy")
             .and_then(Value::as_i64)
             .unwrap_or(0);
@@ -140,6 +180,9 @@ fn take_disruption(
     }
     let mut new = (*pdb).clone();
     meta::set_path(&mut new, ".status.disruptionsAllowed", json!(allowed - 1));
+    if allowed == 1 {
+        insufficient_pods(&mut new);
+    }
     meta::set_path(
         &mut new,
         &format!(".status.disruptedPods.{}", meta::name(pod)),
@@ -148,6 +191,33 @@ fn take_disruption(
     let key = obj_key(&pdbs_res, Some(namespace), &pdb_name);
     commit_update(st, &pdbs_res, key, pdb, new, Some("status"), opts)?;
     Ok(())
+}
+
+/// Sets the budget's `DisruptionAllowed` condition to `False` (`InsufficientPods`), as
+/// upstream's `UpdateDisruptionAllowedCondition` when no disruption is left.
+fn insufficient_pods(pdb: &mut Value) {
+    let observed = meta::get_path(pdb, ".status.observedGeneration")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let mut conditions: Vec<Value> = meta::get_path(pdb, ".status.conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let at = conditions
+        .iter()
+        .position(|c| c["type"] == "DisruptionAllowed");
+    let since = match at.map(|i| &conditions[i]) {
+        Some(c) if c["status"] == "False" => c["lastTransitionTime"].clone(),
+        _ => Value::from(meta::now()),
+    };
+    let condition = json!({"type": "DisruptionAllowed", "status": "False",
+        "reason": "InsufficientPods", "message": "", "observedGeneration": observed,
+        "lastTransitionTime": since});
+    match at {
+        Some(i) => conditions[i] = condition,
+        None => conditions.push(condition),
+    }
+    meta::set_path(pdb, ".status.conditions", Value::Array(conditions));
 }
 
 /// The `deleteOptions` of an Eviction.

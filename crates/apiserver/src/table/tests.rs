@@ -37,7 +37,17 @@ fn names(cols: &[Column]) -> Vec<String> {
 fn builtin_columns() {
     assert_eq!(
         names(&columns_for(&info("", "pods", false), None)),
-        ["Name", "Ready", "Status", "Restarts", "Age", "IP", "Node"]
+        [
+            "Name",
+            "Ready",
+            "Status",
+            "Restarts",
+            "Age",
+            "IP",
+            "Node",
+            "Nominated Node",
+            "Readiness Gates"
+        ]
     );
     assert_eq!(
         names(&columns_for(&info("apps", "deployments", false), None)),
@@ -73,7 +83,7 @@ fn pod_rows() {
     let pod = json!({
         "metadata": {"name": "p", "creationTimestamp": "2020-01-01T00:00:00Z"},
         "spec": {"containers": [{"name": "a"}, {"name": "b"}]},
-        "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": 2}, {"ready": false, "restartCount": 1}]},
+        "status": {"phase": "Running", "containerStatuses": [{"ready": true, "restartCount": 2, "state": {"running": {}}}, {"ready": false, "restartCount": 1}]},
     });
     let t = to_table(
         &cols,
@@ -86,7 +96,7 @@ fn pod_rows() {
     assert_eq!(cells[0], "p");
     assert_eq!(cells[1], "1/2");
     assert_eq!(cells[2], "Running");
-    assert_eq!(cells[3], 3);
+    assert_eq!(cells[3], "3");
     assert!(cells[4].as_str().unwrap().ends_with('y'));
     assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     assert_eq!(t["rows"][0]["object"]["metadata"]["name"], "p");

@@ -109,12 +109,58 @@ impl Quantity {
         })
     }
 
-    /// Whether the value is below zero.
     /// The value in nano-units (the value times 10^9), exactly.
     pub(crate) fn nanos(&self) -> i128 {
         self.nanos
     }
 
+    /// The integer `n` in the decimal format (`resource.NewQuantity(n, DecimalSI)`).
+    pub(crate) fn from_int(n: i64) -> Quantity {
+        Quantity {
+            nanos: i128::from(n) * NANO,
+            format: Format::DecimalSi,
+        }
+    }
+
+    /// `self + other` in `self`'s format, or `other`'s when `self` is zero (`Quantity.Add`).
+    pub(crate) fn add(&self, other: &Quantity) -> Quantity {
+        Quantity {
+            nanos: self.nanos.saturating_add(other.nanos),
+            format: if self.nanos == 0 {
+                other.format
+            } else {
+                self.format
+            },
+        }
+    }
+
+    /// `self - other`, formatted as [`Quantity::add`] formats (`Quantity.Sub`).
+    pub(crate) fn sub(&self, other: &Quantity) -> Quantity {
+        self.add(&Quantity {
+            nanos: -other.nanos,
+            format: other.format,
+        })
+    }
+
+    /// The value rounded up to a whole unit (`Quantity.RoundUp(0)`).
+    pub(crate) fn round_up(&self) -> Quantity {
+        let rem = self.nanos.rem_euclid(NANO);
+        Quantity {
+            nanos: if rem == 0 {
+                self.nanos
+            } else {
+                self.nanos - rem + NANO
+            },
+            format: self.format,
+        }
+    }
+
+    /// Whether the value is zero.
+    pub(crate) fn is_zero(&self) -> bool {
+        self.nanos == 0
+    }
+
+    /// Whether the value is below zero.
     pub(crate) fn is_negative(&self) -> bool {
         self.nanos < 0
     }
@@ -213,5 +259,18 @@ mod tests {
                 .is_lt()
         );
         assert!(Quantity::parse("-1").unwrap().is_negative());
+    }
+
+    #[test]
+    fn arithmetic_keeps_the_format_of_the_receiver() {
+        let q = |s| Quantity::parse(s).unwrap();
+        assert_eq!(q("1Gi").add(&q("512Mi")).canonical(), "1536Mi");
+        assert_eq!(q("0").add(&q("512Mi")).canonical(), "512Mi");
+        assert_eq!(q("500m").add(&q("1Gi")).canonical(), "1073741824500m");
+        assert_eq!(q("2").sub(&q("500m")).canonical(), "1500m");
+        assert_eq!(Quantity::from_int(3).canonical(), "3");
+        assert_eq!(q("1500m").round_up().canonical(), "2");
+        assert_eq!(q("2").round_up().canonical(), "2");
+        assert!(q("1").sub(&q("1")).is_zero());
     }
 }

@@ -152,6 +152,12 @@ async fn an_eviction_respects_the_disruption_budget() {
     pdbs.patch_status("guard", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
+    // As a kubelet would: the pod runs, Ready (a Pending pod is evicted whatever its budget).
+    let running = json!({"status": {"phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}]}});
+    pods.patch_status("guarded", &PatchParams::default(), &Patch::Merge(&running))
+        .await
+        .unwrap();
     pods.evict("guarded", &EvictParams::default())
         .await
         .unwrap();

@@ -331,6 +331,100 @@ fn a_pod_runs_turns_ready_and_its_graceful_delete_completes() {
     assert!(s.try_kubectl(&["get", "pod", "busybox-kube4"]).is_err());
 }
 
+/// A quota's usage follows the namespace's pods (measured by the quota controller, charged
+/// by admission, given back on delete) and refuses what goes past it; a budget reports its
+/// allowed disruptions.
+#[test]
+fn kubectl_sees_quota_usage_refusals_and_a_budgets_allowed_disruptions() {
+    if !kubectl_available() && std::env::var_os("CRT_SKIP_KUBECTL").is_some() {
+        return;
+    }
+    let s = Serve::start(&[]);
+    s.kubectl(&["create", "namespace", "q"]);
+    s.kubectl(&[
+        "create",
+        "quota",
+        "counts",
+        "-n",
+        "q",
+        "--hard=pods=3,configmaps=5",
+    ]);
+    s.kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "-n",
+        "q",
+        "--image=nginx",
+        "--replicas=2",
+    ]);
+    s.kubectl(&[
+        "rollout",
+        "status",
+        "-n",
+        "q",
+        "deployment/web",
+        "--timeout=30s",
+    ]);
+    let used = |s: &Serve| s.json(&["get", "quota", "counts", "-n", "q"])["status"]["used"].clone();
+    s.until("two pods used", |s| (used(s)["pods"] == "2").then_some(()));
+    let out = s.kubectl(&["describe", "quota", "counts", "-n", "q"]);
+    let row = |name: &str| {
+        out.lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols.first() == Some(&name))
+            .unwrap_or_default()
+    };
+    assert_eq!(row("pods"), ["pods", "2", "3"], "{out}");
+    assert_eq!(row("configmaps"), ["configmaps", "0", "5"], "{out}");
+    let out = s.kubectl(&["get", "quota", "-n", "q"]);
+    assert!(out.contains("configmaps: 0/5, pods: 2/3"), "{out}");
+
+    s.kubectl(&["run", "extra", "-n", "q", "--image=nginx"]);
+    s.until("three pods used", |s| {
+        (used(s)["pods"] == "3").then_some(())
+    });
+    let refused = s
+        .try_kubectl(&["run", "one-too-many", "-n", "q", "--image=nginx"])
+        .unwrap_err();
+    assert!(
+        refused.contains(r#"pods "one-too-many" is forbidden: exceeded quota: counts, requested: pods=1, used: pods=3, limited: pods=3"#),
+        "{refused}"
+    );
+    s.kubectl(&[
+        "delete",
+        "pod",
+        "extra",
+        "-n",
+        "q",
+        "--grace-period=1",
+        "--timeout=20s",
+    ]);
+    s.until("the usage given back", |s| {
+        (used(s)["pods"] == "2").then_some(())
+    });
+
+    s.kubectl(&[
+        "create",
+        "poddisruptionbudget",
+        "web",
+        "-n",
+        "q",
+        "--selector=app=web",
+        "--min-available=1",
+    ]);
+    let pdb = s.until("the budget's status", |s| {
+        let pdb = s.json(&["get", "pdb", "web", "-n", "q"]);
+        (pdb["status"]["disruptionsAllowed"] == 1).then_some(pdb)
+    });
+    assert_eq!(pdb["status"]["currentHealthy"], 2, "{pdb}");
+    assert_eq!(pdb["status"]["expectedPods"], 2, "{pdb}");
+    let out = s.kubectl(&["get", "pdb", "web", "-n", "q"]);
+    let cols: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    // NAME MIN AVAILABLE MAX UNAVAILABLE ALLOWED DISRUPTIONS AGE
+    assert_eq!(cols[..4], ["web", "1", "N/A", "1"], "{out}");
+}
+
 #[test]
 fn serve_without_the_cluster_has_no_nodes() {
     if !kubectl_available() && std::env::var_os("CRT_SKIP_KUBECTL").is_some() {

@@ -1,10 +1,12 @@
-//! ResourceQuotas (their usage prints after AGE).
+//! ResourceQuotas (validated as upstream validates them; their usage prints after AGE).
 
 use crate::kinds::{Strategy, strategy::DEFAULT};
 use crate::table::columns::*;
+use crate::validation;
 
 /// The ResourceQuota strategy.
 pub(crate) const STRATEGY: Strategy = Strategy {
+    validate: Some(validation::quota::resource_quota),
     columns_after_age: resource_quota_after_age,
     ..DEFAULT
 };

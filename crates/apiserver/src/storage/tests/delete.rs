@@ -568,6 +568,23 @@ fn delete_answers_the_held_object_or_the_outcome() {
     assert!(pending["metadata"]["deletionTimestamp"].is_string());
 }
 
+/// Makes pod `name` Running and Ready, as a kubelet would (a Pending pod is evicted
+/// whatever its budget says).
+fn run_ready(s: &Storage, pods: &ResourceInfo, name: &str) {
+    let status = json!({"status": {"phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}]}});
+    s.patch(
+        pods,
+        Some("default"),
+        name,
+        Some("status"),
+        PatchType::Merge,
+        status.to_string().as_bytes(),
+        &w(),
+    )
+    .unwrap();
+}
+
 #[test]
 fn an_eviction_the_disruption_budget_does_not_allow_is_a_429() {
     let s = store();
@@ -577,6 +594,7 @@ fn an_eviction_the_disruption_budget_does_not_allow_is_a_429() {
         "metadata": {"name": "db-0", "labels": {"app": "db"}},
         "spec": {"containers": [{"name": "c", "image": "postgres"}]}});
     s.create(&pods, Some("default"), pod, &w()).unwrap();
+    run_ready(&s, &pods, "db-0");
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "db"},
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}});
@@ -617,6 +635,32 @@ fn an_eviction_the_disruption_budget_does_not_allow_is_a_429() {
         s.get(&pods, Some("default"), "db-0", None).is_ok(),
         "the pod stays"
     );
+    // A pod that is not Ready, while the budget has its desired healthy pods, goes without
+    // taking a disruption; a Pending one goes whatever the budget.
+    for (name, phase) in [("db-1", "Running"), ("db-2", "Pending")] {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app": "db"}},
+            "spec": {"containers": [{"name": "c", "image": "postgres"}]}});
+        s.create(&pods, Some("default"), pod, &w()).unwrap();
+        let status = json!({"status": {"phase": phase}});
+        s.patch(
+            &pods,
+            Some("default"),
+            name,
+            Some("status"),
+            PatchType::Merge,
+            status.to_string().as_bytes(),
+            &w(),
+        )
+        .unwrap();
+        let eviction =
+            json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+        s.evict("default", name, &eviction, &w()).unwrap();
+        assert!(s.get(&pods, Some("default"), name, None).is_err());
+    }
+    let pdb = s.get(&pdbs, Some("default"), "db", None).unwrap();
+    assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+    assert!(pdb["status"].get("disruptedPods").is_none());
 }
 
 #[test]
@@ -628,6 +672,7 @@ fn a_dry_run_eviction_checks_the_budget_but_charges_nothing_and_keeps_the_pod() 
         "metadata": {"name": "db-0", "labels": {"app": "db"}},
         "spec": {"containers": [{"name": "c", "image": "postgres"}]}});
     s.create(&pods, Some("default"), pod, &w()).unwrap();
+    run_ready(&s, &pods, "db-0");
     let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
         "metadata": {"name": "db"},
         "spec": {"minAvailable": 0, "selector": {"matchLabels": {"app": "db"}}}});
@@ -662,6 +707,20 @@ fn a_dry_run_eviction_checks_the_budget_but_charges_nothing_and_keeps_the_pod() 
     s.evict("default", "db-0", &plain, &w()).unwrap();
     assert!(s.get(&pods, Some("default"), "db-0", None).is_err());
     assert_eq!(allowed(&s), 0);
+    let pdb = s.get(&pdbs, Some("default"), "db", None).unwrap();
+    let condition = &pdb["status"]["conditions"][0];
+    assert_eq!(
+        (
+            &condition["type"],
+            &condition["status"],
+            &condition["reason"]
+        ),
+        (
+            &json!("DisruptionAllowed"),
+            &json!("False"),
+            &json!("InsufficientPods")
+        )
+    );
 }
 
 #[test]
