@@ -14,9 +14,12 @@
 //! | `controller_runtime_reconcile_time_seconds` | histogram | `controller` |
 //! | `controller_runtime_max_concurrent_reconciles` | gauge | `controller` |
 //! | `controller_runtime_active_workers` | gauge | `controller` |
+//! | `controller_runtime_reconcile_paused_objects` | gauge | `controller` |
 //! | `controller_runtime_informer_streaming_list_fallbacks_total` | counter | none |
 //!
-//! The last one is ours: how many informer streaming lists got no initial-events-end bookmark
+//! `controller_runtime_reconcile_paused_objects` is ours: the objects a controller with
+//! [operations annotations](crate::operations) on leaves alone because they are paused.
+//! The last one is ours too: how many informer streaming lists got no initial-events-end bookmark
 //! within their bound (see
 //! [`InformerConfig::with_initial_events_timeout`](crate::cache::InformerConfig::with_initial_events_timeout))
 //! and fell back to a paginated list. Informers are not tied to a registry, so it is one
@@ -117,6 +120,7 @@ pub struct ControllerMetrics {
     time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     max_concurrent: Family<ControllerLabels, Gauge>,
     active_workers: Family<ControllerLabels, Gauge>,
+    paused: Family<ControllerLabels, Gauge>,
 }
 
 impl Default for ControllerMetrics {
@@ -138,6 +142,7 @@ impl ControllerMetrics {
             time: Family::new_with_constructor(reconcile_time_histogram),
             max_concurrent: Family::default(),
             active_workers: Family::default(),
+            paused: Family::default(),
         }
     }
 
@@ -185,7 +190,22 @@ impl ControllerMetrics {
             "Number of currently used workers per controller",
             m.active_workers.clone(),
         );
+        registry.register(
+            "controller_runtime_reconcile_paused_objects",
+            "Number of objects a controller does not reconcile because they are paused",
+            m.paused.clone(),
+        );
         m
+    }
+
+    /// The paused-objects series of one controller (created at zero when the controller
+    /// honours the operations annotations).
+    pub(crate) fn paused(&self, name: &str) -> Gauge {
+        self.paused
+            .get_or_create(&ControllerLabels {
+                controller: name.to_string(),
+            })
+            .clone()
     }
 
     /// The series of one controller, created at zero (as controller-runtime's `initMetrics`),
