@@ -55,6 +55,16 @@
 //! [`Cache::register_metrics`](crate::cache::Cache::register_metrics)); a
 //! [`Manager`](crate::manager::Manager) registers all three in its registry.
 //!
+//! # Dashboard
+//!
+//! [`GRAFANA_DASHBOARD`] is a Grafana dashboard of these families: reconcile rate, errors and
+//! latency, workers and paused objects, queue depth, latency, retries and stuck work, cache
+//! objects and bytes, webhook latency and requests, API requests and their latency, and
+//! leader election. Its variables pick the Prometheus data source, the `job`, the `namespace`
+//! and the `controller`. Ship it as a ConfigMap labelled `grafana_dashboard: "1"` (the
+//! Grafana sidecar's default label), beside a ServiceMonitor for the metrics Service. Every
+//! metric its queries name is exported by a running manager (a test scrapes one).
+//!
 //! Serving them: [`server`] (the metrics server a [`Manager`](crate::manager::Manager) runs:
 //! plain HTTP or HTTPS, [`server::Options`]) and [`filters`] (authentication and
 //! authorization of every scrape by the API server, controller-runtime's
@@ -253,6 +263,10 @@ pub(crate) struct ControllerSeries {
     pub(crate) max_concurrent: Gauge,
     pub(crate) active_workers: Gauge,
 }
+
+/// A Grafana dashboard (JSON, Grafana schema 39) of the metric families a
+/// [`Manager`](crate::manager::Manager) exports; see the [module docs](self#dashboard).
+pub const GRAFANA_DASHBOARD: &str = include_str!("metrics/grafana-dashboard.json");
 
 /// Informer streaming lists abandoned for a paginated list because their initial-events-end
 /// bookmark did not come in time. Process-wide: informers count it wherever they run.
