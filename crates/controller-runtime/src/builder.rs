@@ -35,7 +35,10 @@
 //! Every watch asks, in order, the builder's [event filters](ControllerBuilder::with_event_filter)
 //! (predicates of `dyn Object`, such as the metadata predicates, so one filter fits every type),
 //! then its own predicates ([`Input::with_predicate`]), then hands the event to its handler. A
-//! ready [`Watch`] is already bound: the filters do not apply to it.
+//! ready [`Watch`] is already bound: the filters do not apply to it. A controller with
+//! [operations annotations](crate::operations) on
+//! ([`ControllerOptions::with_operations_annotations`]) also lets a paused object alone and
+//! hears a requested reconcile of its `for` type whatever its filters say.
 //!
 //! The controller is named after the `for` kind, lowercased (`foo` for `Foo`), unless
 //! [`named`](ControllerBuilder::named); names are unique within a manager (unless
@@ -162,6 +165,7 @@ use crate::handler::{
     EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler, LowPriorityWhenUnchanged,
 };
 use crate::manager::{self, Manager};
+use crate::operations::{self, OperationsReconciler};
 use crate::predicate::{BoxPredicate, Predicate};
 use crate::reconcile::{self, Action, ReconcileContext, ReconcileError, Reconciler};
 use crate::sharding::{self, ShardingOptions};
@@ -234,6 +238,9 @@ impl<K: CacheObject> std::fmt::Debug for For<K> {
 struct BuildContext {
     cache: Cache,
     filters: Arc<[BoxPredicate<dyn Object>]>,
+    /// The controller honours the operations annotations: the `for` watch lets their changes
+    /// through whatever the filters say.
+    operations: bool,
 }
 
 impl BuildContext {
@@ -254,6 +261,31 @@ impl BuildContext {
         }
         predicates.extend(own);
         Box::new(source::watch(source, handler, predicates))
+    }
+
+    /// The `for` watch: [`watch`](Self::watch), except that with operations annotations on an
+    /// [`OperationRequested`](crate::operations::OperationRequested) update passes whatever
+    /// the filters and predicates say.
+    fn watch_for<K, H>(
+        &self,
+        source: Arc<dyn Source<K>>,
+        handler: H,
+        own: Vec<BoxPredicate<K>>,
+    ) -> Box<dyn Watch>
+    where
+        K: Object + Send + Sync + 'static,
+        H: EventHandler<K> + 'static,
+    {
+        if !self.operations {
+            return self.watch(source, handler, own);
+        }
+        let mut all: Vec<BoxPredicate<K>> = Vec::with_capacity(own.len() + 1);
+        if !self.filters.is_empty() {
+            all.push(Arc::new(EventFilters(self.filters.clone())));
+        }
+        all.extend(own);
+        let bypass: BoxPredicate<K> = Arc::new(operations::Bypass(all));
+        Box::new(source::watch(source, handler, vec![bypass]))
     }
 }
 
@@ -343,7 +375,7 @@ impl ControllerBuilder<NoFor> {
         self.kinds.push(kind);
         self.watches.push(Box::new(move |cx: &BuildContext| {
             let (source, predicates) = input.into_parts(&cx.cache);
-            cx.watch(source, EnqueueRequestForObject, predicates)
+            cx.watch_for(source, EnqueueRequestForObject, predicates)
         }));
         ControllerBuilder {
             mgr: self.mgr,
@@ -505,6 +537,11 @@ trait DefaultName {
     fn default_name(&self) -> Option<String>;
     /// `Kind.group` of the `for` type (`Kind` in the core group), if any.
     fn group_kind(&self) -> Option<&str>;
+    /// The `for` objects as the operations reconciler reads and annotates them, if any.
+    fn operations_target(
+        &self,
+        client: &crate::client::Client,
+    ) -> Option<Box<dyn operations::Target>>;
 }
 
 impl DefaultName for NoFor {
@@ -512,6 +549,9 @@ impl DefaultName for NoFor {
         None
     }
     fn group_kind(&self) -> Option<&str> {
+        None
+    }
+    fn operations_target(&self, _: &crate::client::Client) -> Option<Box<dyn operations::Target>> {
         None
     }
 }
@@ -522,6 +562,12 @@ impl<K: CacheObject> DefaultName for For<K> {
     }
     fn group_kind(&self) -> Option<&str> {
         Some(&self.group_kind)
+    }
+    fn operations_target(
+        &self,
+        client: &crate::client::Client,
+    ) -> Option<Box<dyn operations::Target>> {
+        Some(Box::new(client.objects_with::<K>(self.dt.clone())))
     }
 }
 
@@ -605,6 +651,19 @@ impl<S: DefaultName> ControllerBuilder<S> {
         if options.metrics.is_none() {
             options.metrics = Some(self.mgr.metrics().clone());
         }
+        let target = options
+            .honours_operations_annotations()
+            .then(|| self.state.operations_target(self.mgr.client()))
+            .flatten();
+        let operations = target.is_some();
+        let reconciler: Box<dyn Reconciler> = match (target, &options.metrics) {
+            (Some(target), Some(metrics)) => Box::new(OperationsReconciler::new(
+                reconciler,
+                target,
+                metrics.controller.paused(&name),
+            )),
+            _ => Box::new(reconciler),
+        };
         let controller = Controller::new(name.clone(), reconciler, options).map_err(|source| {
             Error::Controller {
                 name: name.clone(),
@@ -626,6 +685,7 @@ impl<S: DefaultName> ControllerBuilder<S> {
         let cx = BuildContext {
             cache: self.mgr.cache().clone(),
             filters: self.filters.into(),
+            operations,
         };
         for make in self.watches {
             let watch = make(&cx);

@@ -20,6 +20,9 @@
 //! [`serving`]: one accept loop, and one [`serving::TlsOptions`] for where a certificate is
 //! read.
 //!
+//! [`operations`] has the annotations an operator's users set to pause one object's
+//! reconciles or request one now, and how a manager drains on SIGTERM.
+//!
 //! [`sharding`] runs one controller across replicas, each reconciling (and caching) only the
 //! objects assigned to it, with safe handover when replicas come and go.
 //!
@@ -58,6 +61,7 @@ pub mod leaderelection;
 pub mod manager;
 pub mod metrics;
 pub mod multicluster;
+pub mod operations;
 pub mod predicate;
 pub mod prelude;
 pub mod reconcile;

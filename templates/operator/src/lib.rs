@@ -12,10 +12,12 @@
 
 use std::sync::Arc;
 
+use controller_runtime::controller::ControllerOptions;
 use controller_runtime::controllerutil::{self, OperationResult};
 use controller_runtime::finalizer::{self, Event};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
 use controller_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use controller_runtime::leaderelection::LeaderElectionConfig;
 use controller_runtime::prelude::*;
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -72,7 +74,10 @@ pub enum Error {
     Client(&'static str, #[source] controller_runtime::client::Error),
 }
 
-/// Registers the Memo controller with `mgr`.
+/// Registers the Memo controller with `mgr`. It honours the operations annotations
+/// (`kubectl annotate memo NAME reconcile.crt.dev/paused=true` leaves a Memo alone,
+/// `reconcile.crt.dev/requested-at=TOKEN` reconciles it now; see
+/// [`controller_runtime::operations`]).
 pub async fn add_controller(mgr: &Manager) -> Result<(), controller_runtime::builder::Error> {
     let ctx = Arc::new(Context {
         client: mgr.client().clone(),
@@ -80,8 +85,19 @@ pub async fn add_controller(mgr: &Manager) -> Result<(), controller_runtime::bui
     ControllerBuilder::new(mgr)
         .for_(Input::<Memo>::new())
         .owns(Input::<ConfigMap>::new())
+        .with_options(ControllerOptions::default().with_operations_annotations(true))
         .complete(ctx, reconcile)
         .await
+}
+
+/// The operator's leader election: a Lease named after it in `namespace`, the one it runs in
+/// (so its RBAC for Leases is a Role there, not a ClusterRole), given up when it stops
+/// gracefully so that another replica takes over at once.
+pub fn leader_election(namespace: &str) -> LeaderElectionConfig {
+    LeaderElectionConfig::default()
+        .with_lease_name(manifests::NAME)
+        .with_lease_namespace(namespace)
+        .with_release_on_cancel(true)
 }
 
 /// Drives one Memo towards its spec under the finalizer: the library's finalizer helper adds

@@ -3,7 +3,8 @@
 //! - `memo-operator [--metrics-bind-address ADDR] [--health-probe-bind-address ADDR]`: connects
 //!   to the cluster `$KUBECONFIG` (or the in-cluster service account) names and runs the Memo
 //!   controller until Ctrl-C or SIGTERM, which stop it gracefully: no new work is taken, running
-//!   reconciles finish, then it exits. `/metrics` is served on ADDR (default `127.0.0.1:8080`),
+//!   reconciles finish, the leader-election Lease is given up, then it exits. Replicas elect a
+//!   leader through a Lease in `$POD_NAMESPACE` (default: the manifests' namespace). `/metrics` is served on ADDR (default `127.0.0.1:8080`),
 //!   `/healthz` and `/readyz` on the probe address (default: none); `:PORT` is every interface.
 //! - `memo-operator manifests [--out DIR] [--image IMAGE]`: writes the deployment manifests
 //!   (`DIR/config/`, a kustomize tree, and `DIR/chart/memo-operator/`, a Helm chart; DIR
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 
 use controller_runtime::kube_client::Client;
 use controller_runtime::prelude::*;
-use memo_operator::manifests::Manifests;
+use memo_operator::manifests::{Manifests, NAMESPACE};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -37,7 +38,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
-    let mut options = ManagerOptions::default();
+    let namespace = std::env::var("POD_NAMESPACE").unwrap_or_else(|_| NAMESPACE.to_string());
+    let mut options =
+        ManagerOptions::default().with_leader_election(memo_operator::leader_election(&namespace));
     while let Some(arg) = args.next() {
         let (flag, value) = match arg.split_once('=') {
             Some((flag, value)) => (flag.to_string(), Some(value.to_string())),

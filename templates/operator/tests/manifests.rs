@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use controller_runtime::envtest::Environment;
-use memo_operator::manifests::{DEFAULT_IMAGE, Manifests, NAME, NAMESPACE};
+use memo_operator::manifests::{self, DEFAULT_IMAGE, Manifests, NAME, NAMESPACE};
 
 /// The fields of the Prometheus Operator's ServiceMonitor the manifests use, typed as its CRD
 /// types them (strict validation refuses any other field).
@@ -100,7 +100,8 @@ fn text(out: &Output) -> String {
 }
 
 /// The chart's templates rendered with its default values: by helm when it is there, otherwise
-/// by putting the values in place of the expressions (`serviceMonitor.enabled` set).
+/// by putting the values in place of the expressions (`serviceMonitor.enabled` set) and the
+/// chart's files in place of their `.Files.Get`.
 fn render_chart(chart: &Path) -> String {
     let helm = Command::new("helm")
         .args(["template", NAME])
@@ -124,18 +125,34 @@ fn render_chart(chart: &Path) -> String {
     templates.sort();
     for path in templates {
         let template = std::fs::read_to_string(&path).unwrap();
-        let text = template
+        let mut text = template
             .lines()
             .filter(|l| !l.starts_with("{{- if ") && !l.starts_with("{{- end"))
             .collect::<Vec<_>>()
             .join("\n")
             .replace("{{ .Release.Namespace }}", NAMESPACE)
             .replace("{{ .Values.image }}", DEFAULT_IMAGE);
+        // `{{ .Files.Get "<file>" | indent 4 }}`: the file, each line indented by 4.
+        let mut files = Vec::new();
+        while let Some(start) = text.find("{{ .Files.Get \"") {
+            let rest = &text[start + "{{ .Files.Get \"".len()..];
+            let (file, rest) = rest.split_once('"').unwrap();
+            let end = start + text[start..].find("}}").unwrap() + 2;
+            assert_eq!(rest.split_once("}}").unwrap().0.trim(), "| indent 4");
+            files.push(file.to_string());
+            let placeholder = format!("@@file{}@@", files.len() - 1);
+            text.replace_range(start..end, &placeholder);
+        }
         assert!(
             !text.contains("{{"),
             "{}: an expression left: {text}",
             path.display()
         );
+        for (i, file) in files.iter().enumerate() {
+            let content = std::fs::read_to_string(chart.join(file)).unwrap();
+            let indented: Vec<String> = content.lines().map(|l| format!("    {l}")).collect();
+            text = text.replace(&format!("@@file{i}@@"), &indented.join("\n"));
+        }
         rendered.push_str("---\n");
         rendered.push_str(&text);
         rendered.push('\n');
@@ -182,8 +199,11 @@ async fn the_manifests_apply_with_strict_validation() {
         format!("serviceaccount/{NAME} created"),
         format!("clusterrole.rbac.authorization.k8s.io/{NAME} created"),
         format!("clusterrolebinding.rbac.authorization.k8s.io/{NAME} created"),
+        format!("role.rbac.authorization.k8s.io/{NAME} created"),
+        format!("rolebinding.rbac.authorization.k8s.io/{NAME} created"),
         format!("service/{NAME}-metrics created"),
         format!("deployment.apps/{NAME} created"),
+        format!("configmap/{NAME}-grafana-dashboard created"),
     ] {
         assert!(applied.contains(&object), "no {object:?} in:\n{applied}");
     }
@@ -220,13 +240,172 @@ async fn the_manifests_apply_with_strict_validation() {
         "serviceaccount/",
         "clusterrole.",
         "clusterrolebinding.",
+        "role.rbac.authorization.k8s.io/",
+        "rolebinding.",
         "service/",
         "deployment.apps/",
         "servicemonitor.",
+        "configmap/",
     ] {
         assert!(applied.contains(kind), "no {kind} in:\n{applied}");
     }
 
+    // The dashboard ConfigMap carries the dashboard, intact, under the sidecar's label.
+    let out = kubectl(
+        &kubeconfig,
+        &[
+            "get",
+            "configmap",
+            "-n",
+            NAMESPACE,
+            "-l",
+            "grafana_dashboard=1",
+            "-o",
+            "json",
+        ],
+        None,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let data = &list["items"][0]["data"][memo_operator::manifests::DASHBOARD_FILE];
+    let dashboard: serde_json::Value = serde_json::from_str(data.as_str().unwrap()).unwrap();
+    let shipped: serde_json::Value =
+        serde_json::from_str(controller_runtime::metrics::GRAFANA_DASHBOARD).unwrap();
+    assert_eq!(dashboard, shipped);
+
+    env.stop().await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A validator of Memos, for the webhook manifests.
+struct MemoValidator;
+
+impl controller_runtime::webhook::admission::Validator<memo_operator::Memo> for MemoValidator {}
+
+/// With a webhook, the manifests carry its configuration (pointing at the webhook Service,
+/// its CA bundle left to cert-manager's injection), the Service, the cert-manager Certificate
+/// and the Deployment's certificate mount; they apply strictly. Without, none of it.
+#[tokio::test]
+async fn webhook_manifests_come_with_a_webhook() {
+    use controller_runtime::webhook::admission::Webhook;
+
+    let plain = Manifests::default().kustomize();
+    assert!(!plain.iter().any(|(p, _)| p.starts_with("webhook/")));
+    let manifests = Manifests {
+        webhooks: vec![Webhook::validating::<memo_operator::Memo, _>(MemoValidator)],
+        ..Manifests::default()
+    };
+    let files = manifests.kustomize();
+    let file = |path: &str| {
+        files
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, text)| text.clone())
+            .unwrap_or_else(|| panic!("no {path}"))
+    };
+    let configuration: serde_json::Value =
+        serde_yaml_ng::from_str(&file("webhook/manifests.yaml")).unwrap();
+    assert_eq!(configuration["kind"], "ValidatingWebhookConfiguration");
+    assert_eq!(
+        configuration["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        format!("{NAMESPACE}/{NAME}-serving-cert")
+    );
+    let webhook = &configuration["webhooks"][0];
+    // controller-runtime's path: /validate-<group, dots as dashes>-<version>-<kind>.
+    type Memo = memo_operator::Memo;
+    let path = format!(
+        "/validate-{}-{}-{}",
+        <Memo as kube::Resource>::group(&()).replace('.', "-"),
+        <Memo as kube::Resource>::version(&()),
+        <Memo as kube::Resource>::kind(&()).to_lowercase()
+    );
+    assert_eq!(
+        webhook["clientConfig"],
+        serde_json::json!({"service": {
+            "namespace": NAMESPACE,
+            "name": format!("{NAME}-webhook-service"),
+            "path": path
+        }})
+    );
+    assert_eq!(
+        webhook["rules"][0]["resources"],
+        serde_json::json!(["memos"])
+    );
+    let certificate = file("certmanager/certificate.yaml");
+    assert!(
+        certificate.contains(&format!("- {NAME}-webhook-service.{NAMESPACE}.svc\n")),
+        "{certificate}"
+    );
+    let deployment: serde_json::Value =
+        serde_yaml_ng::from_str(&file("manager/deployment.yaml")).unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"][0]["secret"]["secretName"],
+        format!("{NAME}-webhook-server-cert")
+    );
+    assert_eq!(
+        pod["containers"][0]["volumeMounts"][0]["mountPath"],
+        manifests::WEBHOOK_CERT_DIR
+    );
+    assert!(file("default/kustomization.yaml").contains("- ../webhook\n- ../certmanager\n"));
+    let chart = manifests.helm_chart();
+    assert!(
+        chart
+            .iter()
+            .any(|(p, _)| p == "templates/webhook_configurations.yaml")
+    );
+
+    if !kubectl_available() {
+        eprintln!("skipped applying: no kubectl on PATH");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("{NAME}-webhooks-{}", std::process::id()));
+    manifests.write(&dir).unwrap();
+    let env = Environment::new().start().await.unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        serde_yaml_ng::to_string(env.kubeconfig()).unwrap(),
+    )
+    .unwrap();
+    let namespace = dir.join("config/manager/namespace.yaml");
+    let webhook_dir = dir.join("config/webhook");
+    for args in [
+        vec![
+            "apply",
+            "--validate=strict",
+            "-f",
+            namespace.to_str().unwrap(),
+        ],
+        vec![
+            "apply",
+            "--validate=strict",
+            "-k",
+            webhook_dir.to_str().unwrap(),
+        ],
+        vec![
+            "apply",
+            "--validate=strict",
+            "--dry-run=server",
+            "-f",
+            dir.join("config/manager/deployment.yaml").to_str().unwrap(),
+        ],
+    ] {
+        let out = kubectl(&kubeconfig, &args, None).await;
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+    }
+    let out = kubectl(
+        &kubeconfig,
+        &["get", "validatingwebhookconfigurations", "-o", "name"],
+        None,
+    )
+    .await;
+    assert!(
+        text(&out).contains(&format!("{NAME}-validating-webhook-configuration")),
+        "{}",
+        text(&out)
+    );
     env.stop().await.unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

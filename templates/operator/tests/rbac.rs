@@ -1,24 +1,27 @@
 //! The operator run as it runs in a cluster: as its ServiceAccount, allowed exactly what its
-//! RBAC manifests (those `memo-operator manifests` ships, the ClusterRole of
-//! `config/rbac/role.yaml`) grant. A permission missing from them fails these tests naming the
+//! RBAC manifests (those `memo-operator manifests` ships: the ClusterRole of
+//! `config/rbac/role.yaml`, the Role of `config/rbac/namespace_role.yaml` in its namespace)
+//! grant. A permission missing from them fails these tests naming the
 //! refused verb and resource, instead of surfacing in production as a controller stuck on 403s.
 //! The role itself is derived from behaviour: the API server records what the operator was
-//! allowed (`UPDATE_RBAC=1` rewrites the role from it), and a grant it never used is a warning.
+//! allowed (`UPDATE_RBAC=1` rewrites the roles from it: what it does in its own namespace, its
+//! leader-election Lease, in the Role; the rest in the ClusterRole), and a grant it never used
+//! is a warning.
 
 use std::path::Path;
 
 use controller_runtime::cache::{Cache, CacheOptions};
 use controller_runtime::envtest::{Environment, Running, eventually, rbac};
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
-use controller_runtime::k8s_openapi::api::rbac::v1::ClusterRole;
+use controller_runtime::k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use controller_runtime::kube_client::api::DeleteParams;
 use controller_runtime::prelude::*;
 use memo_operator::manifests::{self, Manifests, NAMESPACE};
 use memo_operator::{Memo, MemoSpec};
 
-/// The shipped RBAC manifests (the operator's namespace, its ServiceAccount, the binding) with
-/// `role` as the ClusterRole.
-fn rbac_objects(role: &str) -> Vec<serde_json::Value> {
+/// The shipped RBAC manifests (the operator's namespace, its ServiceAccount, the bindings, the
+/// namespace's Role) with `role` as the ClusterRole.
+fn rbac_objects(role: &str, namespace_role: &str) -> Vec<serde_json::Value> {
     let files = Manifests::default().kustomize();
     let file = |path: &str| {
         files
@@ -31,18 +34,24 @@ fn rbac_objects(role: &str) -> Vec<serde_json::Value> {
         file("manager/namespace.yaml"),
         file("rbac/service_account.yaml"),
         file("rbac/role_binding.yaml"),
+        file("rbac/namespace_role_binding.yaml"),
         role,
+        namespace_role,
     ]
     .into_iter()
     .map(|text| serde_yaml_ng::from_str(text).unwrap())
     .collect()
 }
 
-/// Starts the environment with the Memo CRD and the RBAC manifests with `role`, and the
-/// operator's manager acting as its ServiceAccount.
-async fn start_as_operator(role: &str) -> (Running, CancellationToken, Manager) {
+/// Starts the environment with the Memo CRD and the RBAC manifests with `role` and
+/// `namespace_role`, and the operator's manager acting as its ServiceAccount, electing itself
+/// leader as the binary does.
+async fn start_as_operator(
+    role: &str,
+    namespace_role: &str,
+) -> (Running, CancellationToken, Manager) {
     let mut env = Environment::new().crd::<Memo>();
-    for object in rbac_objects(role) {
+    for object in rbac_objects(role, namespace_role) {
         env = env.manifest_object(object);
     }
     let env = env.start().await.expect("test environment");
@@ -50,7 +59,9 @@ async fn start_as_operator(role: &str) -> (Running, CancellationToken, Manager) 
         .service_account_client(NAMESPACE, manifests::NAME)
         .await
         .expect("a client acting as the operator's ServiceAccount");
-    let options = ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled);
+    let options = ManagerOptions::default()
+        .with_metrics_bind_address(BindAddress::Disabled)
+        .with_leader_election(memo_operator::leader_election(NAMESPACE));
     let mgr = Manager::new(operator, options).unwrap();
     memo_operator::add_controller(&mgr).await.unwrap();
     (env, CancellationToken::new(), mgr)
@@ -73,8 +84,44 @@ rules:
   verbs: ['*']
 ";
 
+/// A Role granting nothing (beside [`EVERYTHING`]).
+const NOTHING: &str = "apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: memo-operator
+  namespace: memo-operator-system
+";
+
+const ROLE_HEADER: &str = "# What the operator may do, and nothing more: the accesses it made in its tests (its\n\
+     # caches' lists and watches, its reconciler's writes). tests/rbac.rs runs the operator\n\
+     # as its ServiceAccount with this role, warns about a grant nothing used, and with\n\
+     # UPDATE_RBAC=1 (`UPDATE_RBAC=1 cargo test --test rbac`) rewrites this file from what\n\
+     # the operator did under a role granting everything.\n";
+
+const NAMESPACE_ROLE_HEADER: &str = "# What the operator may do in its own namespace, and nothing more: its leader-election\n\
+     # Lease. Derived and checked as role.yaml is (tests/rbac.rs; UPDATE_RBAC=1 rewrites it).\n";
+
 /// `role` as `config/rbac/role.yaml` writes it: a rule a line-group, lists in flow style.
 fn role_yaml(role: &ClusterRole) -> String {
+    let mut out = format!(
+        "{ROLE_HEADER}apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {}\nrules:\n",
+        manifests::NAME
+    );
+    out.push_str(&rules_yaml(role.rules.as_deref().unwrap_or_default()));
+    out
+}
+
+/// `role` as `config/rbac/namespace_role.yaml` writes it.
+fn namespace_role_yaml(role: &Role) -> String {
+    let mut out = format!(
+        "{NAMESPACE_ROLE_HEADER}apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {}\n  namespace: {NAMESPACE}\nrules:\n",
+        manifests::NAME
+    );
+    out.push_str(&rules_yaml(role.rules.as_deref().unwrap_or_default()));
+    out
+}
+
+fn rules_yaml(rules: &[PolicyRule]) -> String {
     let list = |items: &[String]| {
         let items: Vec<String> = items
             .iter()
@@ -88,16 +135,8 @@ fn role_yaml(role: &ClusterRole) -> String {
             .collect();
         format!("[{}]", items.join(", "))
     };
-    let mut out = String::from(
-        "# What the operator may do, and nothing more: the accesses it made in its tests (its\n\
-         # caches' lists and watches, its reconciler's writes). tests/rbac.rs runs the operator\n\
-         # as its ServiceAccount with this role, warns about a grant nothing used, and with\n\
-         # UPDATE_RBAC=1 (`UPDATE_RBAC=1 cargo test --test rbac`) rewrites this file from what\n\
-         # the operator did under a role granting everything.\n",
-    );
-    out.push_str("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n");
-    out.push_str(&format!("  name: {}\nrules:\n", manifests::NAME));
-    for rule in role.rules.as_deref().unwrap_or_default() {
+    let mut out = String::new();
+    for rule in rules {
         out.push_str(&format!(
             "- apiGroups: {}\n  resources: {}\n  verbs: {}\n",
             list(rule.api_groups.as_deref().unwrap_or_default()),
@@ -116,8 +155,11 @@ fn role_yaml(role: &ClusterRole) -> String {
 #[tokio::test]
 async fn the_operator_works_with_exactly_its_rbac() {
     let update = std::env::var_os("UPDATE_RBAC").is_some();
-    let (env, stop, mgr) =
-        start_as_operator(if update { EVERYTHING } else { manifests::ROLE }).await;
+    let (env, stop, mgr) = if update {
+        start_as_operator(EVERYTHING, NOTHING).await
+    } else {
+        start_as_operator(manifests::ROLE, manifests::NAMESPACE_ROLE).await
+    };
     let recorder = env.server().map(|server| server.access_recorder());
     if let Some(recorder) = recorder {
         recorder.start();
@@ -166,7 +208,7 @@ async fn the_operator_works_with_exactly_its_rbac() {
             .map(|access| access.to_string())
             .collect();
         panic!(
-            "the operator did not do its work: {err}\nconfig/rbac/role.yaml lacks: {}",
+            "the operator did not do its work: {err}\nits RBAC lacks: {}",
             refused.join("; ")
         );
     }
@@ -180,25 +222,36 @@ async fn the_operator_works_with_exactly_its_rbac() {
     };
     recorder.stop();
     let used = recorder.recorded(&operator_user());
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/rbac/role.yaml");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/rbac");
     if update {
-        let derived = rbac::cluster_role(manifests::NAME, &used);
-        std::fs::write(&path, role_yaml(&derived)).unwrap();
-        eprintln!("wrote {}", path.display());
+        let derived = rbac::roles(manifests::NAME, &used, &[NAMESPACE]);
+        std::fs::write(dir.join("role.yaml"), role_yaml(&derived.cluster_role)).unwrap();
+        let own = derived.role(NAMESPACE).cloned().unwrap_or_default();
+        std::fs::write(dir.join("namespace_role.yaml"), namespace_role_yaml(&own)).unwrap();
+        eprintln!("wrote {}/role.yaml and namespace_role.yaml", dir.display());
         return env.stop().await.unwrap();
     }
-    let shipped: ClusterRole = serde_yaml_ng::from_str(manifests::ROLE).unwrap();
-    let missing = rbac::missing(&shipped, &used);
+    let shipped = rbac::Roles {
+        cluster_role: serde_yaml_ng::from_str(manifests::ROLE).unwrap(),
+        roles: vec![serde_yaml_ng::from_str(manifests::NAMESPACE_ROLE).unwrap()],
+    };
+    let missing = shipped.missing(&used);
     assert!(
         missing.is_empty(),
         "{} lacks what the operator was allowed: {missing:?}",
-        path.display()
+        dir.display()
     );
-    for grant in rbac::unused(&shipped, &used) {
+    // The Lease is the Role's: the ClusterRole grants nothing in the operator's namespace only.
+    assert!(
+        used.iter()
+            .any(|a| a.resource == "leases" && a.namespace == NAMESPACE),
+        "the operator elected itself through a Lease in its namespace: {used:?}"
+    );
+    for grant in shipped.unused(&used) {
         eprintln!(
             "warning: {} grants {grant}, which the operator never used (UPDATE_RBAC=1 cargo test \
-             --test rbac writes the role it used)",
-            path.display()
+             --test rbac writes the roles it used)",
+            dir.display()
         );
     }
     env.stop().await.unwrap();
@@ -217,7 +270,7 @@ async fn a_missing_permission_names_itself() {
         .expect("config/rbac/role.yaml grants on configmaps");
     rule.verbs.retain(|verb| verb != "list" && verb != "watch");
     let role = role_yaml(&role);
-    let (env, stop, mgr) = start_as_operator(&role).await;
+    let (env, stop, mgr) = start_as_operator(&role, manifests::NAMESPACE_ROLE).await;
     let cache = mgr.cache().clone();
     let token = stop.clone();
     let running = tokio::spawn(async move { mgr.start(token).await });

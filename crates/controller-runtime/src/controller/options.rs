@@ -69,6 +69,7 @@ pub struct ControllerOptions<T = crate::Request> {
     pub(crate) metrics: Option<Metrics>,
     pub(crate) debounce: Option<Duration>,
     pub(crate) skip_name_validation: Option<bool>,
+    pub(crate) operations_annotations: Option<bool>,
 }
 
 /// A rate limiter as set: one to use, or a maker called once per controller.
@@ -102,6 +103,7 @@ impl<T> Default for ControllerOptions<T> {
             metrics: None,
             debounce: None,
             skip_name_validation: None,
+            operations_annotations: None,
         }
     }
 }
@@ -122,6 +124,7 @@ impl<T> Clone for ControllerOptions<T> {
             metrics: self.metrics.clone(),
             debounce: self.debounce,
             skip_name_validation: self.skip_name_validation,
+            operations_annotations: self.operations_annotations,
         }
     }
 }
@@ -142,6 +145,7 @@ impl<T> fmt::Debug for ControllerOptions<T> {
             .field("metrics", &self.metrics.is_some())
             .field("debounce", &self.debounce)
             .field("skip_name_validation", &self.skip_name_validation)
+            .field("operations_annotations", &self.operations_annotations)
             .finish_non_exhaustive()
     }
 }
@@ -303,6 +307,17 @@ impl<T> ControllerOptions<T> {
         self
     }
 
+    /// Honour the [operations annotations](crate::operations) on the `for` type: a paused
+    /// object is not reconciled (and counted in `controller_runtime_reconcile_paused_objects`),
+    /// a requested reconcile passes every event filter and its token is recorded once handled.
+    /// Default `false`. The [`ControllerBuilder`](crate::builder::ControllerBuilder) applies it
+    /// to controllers with a `for` type; [`Controller::new`](super::Controller::new) ignores it.
+    /// controller-runtime: none (Cluster API's `paused` predicate, Flux's `requestedAt`).
+    pub fn with_operations_annotations(mut self, enabled: bool) -> Self {
+        self.operations_annotations = Some(enabled);
+        self
+    }
+
     /// These options with every field they leave unset taken from `defaults` (a manager's
     /// [controller defaults](crate::manager::ManagerOptions::with_controller_defaults)): the
     /// concurrency, when unset, from the group-kind map when `group_kind` (`Kind.group`, or
@@ -346,6 +361,10 @@ impl<T> ControllerOptions<T> {
             &mut self.skip_name_validation,
             &defaults.skip_name_validation,
         );
+        fill(
+            &mut self.operations_annotations,
+            &defaults.operations_annotations,
+        );
         self
     }
 
@@ -387,6 +406,11 @@ impl<T> ControllerOptions<T> {
     /// Whether the Builder skips the name check (default `false`).
     pub(crate) fn skips_name_validation(&self) -> bool {
         self.skip_name_validation.unwrap_or(false)
+    }
+
+    /// Whether the operations annotations are honoured (default `false`).
+    pub(crate) fn honours_operations_annotations(&self) -> bool {
+        self.operations_annotations.unwrap_or(false)
     }
 
     /// The controller's rate limiter: the one set, one made, or the default.

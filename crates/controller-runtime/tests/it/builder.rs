@@ -959,3 +959,164 @@ async fn finalizer_edge_cases() {
         Some(&["someone.else/x".to_string()][..])
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Operations annotations
+
+/// The value of `metric{controller="<controller>"}` in the manager's registry.
+fn gauge(mgr: &Manager, metric: &str, controller: &str) -> Option<i64> {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &mgr.registry().lock()).unwrap();
+    let series = format!("{metric}{{controller=\"{controller}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&series))
+        .map(|v| v.trim().parse().unwrap())
+}
+
+/// With operations annotations on, a reconcile request passes a GenerationChanged filter (a
+/// ConfigMap's generation never changes), its token is recorded once handled, a paused object
+/// is not reconciled (and counted), and taking it out of pause reconciles it and handles the
+/// request made meanwhile. A controller without the option sees none of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_annotations_pause_and_request_reconciles() {
+    use controller_runtime::controller::ControllerOptions;
+    use controller_runtime::operations::{HANDLED_AT, PAUSED, REQUESTED_AT};
+    use controller_runtime::predicate::GenerationChanged;
+
+    let (_server, client) = server().await;
+    let mgr = manager(&client);
+    let log = Log::default();
+    ControllerBuilder::new(&mgr)
+        .for_(Input::<ConfigMap>::new())
+        .with_event_filter(GenerationChanged)
+        .with_options(ControllerOptions::default().with_operations_annotations(true))
+        .complete_reconciler(recorder(&log, "ops"))
+        .await
+        .unwrap();
+    ControllerBuilder::new(&mgr)
+        .named("plain")
+        .for_(Input::<ConfigMap>::new())
+        .with_event_filter(GenerationChanged)
+        .complete_reconciler(recorder(&log, "plain"))
+        .await
+        .unwrap();
+    assert_eq!(
+        gauge(
+            &mgr,
+            "controller_runtime_reconcile_paused_objects",
+            "configmap"
+        ),
+        Some(0),
+        "the series exists at zero"
+    );
+    assert_eq!(
+        gauge(&mgr, "controller_runtime_reconcile_paused_objects", "plain"),
+        None,
+        "no series without the option"
+    );
+    let (ctx, handle) = run(&mgr);
+    let cms = Api::<ConfigMap>::namespaced(client.clone(), "default");
+    let annotate = |value: serde_json::Value| {
+        let cms = cms.clone();
+        async move {
+            let patch = json!({"metadata": {"annotations": value}});
+            cms.patch("a", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .unwrap();
+        }
+    };
+    let handled = || {
+        let cms = cms.clone();
+        async move {
+            let cm = cms.get("a").await.unwrap();
+            cm.metadata
+                .annotations
+                .and_then(|a| a.get(HANDLED_AT).cloned())
+        }
+    };
+    let poll_handled = |want: &'static str| async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while handled().await.as_deref() != Some(want) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "token {want} never recorded"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+
+    cms.create(&PostParams::default(), &cm("a", &[]))
+        .await
+        .unwrap();
+    eventually("created: both reconcile", || {
+        count(&log, "ops a") == 1 && count(&log, "plain a") == 1
+    })
+    .await;
+
+    // A request: reconciled although the generation is the same, then recorded.
+    annotate(json!({REQUESTED_AT: "1"})).await;
+    eventually("requested: reconciled", || count(&log, "ops a") == 2).await;
+    poll_handled("1").await;
+
+    // Paused: the events still come (the pause itself passes the filter), nothing reconciles.
+    annotate(json!({PAUSED: "true"})).await;
+    eventually("paused: counted", || {
+        gauge(
+            &mgr,
+            "controller_runtime_reconcile_paused_objects",
+            "configmap",
+        ) == Some(1)
+    })
+    .await;
+    annotate(json!({REQUESTED_AT: "2"})).await;
+    // Resuming reconciles it and handles the request made while paused.
+    annotate(json!({PAUSED: null})).await;
+    poll_handled("2").await;
+    assert_eq!(
+        gauge(
+            &mgr,
+            "controller_runtime_reconcile_paused_objects",
+            "configmap"
+        ),
+        Some(0)
+    );
+    assert_eq!(
+        count(&log, "ops a"),
+        3,
+        "one reconcile after resuming, none while paused nor for the recorded tokens: {:?}",
+        log.lock()
+    );
+
+    // Deleted while paused: it leaves the gauge.
+    annotate(json!({PAUSED: "true"})).await;
+    eventually("paused again", || {
+        gauge(
+            &mgr,
+            "controller_runtime_reconcile_paused_objects",
+            "configmap",
+        ) == Some(1)
+    })
+    .await;
+    cms.delete("a", &DeleteParams::default()).await.unwrap();
+    eventually("deleted: not counted", || {
+        gauge(
+            &mgr,
+            "controller_runtime_reconcile_paused_objects",
+            "configmap",
+        ) == Some(0)
+    })
+    .await;
+    assert_eq!(
+        count(&log, "ops a"),
+        4,
+        "the deletion's reconcile: {:?}",
+        log.lock()
+    );
+    assert_eq!(
+        count(&log, "plain a"),
+        2,
+        "without the option only the create and the delete pass: {:?}",
+        log.lock()
+    );
+    stop(ctx, handle).await;
+}

@@ -12,6 +12,8 @@ mod builder;
 mod cache;
 mod controller;
 mod controllerutil;
+#[cfg(feature = "envtest")]
+mod dashboard;
 // The test environment (`envtest`) and what runs against it need the feature; the crate's
 // dev-dependency on itself turns it on for its tests.
 #[cfg(feature = "envtest")]

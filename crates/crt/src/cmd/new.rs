@@ -20,6 +20,14 @@
 //! replaced again (a crate named `memo-tools` keeps its name). The controller-runtime dependency is the one thing not taken from the template: a
 //! path to the controller-runtime-rs checkout `crt` was built from (or `--path`), or a
 //! published version (`--controller-runtime-version`).
+//!
+//! `crt new --api GROUP/VERSION/KIND [--dir DIR]` adds a kind to a crate `crt new` wrote
+//! (DIR, default `.`), as kubebuilder's `create api` does: `src/KIND.rs` (the custom resource,
+//! with a status, and a controller whose reconcile marks it ready: the place to write what it
+//! should do), `tests/KIND.rs` (the controller on the test environment), and the lines that
+//! wire them in: `pub mod KIND;` in `src/lib.rs`, its CRD in `manifests::crds`, its controller
+//! in `src/main.rs`, and its rules in `config/rbac/role.yaml` (KIND in lower case). It refuses
+//! a kind the crate has, and a crate it does not recognise, before writing anything.
 
 use std::path::{Path, PathBuf};
 
@@ -38,10 +46,16 @@ const TEMPLATE_DEPENDENCY: &str = "path = \"../../crates/controller-runtime\"";
 pub struct Args {
     /// The crate's name, also its binary's and its ServiceAccount's (its namespace is
     /// NAME-system): lowercase letters, digits and '-', starting with a letter.
-    pub name: String,
+    #[arg(required_unless_present = "api")]
+    pub name: Option<String>,
     /// The directory to write the crate into (default: ./NAME); it must not exist or be empty.
+    /// With --api, the crate to add the kind to (default: .).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Add a kind, GROUP/VERSION/KIND (acme.io/v1beta1/CronTab), with its controller and test
+    /// to the crate `crt new` wrote in --dir, instead of writing a crate.
+    #[arg(long, conflicts_with_all = ["name", "controller_runtime_version", "path"])]
+    pub api: Option<String>,
     /// The custom resource's API group (a DNS subdomain with at least one dot).
     #[arg(long, default_value = "example.com")]
     pub group: String,
@@ -105,7 +119,13 @@ impl Names {
                  letter, not ending with '-', at most 56 characters"
             );
         }
-        let group = &self.group;
+        validate_group(&self.group)?;
+        validate_kind(&self.kind)
+    }
+}
+
+fn validate_group(group: &str) -> anyhow::Result<()> {
+    {
         let subdomain = group.contains('.')
             && group.len() <= 253
             && group.split('.').all(|part| {
@@ -122,22 +142,27 @@ impl Names {
                  (example.com)"
             );
         }
-        let kind = &self.kind;
-        if !kind.starts_with(|c: char| c.is_ascii_uppercase())
-            || !kind.chars().all(|c| c.is_ascii_alphanumeric())
-        {
-            bail!("invalid kind {kind:?}: UpperCamelCase letters and digits (Memo, CronTab)");
-        }
-        let lower = kind.to_ascii_lowercase();
-        if RUST_KEYWORDS.contains(&lower.as_str()) || TEMPLATE_NAMES.contains(&kind.as_str()) {
-            bail!(
-                "invalid kind {kind:?}: the operator's code would not compile with it (a Rust \
-                 keyword, or a name the template already uses)"
-            );
-        }
-        Ok(())
     }
+    Ok(())
+}
 
+fn validate_kind(kind: &str) -> anyhow::Result<()> {
+    if !kind.starts_with(|c: char| c.is_ascii_uppercase())
+        || !kind.chars().all(|c| c.is_ascii_alphanumeric())
+    {
+        bail!("invalid kind {kind:?}: UpperCamelCase letters and digits (Memo, CronTab)");
+    }
+    let lower = kind.to_ascii_lowercase();
+    if RUST_KEYWORDS.contains(&lower.as_str()) || TEMPLATE_NAMES.contains(&kind) {
+        bail!(
+            "invalid kind {kind:?}: the operator's code would not compile with it (a Rust \
+             keyword, or a name the template already uses)"
+        );
+    }
+    Ok(())
+}
+
+impl Names {
     /// The (template word, replacement) pairs, longest template word first.
     fn replacements(&self) -> Vec<(&'static str, String)> {
         let lower = self.kind.to_ascii_lowercase();
@@ -283,8 +308,13 @@ fn path_dependency(path: &Path) -> anyhow::Result<Dependency> {
 
 /// Runs `crt new`.
 pub async fn run(args: Args) -> anyhow::Result<()> {
+    if let Some(api) = &args.api {
+        let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+        return add_api(&dir, &Api::parse(api)?);
+    }
+    let name = args.name.clone().expect("clap requires NAME without --api");
     let names = Names {
-        name: args.name.clone(),
+        name: name.clone(),
         group: args.group,
         kind: args.kind,
     };
@@ -295,7 +325,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         (None, None) => default_dependency(),
     };
     let files = render(&names, &dependency)?;
-    let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
+    let dir = args.dir.unwrap_or_else(|| PathBuf::from(&name));
     if let Ok(mut entries) = std::fs::read_dir(&dir)
         && entries.next().is_some()
     {
@@ -324,9 +354,308 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A kind `crt new --api` adds: `GROUP/VERSION/KIND`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Api {
+    /// The API group (`acme.io`).
+    pub group: String,
+    /// The version (`v1`, `v1beta1`).
+    pub version: String,
+    /// The kind (`CronTab`).
+    pub kind: String,
+}
+
+impl Api {
+    /// Parses and checks `GROUP/VERSION/KIND`.
+    pub fn parse(spec: &str) -> anyhow::Result<Api> {
+        let parts: Vec<&str> = spec.split('/').collect();
+        let [group, version, kind] = parts[..] else {
+            bail!("invalid --api {spec:?}: GROUP/VERSION/KIND (acme.io/v1/CronTab)");
+        };
+        validate_group(group)?;
+        // Kubernetes' version names: v1, v2beta3, v1alpha1.
+        let version_ok = version.strip_prefix('v').is_some_and(|rest| {
+            let digits = rest
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            let (major, level) = rest.split_at(digits);
+            !major.is_empty()
+                && !major.starts_with('0')
+                && (level.is_empty()
+                    || ["alpha", "beta"].iter().any(|l| {
+                        level.strip_prefix(l).is_some_and(|n| {
+                            !n.is_empty()
+                                && !n.starts_with('0')
+                                && n.chars().all(|c| c.is_ascii_digit())
+                        })
+                    }))
+        });
+        if !version_ok {
+            bail!("invalid version {version:?}: v1, v2beta1, v1alpha1, ...");
+        }
+        validate_kind(kind)?;
+        Ok(Api {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        })
+    }
+
+    /// The kind's module, file and variable name: the kind in lower case.
+    pub fn module(&self) -> String {
+        self.kind.to_ascii_lowercase()
+    }
+
+    /// `text` with the kind template's placeholders filled in.
+    fn fill(&self, text: &str, krate: &str) -> String {
+        text.replace("__CRATE__", &krate.replace('-', "_"))
+            .replace("__GROUP__", &self.group)
+            .replace("__VERSION__", &self.version)
+            .replace("__PLURAL__", &plural(&self.module()))
+            .replace("__KIND__", &self.kind)
+            .replace("__MODULE__", &self.module())
+    }
+}
+
+/// The module `crt new --api` writes for a kind.
+const API_MODULE: &str = r#"//! The `__KIND__` custom resource (`__GROUP__/__VERSION__`) and its controller, added by
+//! `crt new --api`. The reconcile marks a __KIND__ ready once it has seen its generation:
+//! write what a __KIND__ should make happen in [`reconcile`].
+
+use controller_runtime::controller::ControllerOptions;
+use controller_runtime::prelude::*;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// What a user asks of a __KIND__ (its fields are yours to write).
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[kube(
+    group = "__GROUP__",
+    version = "__VERSION__",
+    kind = "__KIND__",
+    namespaced,
+    status = "__KIND__Status"
+)]
+pub struct __KIND__Spec {
+    /// An example field.
+    pub message: String,
+}
+
+/// What the operator reports back.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct __KIND__Status {
+    /// The `metadata.generation` this status describes.
+    pub observed_generation: Option<i64>,
+    /// Whether the __KIND__ is in the state its spec asks for.
+    pub ready: bool,
+}
+
+/// Registers the __KIND__ controller with `mgr`.
+pub async fn add_controller(mgr: &Manager) -> Result<(), controller_runtime::builder::Error> {
+    ControllerBuilder::new(mgr)
+        .for_(Input::<__KIND__>::new())
+        .with_options(ControllerOptions::default().with_operations_annotations(true))
+        .complete(Arc::new(mgr.client().clone()), reconcile)
+        .await
+}
+
+/// Drives one __KIND__ towards its spec; the context derefs to the manager's client.
+pub async fn reconcile(
+    object: Arc<__KIND__>,
+    ctx: ReconcileContext<Client>,
+) -> Result<Action, ReconcileError> {
+    let status = __KIND__Status {
+        observed_generation: object.metadata.generation,
+        ready: true,
+    };
+    if object.status.as_ref() != Some(&status) {
+        let mut object = (*object).clone();
+        object.status = Some(status);
+        ctx.objects::<__KIND__>()
+            .update_status(&object)
+            .await
+            .map_err(ReconcileError::new)?;
+    }
+    Ok(Action::done())
+}
+"#;
+
+/// The test `crt new --api` writes for a kind.
+const API_TEST: &str = r#"//! The __KIND__ controller on the test environment (an embedded API server with the CRD
+//! installed, or with `USE_EXISTING_CLUSTER=true` the cluster `$KUBECONFIG` names).
+
+use controller_runtime::cache::{Cache, CacheOptions};
+use controller_runtime::envtest::{Environment, eventually};
+use controller_runtime::prelude::*;
+use __CRATE__::__MODULE__::{__KIND__, __KIND__Spec};
+
+#[tokio::test]
+async fn a___MODULE___becomes_ready() {
+    let env = Environment::new()
+        .crd::<__KIND__>()
+        .start()
+        .await
+        .expect("test environment");
+    let mgr = Manager::new(
+        env.client(),
+        ManagerOptions::default().with_metrics_bind_address(BindAddress::Disabled),
+    )
+    .unwrap();
+    __CRATE__::__MODULE__::add_controller(&mgr).await.unwrap();
+    let stop = CancellationToken::new();
+    let token = stop.clone();
+    tokio::spawn(async move { mgr.start(token).await });
+    let _stop = stop.drop_guard();
+
+    let client = Client::new(Cache::new(env.client(), CacheOptions::default()));
+    let mut object = __KIND__::new("first", __KIND__Spec { message: "hello".into() });
+    object.metadata.namespace = Some("default".into());
+    client.objects::<__KIND__>().create(&object).await.unwrap();
+    eventually(env.client())
+        .until_object(&ObjectKey::new("default", "first"), |o: &__KIND__| {
+            o.status.as_ref().is_some_and(|s| s.ready)
+        })
+        .await
+        .unwrap();
+}
+"#;
+
+/// The RBAC rules a kind's controller needs, appended to `config/rbac/role.yaml`.
+const API_RULES: &str = "- apiGroups: [__GROUP__]
+  resources: [__PLURAL__]
+  verbs: [get, list, watch, patch]
+- apiGroups: [__GROUP__]
+  resources: [__PLURAL__/status]
+  verbs: [update]
+";
+
+/// `text` with `insert` put right after the first `anchor`, or an error naming `file`.
+fn insert_after(text: &str, anchor: &str, insert: &str, file: &str) -> anyhow::Result<String> {
+    let Some(at) = text.find(anchor) else {
+        bail!("{file} has no {anchor:?}: not a crate `crt new` wrote, or edited past recognition");
+    };
+    let at = at + anchor.len();
+    Ok(format!("{}{insert}{}", &text[..at], &text[at..]))
+}
+
+/// The files `crt new --api` writes into the crate whose files `read` gives: (path, contents),
+/// new and changed.
+pub fn api_files(
+    api: &Api,
+    read: impl Fn(&str) -> anyhow::Result<String>,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let toml = read("Cargo.toml")?;
+    let krate = toml
+        .lines()
+        .find_map(|l| l.strip_prefix("name = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .context("Cargo.toml names no package")?
+        .to_string();
+    let module = api.module();
+    let lib = read("src/lib.rs")?;
+    let (module_file, test_file) = (format!("src/{module}.rs"), format!("tests/{module}.rs"));
+    if read(&module_file).is_ok()
+        || lib.contains(&format!("pub mod {module};"))
+        || lib.contains(&format!("kind = \"{}\"", api.kind))
+    {
+        bail!("the crate already has a kind {} ({module_file})", api.kind);
+    }
+    let lib = insert_after(
+        &lib,
+        "pub mod manifests;\n",
+        &format!("pub mod {module};\n"),
+        "src/lib.rs",
+    )?;
+    let manifests = insert_after(
+        &read("src/manifests.rs")?,
+        "pub fn crds() -> Vec<CustomResourceDefinition> {\n    vec![",
+        &format!("crate::{module}::{}::crd(), ", api.kind),
+        "src/manifests.rs",
+    )?;
+    let main = read("src/main.rs")?;
+    let anchor = "::add_controller(&mgr).await?;\n";
+    let main = insert_after(
+        &main,
+        anchor,
+        &format!(
+            "    {}::{module}::add_controller(&mgr).await?;\n",
+            krate.replace('-', "_")
+        ),
+        "src/main.rs",
+    )?;
+    let mut role = read("config/rbac/role.yaml")?;
+    if !role.contains("\nrules:\n") {
+        bail!("config/rbac/role.yaml has no rules: not a crate `crt new` wrote");
+    }
+    if !role.ends_with('\n') {
+        role.push('\n');
+    }
+    role.push_str(&api.fill(API_RULES, &krate));
+    Ok(vec![
+        (module_file, api.fill(API_MODULE, &krate)),
+        (test_file, api.fill(API_TEST, &krate)),
+        ("src/lib.rs".into(), lib),
+        ("src/manifests.rs".into(), manifests),
+        ("src/main.rs".into(), main),
+        ("config/rbac/role.yaml".into(), role),
+    ])
+}
+
+/// Runs `crt new --api`: adds `api` to the crate in `dir`.
+fn add_api(dir: &Path, api: &Api) -> anyhow::Result<()> {
+    let read = |path: &str| {
+        std::fs::read_to_string(dir.join(path))
+            .with_context(|| format!("reading {}", dir.join(path).display()))
+    };
+    let files = api_files(api, read)?;
+    for (path, text) in &files {
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    println!(
+        "added the kind {} ({}/{}) in {}",
+        api.kind,
+        api.group,
+        api.version,
+        dir.display()
+    );
+    println!("next: cd {} && cargo test", dir.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_specs_are_checked() {
+        let api = Api::parse("acme.io/v1beta1/CronTab").unwrap();
+        assert_eq!(
+            (api.group.as_str(), api.version.as_str(), api.kind.as_str()),
+            ("acme.io", "v1beta1", "CronTab")
+        );
+        assert_eq!(api.module(), "crontab");
+        for (spec, why) in [
+            ("acme.io/v1", "GROUP/VERSION/KIND"),
+            ("acme/v1/CronTab", "invalid API group"),
+            ("acme.io/1/CronTab", "invalid version"),
+            ("acme.io/v0/CronTab", "invalid version"),
+            ("acme.io/v1gamma1/CronTab", "invalid version"),
+            ("acme.io/v1beta/CronTab", "invalid version"),
+            ("acme.io/v1/cronTab", "invalid kind"),
+            ("acme.io/v1/Type", "invalid kind"),
+        ] {
+            let err = Api::parse(spec).unwrap_err().to_string();
+            assert!(err.contains(why), "{spec}: {err}");
+        }
+    }
 
     fn names(name: &str, group: &str, kind: &str) -> Names {
         Names {

@@ -74,6 +74,7 @@ fn new_writes_the_template_under_the_names_given() {
             !text
                 .to_ascii_lowercase()
                 .replace("memory", "")
+                .replace("volumemounts", "")
                 .contains("memo"),
             "{path} still names the template's kind or crate:\n{text}"
         );
@@ -178,4 +179,123 @@ fn new_refuses_a_bad_name_before_writing() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("invalid crate name \"My_Op\""), "{stderr}");
     assert!(!dir.exists());
+}
+
+/// `crt new --api` adds a kind to a crate `crt new` wrote: its module and test, and the lines
+/// wiring them into the library, the CRDs, the binary and the ClusterRole; the rest of the
+/// crate is untouched. The same kind again, or a directory that is no such crate, is refused
+/// without writing. (`.ci/run` builds and tests a crate with an added kind.)
+#[test]
+fn new_api_adds_a_kind_to_a_generated_crate() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("my-op");
+    let out = crt_new(&["my-op", "--dir", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let before: Vec<(String, String)> = files(&dir)
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(dir.join(&p)).unwrap();
+            (p, text)
+        })
+        .collect();
+
+    let out = crt_new(&[
+        "--api",
+        "acme.io/v1beta1/CronTab",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap();
+
+    let mut want: Vec<String> = before.iter().map(|(p, _)| p.clone()).collect();
+    want.extend(["src/crontab.rs".to_string(), "tests/crontab.rs".to_string()]);
+    want.sort();
+    assert_eq!(files(&dir), want);
+    let changed = [
+        "src/lib.rs",
+        "src/manifests.rs",
+        "src/main.rs",
+        "config/rbac/role.yaml",
+    ];
+    for (path, text) in &before {
+        if !changed.contains(&path.as_str()) {
+            assert_eq!(&read(path), text, "{path} changed");
+        }
+    }
+
+    let module = read("src/crontab.rs");
+    for want in [
+        "group = \"acme.io\"",
+        "version = \"v1beta1\"",
+        "kind = \"CronTab\"",
+        "status = \"CronTabStatus\"",
+        "pub struct CronTabSpec",
+        "pub async fn add_controller(mgr: &Manager)",
+        ".for_(Input::<CronTab>::new())",
+    ] {
+        assert!(module.contains(want), "no {want:?} in:\n{module}");
+    }
+    assert!(!module.contains("__"), "a placeholder left:\n{module}");
+    let test = read("tests/crontab.rs");
+    assert!(
+        test.contains("use my_op::crontab::{CronTab, CronTabSpec};"),
+        "{test}"
+    );
+    assert!(
+        test.contains("async fn a_crontab_becomes_ready()"),
+        "{test}"
+    );
+    assert!(!test.contains("__"), "a placeholder left:\n{test}");
+
+    // Each wiring line once, next to the template's own.
+    let lib = read("src/lib.rs");
+    assert_eq!(lib.matches("pub mod crontab;\n").count(), 1, "{lib}");
+    let manifests = read("src/manifests.rs");
+    assert!(
+        manifests.contains("vec![crate::crontab::CronTab::crd(), Memo::crd()]"),
+        "{manifests}"
+    );
+    let main = read("src/main.rs");
+    assert!(
+        main.contains(
+            "my_op::add_controller(&mgr).await?;\n    my_op::crontab::add_controller(&mgr).await?;\n"
+        ),
+        "{main}"
+    );
+    let role = read("config/rbac/role.yaml");
+    assert!(
+        role.ends_with(
+            "- apiGroups: [acme.io]\n  resources: [crontabs]\n  verbs: [get, list, watch, patch]\n\
+             - apiGroups: [acme.io]\n  resources: [crontabs/status]\n  verbs: [update]\n"
+        ),
+        "{role}"
+    );
+
+    // Again: refused, nothing written.
+    let again = crt_new(&[
+        "--api",
+        "acme.io/v1/CronTab",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(!again.status.success());
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(stderr.contains("already has a kind CronTab"), "{stderr}");
+    assert_eq!(read("src/lib.rs"), lib);
+    // Not a crate crt new wrote.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = crt_new(&[
+        "--api",
+        "acme.io/v1/Widget",
+        "--dir",
+        empty.to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Cargo.toml"));
+    // A bad spec.
+    let out = crt_new(&["--api", "acme.io/CronTab", "--dir", dir.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GROUP/VERSION/KIND"));
 }
