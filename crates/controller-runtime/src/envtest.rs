@@ -159,7 +159,8 @@
 //! simulated cluster ([`crt_cluster`]): nodes, a scheduler, kubelets that run the bound pods
 //! (annotations script delays, failures and crash loops), and kube-controller-manager's
 //! workload controllers (Deployments, ReplicaSets, ReplicationControllers, StatefulSets,
-//! DaemonSets, Jobs, CronJobs, Services' endpoints, claims bound to provisioned volumes; the
+//! DaemonSets, Jobs, CronJobs, Services' endpoints, claims bound to provisioned volumes,
+//! quota usage, disruption budgets; the
 //! crate's docs list them and what each leaves out), so an operator that owns workloads or
 //! Services can be tested on what they become.
 //!
