@@ -104,11 +104,16 @@ where
             .uri()
             .path()
             .starts_with("/apis/flowcontrol.apiserver.k8s.io/");
+    let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let mut classified = None;
     let mut resp = handle_request(&state, req, &mut classified).await;
     if flowcontrol_write {
         // The config controller's status sync, run inside the write that makes it due.
         state.apf.refresh(&state.storage);
+    }
+    if write && let Err(err) = state.storage.synced().await {
+        // A durable store answers a write once it is on disk, or not at all.
+        resp = response::error(&err);
     }
     let headers = resp.headers_mut();
     if let Some(c) = classified {

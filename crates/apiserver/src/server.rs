@@ -1,6 +1,19 @@
 //! The server: configuration, start, the TLS listener (HTTP/2 and HTTP/1.1), the kubeconfig it
 //! hands out, the credentials it mints (client certificates, ServiceAccount tokens), stop, and
 //! stopping/restarting the listener on the same port for fault injection.
+//!
+//! ## Durability
+//! By default the server keeps everything in memory. With [`Config::data_dir`] it keeps a
+//! write-ahead log and snapshots there ([`Storage::open`]): every object (built-in kinds, CRDs
+//! and their custom resources) with its resourceVersion, uid, creationTimestamp, generation and
+//! managedFields survives a restart, and a write is answered only once its log record is
+//! synced to disk (`fdatasync`, shared by concurrent writers), so every write answered 2xx is
+//! there after a crash, even `kill -9` or a power loss. At start the server restores the
+//! directory's state and does not recreate or overwrite what it restored (namespaces, RBAC
+//! defaults, flow control configuration, the ServiceCIDR; the `kubernetes` Service and its
+//! endpoints are only updated to the new address). Watches do not survive: clients reconnect,
+//! and resuming from a resourceVersion of before the restart gets 410 Gone, after which they
+//! relist, as after an etcd compaction.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -55,6 +68,11 @@ pub struct Config {
     /// the continue token of an older list, gets 410 Gone (see
     /// [`Storage::compactor`](crate::storage::Storage::compactor)).
     pub compaction_interval: std::time::Duration,
+    /// Where the data is kept across restarts (`None`, the default: in memory only): a
+    /// directory, created when missing, holding a write-ahead log and snapshots. Each write is
+    /// synced to disk before it is answered, and a server started on the same directory
+    /// restores everything (see the module docs). One server at a time uses a directory.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -68,6 +86,7 @@ impl Default for Config {
             kubeconfig_path: None,
             max_body_bytes: 3 * 1024 * 1024,
             compaction_interval: std::time::Duration::from_secs(5 * 60),
+            data_dir: None,
         }
     }
 }
@@ -133,7 +152,10 @@ impl Server {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Listen { addr: host, source })?;
-        let storage = Storage::new(config.storage.clone());
+        let storage = match &config.data_dir {
+            Some(dir) => Storage::open(config.storage.clone(), dir)?,
+            None => Storage::new(config.storage.clone()),
+        };
         crate::auth::bootstrap::install(&storage);
         crate::http::flowcontrol::install(&storage);
         storage.install_kubernetes_service(addr);
