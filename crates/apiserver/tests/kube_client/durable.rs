@@ -1,7 +1,8 @@
 //! A server with a data directory (`Config::data_dir`), restarted on it: the same objects, CRDs
 //! and custom resources with their resourceVersions and uids; no bootstrap object created
-//! twice; the `kubernetes` endpoints at the new address; a watch from before the restart told
-//! to relist. And (ignored, run by hand) the write cost with and without it.
+//! twice; the `kubernetes` endpoints at the new address; the old kubeconfig and ServiceAccount
+//! tokens still accepted; a watch from before the restart told to relist. And (ignored, run by
+//! hand) the write cost with and without it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -97,7 +98,7 @@ async fn a_restarted_server_serves_what_it_had_and_bootstraps_nothing_twice() {
         ),
         gadgets(),
     ];
-    let (before, old_rv) = {
+    let (before, old_rv, kubeconfig, old_port, sa_token) = {
         let server = start(dir.path()).await;
         let client = client(&server).await;
         let crds: Api<DynamicObject> = Api::all_with(client.clone(), &kinds[7]);
@@ -146,12 +147,23 @@ async fn a_restarted_server_serves_what_it_had_and_bootstraps_nothing_twice() {
             .metadata
             .resource_version
             .unwrap();
+        let sa_token = server
+            .service_account_token("default", "default", Duration::from_secs(3600))
+            .unwrap();
+        let kubeconfig = server.admin_certificate_kubeconfig().unwrap();
+        let port = server.port();
         server.stop().await;
-        (before, rv)
+        (before, rv, kubeconfig, port, sa_token)
     };
 
     let server = start(dir.path()).await;
-    let client = client(&server).await;
+    // The kubeconfig of the first start (its CA, its client certificate) works with the second,
+    // at its new port.
+    let client = crate::common::client_from_kubeconfig(&kubeconfig.replace(
+        &format!("127.0.0.1:{old_port}"),
+        &format!("127.0.0.1:{}", server.port()),
+    ))
+    .await;
     for (ar, before) in kinds.iter().zip(&before) {
         let after = objects(&client, ar).await;
         if ar.kind == "Service" {
@@ -191,6 +203,14 @@ async fn a_restarted_server_serves_what_it_had_and_bootstraps_nothing_twice() {
             ))
         )
     );
+
+    // So does a ServiceAccount token minted before: authenticated (403 without a role, not 401).
+    let sa = crate::common::client_from_kubeconfig(&server.kubeconfig_for_token(&sa_token)).await;
+    let err = Api::<ConfigMap>::namespaced(sa, "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert_eq!(crate::common::code(&err), 403, "{err}");
 
     // A watch resumed from before the restart is told to relist, as after a compaction.
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");

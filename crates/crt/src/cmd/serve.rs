@@ -35,9 +35,11 @@ pub struct Args {
     /// every object, CRDs and their custom resources included, with its resourceVersion, uid,
     /// creation timestamp, generation and managed fields. Each write is in a write-ahead log
     /// synced to disk (fdatasync) before it is answered, so every write answered 2xx survives
-    /// a crash (kill -9, power loss); snapshots keep the log short. Watches do not survive a
-    /// restart: clients reconnect and relist (410 Gone for a resourceVersion from before it).
-    /// Without it the state lives in memory only.
+    /// a crash (kill -9, power loss); snapshots keep the log short. The server's CAs,
+    /// ServiceAccount signing key and token are kept there too, so kubeconfigs and tokens from
+    /// before a restart keep working. Watches do not survive a restart: clients reconnect and
+    /// relist (410 Gone for a resourceVersion from before it). Without it the state lives in
+    /// memory only.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
 }

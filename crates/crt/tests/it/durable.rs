@@ -1,7 +1,7 @@
 //! `crt serve --data-dir`: `kill -9` while 8 writers write; after a restart on the same
 //! directory every write answered 2xx is there with its resourceVersion, and a watching client
-//! that kept running through the crash converges by itself (its watch fails, gets 410 Gone
-//! from the restarted server, and it relists).
+//! that kept running through the crash, with the kubeconfig of the first start, converges by
+//! itself (its watch fails, gets 410 Gone from the restarted server, and it relists).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -16,7 +16,6 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube_client::Api;
 use kube_client::api::{ListParams, PostParams, WatchEvent, WatchParams};
 
-const TOKEN: &str = "durable-test-token";
 const NS: &str = "default";
 
 /// `crt serve --data-dir dir` on `port`, killed on drop.
@@ -25,7 +24,7 @@ struct Serve(Child);
 impl Serve {
     fn start(dir: &Path, port: u16) -> Serve {
         let mut child = Command::new(env!("CARGO_BIN_EXE_crt"))
-            .args(["serve", "--no-cluster", "--token", TOKEN, "--addr"])
+            .args(["serve", "--no-cluster", "--addr"])
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
             .arg(dir.join("data"))
@@ -65,13 +64,9 @@ impl Drop for Serve {
     }
 }
 
-/// A client of the server at `port` with the bearer token. The restarted server has a new CA,
-/// so this client, kept across the restart, does not verify the serving certificate.
-async fn client(port: u16) -> kube_client::Client {
-    let yaml = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{port}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: {TOKEN}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n"
-    );
-    let kc = kube_client::config::Kubeconfig::from_yaml(&yaml).unwrap();
+/// A client from the kubeconfig `crt serve` wrote (its CA, the admin's client certificate).
+async fn client(kubeconfig: &str) -> kube_client::Client {
+    let kc = kube_client::config::Kubeconfig::from_yaml(kubeconfig).unwrap();
     let config = kube_client::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
         .unwrap();
@@ -180,11 +175,14 @@ fn kill_9_during_writes_loses_no_acknowledged_write_and_watchers_converge() {
     let port = free_port();
     let server = Serve::start(dir.path(), port);
     let rt = tokio::runtime::Runtime::new().unwrap();
+    // The kubeconfig of the first start: the clients keep it across the restart, as a
+    // controller keeps its configuration.
+    let kubeconfig = std::fs::read_to_string(dir.path().join("kubeconfig")).unwrap();
     rt.block_on(async {
-        let api: Api<ConfigMap> = Api::namespaced(client(port).await, NS);
+        let api: Api<ConfigMap> = Api::namespaced(client(&kubeconfig).await, NS);
         let view = Arc::new(Mutex::new(View::default()));
         let reflector = tokio::spawn(reflect(
-            Api::namespaced(client(port).await, NS),
+            Api::namespaced(client(&kubeconfig).await, NS),
             view.clone(),
         ));
         let count = Arc::new(AtomicUsize::new(0));
@@ -209,7 +207,7 @@ fn kill_9_during_writes_loses_no_acknowledged_write_and_watchers_converge() {
         let restarted = tokio::task::spawn_blocking(move || Serve::start(&dir, port))
             .await
             .unwrap();
-        let api: Api<ConfigMap> = Api::namespaced(client(port).await, NS);
+        let api: Api<ConfigMap> = Api::namespaced(client(&kubeconfig).await, NS);
         let stored: BTreeMap<String, String> = api
             .list(&ListParams::default())
             .await
