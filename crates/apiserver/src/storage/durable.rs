@@ -189,6 +189,8 @@ pub(crate) struct Log {
     shared: Arc<Shared>,
     dir: PathBuf,
     writer: Option<std::thread::JoinHandle<()>>,
+    /// The thread writing the last snapshot.
+    snapshotter: Option<std::thread::JoinHandle<()>>,
     /// Records since the last snapshot.
     since_snapshot: u64,
     /// A snapshot is being written.
@@ -211,6 +213,10 @@ impl Log {
         let mut q = self.shared.queue.lock();
         while q.failed.is_none() && q.appended - q.synced >= MAX_UNSYNCED {
             self.shared.synced.wait(&mut q);
+        }
+        if q.failed.is_some() {
+            // Nothing writes any more; every request waiting on the log is answered 500.
+            return;
         }
         q.items.push(Item::Change {
             rv,
@@ -236,6 +242,10 @@ impl Log {
     pub(crate) fn snapshot(&mut self, rv: u64, visit: Visit) {
         if self.snapshotting.swap(true, Ordering::AcqRel) {
             return;
+        }
+        if let Some(done) = self.snapshotter.take() {
+            // Finished: it cleared `snapshotting`.
+            let _ = done.join();
         }
         self.since_snapshot = 0;
         let rotated = {
@@ -266,9 +276,12 @@ impl Log {
                 }
                 busy.store(false, Ordering::Release);
             });
-        if let Err(e) = spawned {
-            tracing::error!("starting the snapshot thread: {e}");
-            self.snapshotting.store(false, Ordering::Release);
+        match spawned {
+            Ok(thread) => self.snapshotter = Some(thread),
+            Err(e) => {
+                tracing::error!("starting the snapshot thread: {e}");
+                self.snapshotting.store(false, Ordering::Release);
+            }
         }
     }
 }
@@ -287,6 +300,11 @@ impl Drop for Log {
         self.shared.work.notify_one();
         if let Some(writer) = self.writer.take() {
             let _ = writer.join();
+        }
+        // A snapshot still being written finishes (and prunes) before the directory is
+        // unlocked for another store.
+        if let Some(snapshotter) = self.snapshotter.take() {
+            let _ = snapshotter.join();
         }
     }
 }
@@ -536,6 +554,7 @@ pub(crate) fn open(dir: &Path) -> Result<(Log, Option<Recovered>, u64), String> 
         shared,
         dir: dir.to_path_buf(),
         writer: Some(writer),
+        snapshotter: None,
         since_snapshot: 0,
         snapshotting: Arc::new(AtomicBool::new(false)),
         _lock: lock,

@@ -270,3 +270,61 @@ async fn a_durable_write_is_synced_before_synced_answers() {
         "an in-memory store never waits"
     );
 }
+
+/// 8 writers each create `n` ConfigMaps on the store and wait until each is durable, as the
+/// HTTP layer does: creates per second and the latencies' median and 99th percentile.
+async fn store_write_cost(s: &Storage, n: usize) -> (f64, f64, f64) {
+    let start = std::time::Instant::now();
+    let tasks: Vec<_> = (0..8)
+        .map(|c| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let cms = res(&s, "", "configmaps");
+                let mut took = Vec::with_capacity(n);
+                for i in 0..n {
+                    let t = std::time::Instant::now();
+                    s.create(
+                        &cms,
+                        Some("default"),
+                        cm(&format!("c{c}-{i}"), json!({"k": "v"})),
+                        &w(),
+                    )
+                    .unwrap();
+                    s.synced().await.unwrap();
+                    took.push(t.elapsed());
+                }
+                took
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let secs = start.elapsed().as_secs_f64();
+    all.sort();
+    let ms = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1e3;
+    (all.len() as f64 / secs, ms(0.5), ms(0.99))
+}
+
+/// The store's own write cost of a data directory (no HTTP, TLS or client): run with
+/// `cargo test -p crt-apiserver --lib -- --ignored --nocapture store_write_cost`
+/// (`CRT_DURABLE_BENCH_DIR` names where the data directory goes; default: a temporary one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "a benchmark: prints figures, asserts nothing about speed"]
+async fn store_write_cost_with_and_without_a_log() {
+    const N: usize = 2_000;
+    let (ops, p50, p99) = store_write_cost(&store(), N).await;
+    println!(
+        "store in memory: {ops:.0} creates/s, p50 {p50:.3} ms, p99 {p99:.3} ms (8 writers x {N})"
+    );
+    let dir = match std::env::var_os("CRT_DURABLE_BENCH_DIR") {
+        Some(b) => tempfile::tempdir_in(b).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    };
+    let (ops, p50, p99) = store_write_cost(&open(dir.path()), N).await;
+    println!(
+        "store with a data directory ({}): {ops:.0} creates/s, p50 {p50:.3} ms, p99 {p99:.3} ms (8 writers x {N})",
+        dir.path().display()
+    );
+}
