@@ -88,6 +88,9 @@ impl std::fmt::Debug for AppState {
 /// allowed to: upstream's filter runs after those and before authorization, so a 403 carries
 /// them and a 401 does not) the uids of its FlowSchema and priority level,
 /// `X-Kubernetes-PF-FlowSchema-UID` and `X-Kubernetes-PF-PriorityLevel-UID`.
+///
+/// With a durable store ([`Storage::open`]) every request but a read is answered only once
+/// what was committed before its answer is synced to disk (500 when it cannot be).
 pub async fn handle<B>(state: Arc<AppState>, req: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body + Send + 'static,

@@ -11,7 +11,7 @@ use super::convert::to_version;
 use super::crd;
 use super::options::{PatchType, WriteOptions, apply_patch};
 use super::rules::SYSTEM_NAMESPACES;
-use super::store::{State, obj_key};
+use super::store::{State, obj_key, res_key};
 use crate::error::ApiError;
 use crate::resource::{ResourceInfo, names};
 
@@ -97,7 +97,7 @@ pub(crate) fn create_kubernetes_service(st: &mut State, addr: std::net::SocketAd
             continue;
         };
         let key = obj_key(&res, Some("default"), "kubernetes");
-        let done = if st.get(&super::store::res_key(&res), &key).is_some() {
+        let done = if st.get(&res_key(&res), &key).is_some() {
             // Restored from a data directory: only the address (the port may have changed)
             // is brought up to date, as the bootstrap controller reconciles it.
             let fields: &[&str] = match plural {
@@ -145,10 +145,7 @@ pub(crate) fn create_default_service_cidr(st: &mut State) {
         ..WriteOptions::default()
     };
     if st
-        .get(
-            &super::store::res_key(&res),
-            &obj_key(&res, None, "kubernetes"),
-        )
+        .get(&res_key(&res), &obj_key(&res, None, "kubernetes"))
         .is_some()
     {
         // Restored from a data directory.
