@@ -200,6 +200,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The data directory (`Config::data_dir`) cannot be used: it cannot be created or
+    /// locked, or what it holds cannot be read back.
+    #[error("data directory {path}: {message}")]
+    DataDir {
+        /// The directory.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 #[cfg(test)]

@@ -88,6 +88,9 @@ impl std::fmt::Debug for AppState {
 /// allowed to: upstream's filter runs after those and before authorization, so a 403 carries
 /// them and a 401 does not) the uids of its FlowSchema and priority level,
 /// `X-Kubernetes-PF-FlowSchema-UID` and `X-Kubernetes-PF-PriorityLevel-UID`.
+///
+/// With a durable store ([`Storage::open`]) every request but a read is answered only once
+/// what was committed before its answer is synced to disk (500 when it cannot be).
 pub async fn handle<B>(state: Arc<AppState>, req: Request<B>) -> Response<Body>
 where
     B: hyper::body::Body + Send + 'static,
@@ -104,11 +107,16 @@ where
             .uri()
             .path()
             .starts_with("/apis/flowcontrol.apiserver.k8s.io/");
+    let write = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let mut classified = None;
     let mut resp = handle_request(&state, req, &mut classified).await;
     if flowcontrol_write {
         // The config controller's status sync, run inside the write that makes it due.
         state.apf.refresh(&state.storage);
+    }
+    if write && let Err(err) = state.storage.synced().await {
+        // A durable store answers a write once it is on disk, or not at all.
+        resp = response::error(&err);
     }
     let headers = resp.headers_mut();
     if let Some(c) = classified {

@@ -2,7 +2,9 @@
 //!
 //! An embedded Kubernetes API server: in-process, binary-free, speaking the real HTTP protocol
 //! over TLS with a bearer token, so that `kubectl`, kube-client and controllers talk to it as to a
-//! real cluster. It starts in milliseconds and keeps everything in memory.
+//! real cluster. It starts in milliseconds and keeps everything in memory, or, with
+//! [`Config::data_dir`], also in a directory: every write synced to disk before it is answered,
+//! everything restored at the next start (see [`server`]'s docs).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), crt_apiserver::Error> {
@@ -14,7 +16,8 @@
 //! ```
 //!
 //! ## What clients see
-//! - TLS with a CA generated at every start ([`Server::ca_pem`]); HTTP/2 and HTTP/1.1.
+//! - TLS with a CA generated at every start ([`Server::ca_pem`]; kept in the data directory
+//!   when there is one); HTTP/2 and HTTP/1.1.
 //! - Authentication and authorization in kube-apiserver's order ([`auth`]): credentials that
 //!   authenticate no one get 401 `Unauthorized` on every path; a request without any is the
 //!   anonymous user; the server's bearer token is a `system:masters` user, allowed everything.

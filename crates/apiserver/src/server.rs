@@ -1,6 +1,22 @@
 //! The server: configuration, start, the TLS listener (HTTP/2 and HTTP/1.1), the kubeconfig it
 //! hands out, the credentials it mints (client certificates, ServiceAccount tokens), stop, and
 //! stopping/restarting the listener on the same port for fault injection.
+//!
+//! ## Durability
+//! By default the server keeps everything in memory. With [`Config::data_dir`] it keeps a
+//! write-ahead log and snapshots there ([`Storage::open`]): every object (built-in kinds, CRDs
+//! and their custom resources) with its resourceVersion, uid, creationTimestamp, generation and
+//! managedFields survives a restart, and a write is answered only once its log record is
+//! synced to disk (`fdatasync`, shared by concurrent writers), so every write answered 2xx is
+//! there after a crash, even `kill -9` or a power loss. At start the server restores the
+//! directory's state and does not recreate or overwrite what it restored (namespaces, RBAC
+//! defaults, flow control configuration, the ServiceCIDR; the `kubernetes` Service and its
+//! endpoints are only updated to the new address). The server's secrets are kept there too
+//! (its CA, client CA, ServiceAccount signing key and admin token; a new serving certificate is
+//! signed by the kept CA at each start), so kubeconfigs, client certificates and ServiceAccount
+//! tokens handed out before a restart still work after it. Watches do not survive: clients reconnect,
+//! and resuming from a resourceVersion of before the restart gets 410 Gone, after which they
+//! relist, as after an etcd compaction.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -26,7 +42,8 @@ use crate::error::Error;
 use crate::faults::{Fault, Faults};
 use crate::http::{self, AppState};
 use crate::storage::{Storage, StorageConfig};
-use crate::tls::Certificates;
+
+mod identity;
 
 /// Server configuration.
 #[derive(Clone, Debug)]
@@ -55,6 +72,13 @@ pub struct Config {
     /// the continue token of an older list, gets 410 Gone (see
     /// [`Storage::compactor`](crate::storage::Storage::compactor)).
     pub compaction_interval: std::time::Duration,
+    /// Where the data is kept across restarts (`None`, the default: in memory only): a
+    /// directory, created when missing, holding a write-ahead log and snapshots, and the
+    /// server's secrets (CAs, signing key, the admin token when [`Config::token`] is `None`).
+    /// Each write is synced to disk before it is answered, and a server started on the same
+    /// directory restores everything (see the module docs). One server at a time uses a
+    /// directory.
+    pub data_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -68,6 +92,7 @@ impl Default for Config {
             kubeconfig_path: None,
             max_body_bytes: 3 * 1024 * 1024,
             compaction_interval: std::time::Duration::from_secs(5 * 60),
+            data_dir: None,
         }
     }
 }
@@ -125,15 +150,28 @@ impl Server {
     /// background on the current tokio runtime.
     pub async fn start(config: Config) -> Result<Server, Error> {
         let host = config.addr.to_string();
-        let certs = Certificates::generate(std::slice::from_ref(&host))?;
+        // A data directory is opened (and locked) first: it also keeps the server's secrets.
+        let storage = match &config.data_dir {
+            Some(dir) => Storage::open(config.storage.clone(), dir)?,
+            None => Storage::new(config.storage.clone()),
+        };
+        let hosts = std::slice::from_ref(&host);
+        let identity::Identity {
+            certs,
+            client_ca,
+            token_signer,
+            token,
+        } = match &config.data_dir {
+            Some(dir) => identity::kept(dir, hosts, config.token.clone(), random_token())?,
+            None => identity::fresh(hosts, config.token.clone().unwrap_or_else(random_token))?,
+        };
         let acceptor = TlsAcceptor::from(certs.server_config_requesting_client_certificates()?);
-        let client_ca = Arc::new(ClientCa::generate()?);
-        let token_signer = Arc::new(TokenSigner::generate()?);
+        let client_ca = Arc::new(client_ca);
+        let token_signer = Arc::new(token_signer);
         let listener = bind(SocketAddr::new(config.addr, config.port))?;
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Listen { addr: host, source })?;
-        let storage = Storage::new(config.storage.clone());
         crate::auth::bootstrap::install(&storage);
         crate::http::flowcontrol::install(&storage);
         storage.install_kubernetes_service(addr);
@@ -141,7 +179,7 @@ impl Server {
             faults: Faults::new(storage.clone()),
             authz: Authorizer::new(storage.clone()),
             storage: storage.clone(),
-            authn: Authenticator::new(config.token.clone().unwrap_or_else(random_token))
+            authn: Authenticator::new(token)
                 .with_users(&config.users)
                 .with_client_ca(client_ca.clone())
                 .with_service_accounts(token_signer.clone(), Arc::new(storage.clone())),

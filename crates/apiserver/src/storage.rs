@@ -92,6 +92,7 @@ mod commit;
 mod convert;
 mod crd;
 mod delete;
+mod durable;
 mod events;
 mod evict;
 mod gc;
@@ -163,7 +164,66 @@ impl Storage {
         write::create_system_namespaces(&mut state);
         Storage {
             state: Arc::new(Mutex::new(state)),
+            sync: None,
         }
+    }
+
+    /// A durable store kept in the directory `dir` (created when missing): every change is
+    /// logged there, and what a previous store left there is restored (objects with their
+    /// resourceVersions, uids, timestamps, generations and managed fields; CRDs, and the
+    /// resources they serve). A new directory starts as [`Storage::new`] does. A restored store
+    /// continues some resourceVersions above the highest restored one, with the history
+    /// before compacted (410 Gone for watches from older resourceVersions). Writes made through
+    /// the HTTP layer are answered only once they are on disk; see [`Storage::synced`].
+    ///
+    /// Fails when the directory cannot be created or locked (another store uses it), or its
+    /// contents cannot be read back (a corrupt record before the end of the log, or no
+    /// readable snapshot where one is needed); a torn last record is dropped.
+    pub fn open(config: StorageConfig, dir: &std::path::Path) -> Result<Self, crate::Error> {
+        let (log, recovered, start) =
+            durable::open(dir).map_err(|message| crate::Error::DataDir {
+                path: dir.display().to_string(),
+                message,
+            })?;
+        let mut state = State::new(config);
+        let sync = log.sync();
+        match recovered {
+            None => {
+                state.log = Some(log);
+                write::create_system_namespaces(&mut state);
+            }
+            Some(recovered) => {
+                state.restore(recovered.objects, start);
+                let crds: Vec<Arc<Value>> = state
+                    .data
+                    .get(gc::CRD_KEY)
+                    .map(|m| m.values().cloned().collect())
+                    .unwrap_or_default();
+                for crd in crds {
+                    crd::register(&mut state, &crd);
+                }
+                state.log = Some(log);
+            }
+        }
+        Ok(Storage {
+            state: Arc::new(Mutex::new(state)),
+            sync: Some(sync),
+        })
+    }
+
+    /// Waits until every write committed so far is on disk (immediately when the store is not
+    /// durable). The HTTP layer awaits it before answering a write; 500 when the log cannot be
+    /// written.
+    pub async fn synced(&self) -> Result<(), ApiError> {
+        match &self.sync {
+            None => Ok(()),
+            Some(sync) => sync.wait().await.map_err(ApiError::internal),
+        }
+    }
+
+    /// Whether this store keeps its data in a directory ([`Storage::open`]).
+    pub fn is_durable(&self) -> bool {
+        self.sync.is_some()
     }
 
     /// Creates the `default/kubernetes` Service, its Endpoints and EndpointSlice for a server
@@ -617,6 +677,21 @@ impl Storage {
             for event in held {
                 st.watchers.dispatch(&event);
             }
+        }
+    }
+
+    /// Writes a snapshot of a durable store now, and waits until it is written.
+    #[cfg(test)]
+    pub(crate) fn snapshot_now(&self) {
+        self.state.lock().start_snapshot();
+        while self
+            .state
+            .lock()
+            .log
+            .as_ref()
+            .is_some_and(|l| l.snapshot_running())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
 

@@ -1,6 +1,7 @@
 //! TLS: a fresh self-signed certificate authority and a serving certificate for `127.0.0.1` and
-//! `localhost`, generated at every start (ECDSA P-256, with the `ring` provider), and the rustls
-//! server configuration that offers HTTP/2 and HTTP/1.1 by ALPN.
+//! `localhost`, generated at every start (ECDSA P-256, with the `ring` provider; a server with
+//! a data directory keeps its CA there and only issues a new serving certificate), and the
+//! rustls server configuration that offers HTTP/2 and HTTP/1.1 by ALPN.
 //!
 //! The API server's listener also *requests* a client certificate
 //! ([`Certificates::server_config_requesting_client_certificates`]): any certificate is taken in
@@ -31,6 +32,7 @@ pub struct Certificates {
     serving_der: CertificateDer<'static>,
     ca_der: CertificateDer<'static>,
     key_der: Vec<u8>,
+    ca_key_der: Vec<u8>,
 }
 
 impl std::fmt::Debug for Certificates {
@@ -45,6 +47,21 @@ fn cert_err(e: rcgen::Error) -> Error {
     Error::Certificate(e.to_string())
 }
 
+/// The CA's parameters: its name (the issuer of what it signs), usages and constraints.
+fn ca_params() -> Result<CertificateParams, Error> {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "crt-apiserver-ca");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    Ok(ca_params)
+}
+
 impl Certificates {
     /// Generates a CA and a serving certificate valid for `127.0.0.1`, `::1`, `localhost` and the
     /// extra `hosts` (names or IP addresses).
@@ -55,17 +72,24 @@ impl Certificates {
     /// ```
     pub fn generate(hosts: &[String]) -> Result<Certificates, Error> {
         let ca_key = KeyPair::generate().map_err(cert_err)?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "crt-apiserver-ca");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).map_err(cert_err)?;
+        let ca_pem = ca_params()?.self_signed(&ca_key).map_err(cert_err)?.pem();
+        Certificates::from_ca(hosts, &ca_pem, &ca_key.serialize_der())
+    }
+
+    /// A new serving certificate (and key) for the same names as [`Certificates::generate`],
+    /// signed by a kept CA: its certificate `ca_pem` and key `ca_key` (PKCS#8, DER), as
+    /// [`Certificates::ca_key_der`] answered. Clients that trusted the CA before trust this.
+    pub(crate) fn from_ca(
+        hosts: &[String],
+        ca_pem: &str,
+        ca_key: &[u8],
+    ) -> Result<Certificates, Error> {
+        let ca_der = x509_parser::pem::parse_x509_pem(ca_pem.as_bytes())
+            .map_err(|e| Error::Certificate(format!("the CA certificate: {e}")))?
+            .1
+            .contents;
+        let ca_key_pair = KeyPair::try_from(ca_key).map_err(cert_err)?;
+        let ca = rcgen::Issuer::new(ca_params()?, ca_key_pair);
 
         let mut names = vec![
             "127.0.0.1".to_string(),
@@ -91,11 +115,17 @@ impl Certificates {
         let serving = params.signed_by(&key, &ca).map_err(cert_err)?;
 
         Ok(Certificates {
-            ca_pem: ca.pem(),
-            ca_der: ca.der().clone(),
+            ca_pem: ca_pem.to_string(),
+            ca_der: CertificateDer::from(ca_der),
             serving_der: serving.der().clone(),
             key_der: key.serialize_der(),
+            ca_key_der: ca_key.to_vec(),
         })
+    }
+
+    /// The CA's private key (PKCS#8, DER), to keep it with the data ([`Certificates::from_ca`]).
+    pub(crate) fn ca_key_der(&self) -> &[u8] {
+        &self.ca_key_der
     }
 
     /// The CA certificate, DER.

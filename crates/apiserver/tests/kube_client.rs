@@ -18,6 +18,8 @@ mod conformance;
 mod conversion_webhook;
 #[path = "kube_client/crd_rules.rs"]
 mod crd_rules;
+#[path = "kube_client/durable.rs"]
+mod durable;
 #[path = "kube_client/flowcontrol.rs"]
 mod flowcontrol;
 #[path = "kube_client/http2.rs"]

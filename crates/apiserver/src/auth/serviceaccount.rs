@@ -190,6 +190,8 @@ pub fn new_token_id() -> String {
 /// Signs and verifies the server's ServiceAccount tokens with one ES256 key.
 pub struct TokenSigner {
     key: EcdsaKeyPair,
+    /// The key, PKCS#8 (kept with a server's data).
+    pkcs8: Vec<u8>,
     rng: SystemRandom,
     key_id: String,
     issuer: String,
@@ -229,18 +231,32 @@ impl TokenSigner {
         let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
         let err = |_| Error::Certificate("cannot generate the service account signing key".into());
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).map_err(err)?;
-        let key = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng)
+        TokenSigner::from_pkcs8(pkcs8.as_ref())
+    }
+
+    /// A signer with a kept key (PKCS#8, as [`TokenSigner::pkcs8`] answered): the tokens it
+    /// signed before still verify.
+    pub(crate) fn from_pkcs8(pkcs8: &[u8]) -> Result<TokenSigner, Error> {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+        let key = EcdsaKeyPair::from_pkcs8(alg, pkcs8, &rng)
             .map_err(|_| Error::Certificate("the service account key is rejected".into()))?;
         let mut spki = P256_SPKI_PREFIX.to_vec();
         spki.extend_from_slice(key.public_key().as_ref());
         let key_id = B64.encode(ring::digest::digest(&ring::digest::SHA256, &spki));
         Ok(TokenSigner {
             key,
+            pkcs8: pkcs8.to_vec(),
             rng,
             key_id,
             issuer: ISSUER.into(),
             audiences: vec![ISSUER.into()],
         })
+    }
+
+    /// The signing key, PKCS#8.
+    pub(crate) fn pkcs8(&self) -> &[u8] {
+        &self.pkcs8
     }
 
     /// The audiences the API server itself accepts, and gives a token when none is asked for.

@@ -112,7 +112,22 @@ impl ClientCa {
             KeyUsagePurpose::DigitalSignature,
         ];
         let ca = params.self_signed(&key).map_err(cert_err)?;
-        let subject_der = x509_parser::parse_x509_certificate(ca.der())
+        ClientCa::from_parts(key, ca.der(), ca.pem())
+    }
+
+    /// The CA kept with a server's data: its key (PKCS#8, DER) and certificate (PEM), as
+    /// [`ClientCa::key_der`] and [`ClientCa::ca_pem`] answered.
+    pub(crate) fn from_kept(key_der: &[u8], pem: &str) -> Result<ClientCa, Error> {
+        let key = KeyPair::try_from(key_der).map_err(cert_err)?;
+        let der = x509_parser::pem::parse_x509_pem(pem.as_bytes())
+            .map_err(|e| Error::Certificate(format!("the client CA certificate: {e}")))?
+            .1
+            .contents;
+        ClientCa::from_parts(key, &CertificateDer::from(der), pem.to_string())
+    }
+
+    fn from_parts(key: KeyPair, der: &CertificateDer<'_>, pem: String) -> Result<ClientCa, Error> {
+        let subject_der = x509_parser::parse_x509_certificate(der)
             .map_err(|e| Error::Certificate(e.to_string()))?
             .1
             .tbs_certificate
@@ -121,7 +136,7 @@ impl ClientCa {
             .to_vec();
         let mut roots = RootCertStore::empty();
         roots
-            .add(ca.der().clone())
+            .add(der.clone().into_owned())
             .map_err(|e| Error::Tls(e.to_string()))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
@@ -130,9 +145,14 @@ impl ClientCa {
         Ok(ClientCa {
             key,
             subject_der,
-            pem: ca.pem(),
+            pem,
             verifier,
         })
+    }
+
+    /// The CA's private key (PKCS#8, DER), to keep it with the data.
+    pub(crate) fn key_der(&self) -> Vec<u8> {
+        self.key.serialize_der()
     }
 
     /// The CA certificate, PEM (what kube-apiserver's `--client-ca-file` holds).

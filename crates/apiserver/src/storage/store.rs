@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::durable::{self, Log};
 use super::events::{Event, EventKind, Watchers, Window};
 use super::meta;
 use super::options::StorageConfig;
@@ -166,6 +167,8 @@ pub(crate) struct State {
     /// Per resource storage key, the resourceVersion of its last change (readers that keep
     /// something derived from a resource's objects rebuild it when this moves).
     pub(crate) last_change: HashMap<String, u64>,
+    /// The write-ahead log every change is appended to, when the store is durable.
+    pub(crate) log: Option<Log>,
 }
 
 impl State {
@@ -188,6 +191,75 @@ impl State {
             next_cluster_ip: 1,
             policies: Default::default(),
             last_change: HashMap::new(),
+            log: None,
+        }
+    }
+
+    /// Loads the objects recovered from a data directory into this (new) state, without
+    /// events, and continues at resourceVersion `start`: the history before it is compacted,
+    /// so watches and lists from an older resourceVersion get 410 Gone. The CRDs among them
+    /// are registered by the caller.
+    pub(crate) fn restore(&mut self, objects: durable::Objects, start: u64) {
+        for (res, objs) in objects {
+            let mut stored = Objects::new();
+            for (key, obj) in objs {
+                self.index(&res, &key, &obj);
+                stored.insert(key, obj);
+            }
+            self.last_change.insert(res.clone(), start);
+            self.data.insert(res, stored);
+        }
+        self.rv = start;
+        self.compact_to(start);
+        // ClusterIPs continue after the highest one handed out.
+        let highest = self
+            .data
+            .get("services")
+            .into_iter()
+            .flat_map(|objs| objs.values())
+            .filter_map(|svc| {
+                svc.pointer("/spec/clusterIP")?
+                    .as_str()?
+                    .strip_prefix("10.96.")
+            })
+            .filter_map(|rest| {
+                let (a, b) = rest.split_once('.')?;
+                Some((a.parse::<u32>().ok()? << 8) | b.parse::<u32>().ok()?)
+            })
+            .max();
+        if let Some(n) = highest {
+            self.next_cluster_ip = self.next_cluster_ip.max(n + 1);
+        }
+    }
+
+    /// Appends a change to the log (when durable), and starts a snapshot when one is due.
+    fn log_change(&mut self, rv: u64, res: &str, key: &ObjKey, obj: Option<&Arc<Value>>) {
+        let Some(log) = &mut self.log else {
+            return;
+        };
+        log.append(rv, res, key, obj.cloned());
+        if log.snapshot_due() {
+            self.start_snapshot();
+        }
+    }
+
+    /// Starts writing a snapshot of the store at the current resourceVersion (when durable):
+    /// the copy is O(1), the writing happens on the log's snapshot thread.
+    pub(crate) fn start_snapshot(&mut self) {
+        let rv = self.rv;
+        let data = self.data.clone();
+        if let Some(log) = &mut self.log {
+            log.snapshot(
+                rv,
+                Box::new(move |emit| {
+                    for (res, objs) in data.iter() {
+                        for ((ns, name), obj) in objs.iter() {
+                            emit(res, ns, name, obj)?;
+                        }
+                    }
+                    Ok(())
+                }),
+            );
         }
     }
 
@@ -215,6 +287,7 @@ impl State {
             None => self.data.entry(res.to_string()).or_default(),
         };
         let previous = objects.insert(key.clone(), obj.clone());
+        self.log_change(rv, res, &key, Some(&obj));
         self.changed(res, rv);
         if let Some(prev) = &previous {
             self.unindex(prev);
@@ -241,6 +314,7 @@ impl State {
         let previous = self.data.get_mut(res)?.remove(key)?;
         self.rv += 1;
         let rv = self.rv;
+        self.log_change(rv, res, key, None);
         self.changed(res, rv);
         self.unindex(&previous);
         let mut last = (*previous).clone();

@@ -4,6 +4,7 @@ mod cel;
 mod crd;
 mod crud;
 mod delete;
+mod durable;
 mod field_validation;
 mod list;
 mod watch;

@@ -11,7 +11,7 @@ use super::convert::to_version;
 use super::crd;
 use super::options::{PatchType, WriteOptions, apply_patch};
 use super::rules::SYSTEM_NAMESPACES;
-use super::store::{State, obj_key};
+use super::store::{State, obj_key, res_key};
 use crate::error::ApiError;
 use crate::resource::{ResourceInfo, names};
 
@@ -96,7 +96,39 @@ pub(crate) fn create_kubernetes_service(st: &mut State, addr: std::net::SocketAd
         let Some(res) = st.registry.resolve(group, version, plural).cloned() else {
             continue;
         };
-        if let Err(e) = create(st, &res, Some("default"), body, &opts) {
+        let key = obj_key(&res, Some("default"), "kubernetes");
+        let done = if st.get(&res_key(&res), &key).is_some() {
+            // Restored from a data directory: only the address (the port may have changed)
+            // is brought up to date, as the bootstrap controller reconciles it.
+            let fields: &[&str] = match plural {
+                "services" => &["spec"],
+                "endpoints" => &["subsets"],
+                _ => &["endpoints", "ports"],
+            };
+            let mut doc = json!({});
+            for f in fields {
+                doc[*f] = if *f == "spec" {
+                    json!({"ports": body["spec"]["ports"]})
+                } else {
+                    body[*f].clone()
+                };
+            }
+            let body = serde_json::to_vec(&doc).unwrap_or_default();
+            let merge = PatchType::Merge;
+            patch(
+                st,
+                &res,
+                Some("default"),
+                "kubernetes",
+                None,
+                merge,
+                &body,
+                &opts,
+            )
+        } else {
+            create(st, &res, Some("default"), body, &opts)
+        };
+        if let Err(e) = done {
             tracing::error!("creating the default/kubernetes {plural}: {e}");
         }
     }
@@ -112,6 +144,13 @@ pub(crate) fn create_default_service_cidr(st: &mut State) {
         field_manager: Some("kubernetes-service-cidr-controller".into()),
         ..WriteOptions::default()
     };
+    if st
+        .get(&res_key(&res), &obj_key(&res, None, "kubernetes"))
+        .is_some()
+    {
+        // Restored from a data directory.
+        return;
+    }
     let body = json!({
         "apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
         "metadata": {"name": "kubernetes"},

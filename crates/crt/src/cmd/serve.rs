@@ -31,6 +31,17 @@ pub struct Args {
     /// controllers (pods stay Pending, Deployments at 0 replicas).
     #[arg(long, conflicts_with = "nodes")]
     pub no_cluster: bool,
+    /// Keep the cluster's state in DIR (created when missing) and restore it at start:
+    /// every object, CRDs and their custom resources included, with its resourceVersion, uid,
+    /// creation timestamp, generation and managed fields. Each write is in a write-ahead log
+    /// synced to disk (fdatasync) before it is answered, so every write answered 2xx survives
+    /// a crash (kill -9, power loss); snapshots keep the log short. The server's CAs,
+    /// ServiceAccount signing key and token are kept there too, so kubeconfigs and tokens from
+    /// before a restart keep working. Watches do not survive a restart: clients reconnect and
+    /// relist (410 Gone for a resourceVersion from before it). Without it the state lives in
+    /// memory only.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 /// Runs the server until Ctrl-C or SIGTERM, then stops it cleanly.
@@ -42,6 +53,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         addr: args.addr.ip(),
         port: args.addr.port(),
         token: args.token,
+        data_dir: args.data_dir.clone(),
         ..Config::default()
     };
     let server = Server::start(config)
@@ -71,6 +83,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             cluster.nodes().len()
         ),
         None => println!("no simulated cluster (--no-cluster): the API server only"),
+    }
+    if let Some(dir) = &args.data_dir {
+        println!(
+            "data kept in {} (each write synced before it is answered)",
+            dir.display()
+        );
     }
     println!("token kubeconfig written to {}", token_path.display());
     println!("kubeconfig written to {}", path.display());

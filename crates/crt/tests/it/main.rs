@@ -3,6 +3,7 @@
 
 mod cluster;
 mod demo;
+mod durable;
 mod module_cycles;
 mod new;
 mod serve;
