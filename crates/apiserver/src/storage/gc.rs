@@ -303,7 +303,22 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
             let Some((dloc, dep)) = st.by_uid(&dep_uid) else {
                 continue;
             };
-            if !meta::is_deleting(&dep) {
+            if !meta::is_deleting(&dep) && has_solid_owner(st, &dloc, &dep, uid) {
+                // Another owner still stands: the dependent stays, without its references to
+                // this owner and to owners that are gone or also waiting for their dependents
+                // (the garbage collector's solid / dangling / waiting classification).
+                let kept: Vec<Value> = meta::owner_refs(&dep)
+                    .into_iter()
+                    .filter(|r| {
+                        r.get("uid").and_then(Value::as_str).is_some_and(|o| {
+                            o != uid && is_solid_owner(st, &dloc, o)
+                        })
+                    })
+                    .collect();
+                let mut d = (*dep).clone();
+                meta::set_meta(&mut d, "ownerReferences", Value::from(kept));
+                st.put(&dloc.res, dloc.key, d);
+            } else if !meta::is_deleting(&dep) {
                 let policy = if st.dependents_of(&dep_uid).is_empty() {
                     Policy::Background
                 } else {
@@ -370,6 +385,24 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
     } else {
         st.put(&loc.res, loc.key.clone(), new);
     }
+}
+
+/// Whether the owner `owner_uid` of a dependent at `dep` stands: it exists where the
+/// dependent may refer to it (its namespace, or cluster-scoped) and is not itself waiting for
+/// its dependents' deletion (deleting with `foregroundDeletion`).
+fn is_solid_owner(st: &State, dep: &Loc, owner_uid: &str) -> bool {
+    st.by_uid(owner_uid).is_some_and(|(oloc, owner)| {
+        (oloc.key.0.is_empty() || oloc.key.0 == dep.key.0)
+            && !(meta::is_deleting(&owner)
+                && meta::finalizers(&owner).iter().any(|f| f == FOREGROUND))
+    })
+}
+
+/// Whether the dependent `obj` (at `loc`) has a standing owner other than `owner_uid`.
+fn has_solid_owner(st: &State, loc: &Loc, obj: &Value, owner_uid: &str) -> bool {
+    meta::owner_uids(obj)
+        .iter()
+        .any(|o| o != owner_uid && is_solid_owner(st, loc, o))
 }
 
 /// Whether one of the object's dependents is itself waiting for its dependents (deleting with

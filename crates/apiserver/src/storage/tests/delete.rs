@@ -358,6 +358,39 @@ fn replication_controllers_orphan_by_default() {
     assert!(!exists(&s, &pods, Some("default"), "gone-1"));
 }
 
+/// A foreground deletion keeps a dependent that has another standing owner, removing only
+/// the reference to the deleted owner, and deletes the dependents it alone owned (the
+/// garbage collector's "solid owner" rule; upstream's e2e spec "should not delete dependents
+/// that have both valid owner and owner that's waiting for dependents to be deleted").
+#[test]
+fn foreground_deletion_keeps_dependents_with_another_owner() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let going = create_cm(&s, "going");
+    let staying = create_cm(&s, "staying");
+    let only = owned_cm("only-going", &going, true);
+    s.create(&cms, Some("default"), only, &w()).unwrap();
+    let mut both = owned_cm("both", &going, true);
+    let second = owned_cm("x", &staying, false)["metadata"]["ownerReferences"][0].clone();
+    both["metadata"]["ownerReferences"]
+        .as_array_mut()
+        .unwrap()
+        .push(second);
+    s.create(&cms, Some("default"), both, &w()).unwrap();
+    let fg = DeleteOptions {
+        propagation_policy: Some("Foreground".into()),
+        ..Default::default()
+    };
+    s.delete(&cms, Some("default"), "going", &fg).unwrap();
+    assert!(!exists(&s, &cms, Some("default"), "going"));
+    assert!(!exists(&s, &cms, Some("default"), "only-going"));
+    let kept = s.get(&cms, Some("default"), "both", None).unwrap();
+    assert!(kept["metadata"].get("deletionTimestamp").is_none(), "{kept}");
+    let refs = kept["metadata"]["ownerReferences"].as_array().unwrap();
+    assert_eq!(refs.len(), 1, "{kept}");
+    assert_eq!(refs[0]["uid"], staying["metadata"]["uid"]);
+}
+
 #[test]
 fn preconditions() {
     let s = store();
