@@ -299,7 +299,7 @@ mod tests {
                 namespace: Some("ns".into()),
                 name: Some(format!("o{i}")),
                 resource_version: Some("1".into()),
-                labels: Some([("even".to_string(), (i % 2 == 0).to_string())].into()),
+                labels: Some([("even".to_string(), i.is_multiple_of(2).to_string())].into()),
                 ..Default::default()
             },
             ..Default::default()
