@@ -12,6 +12,14 @@
 //! The store also drops an object's entry when it replaces or removes the object, and the whole
 //! memo on a relist, so that nothing outlives its object for long.
 //!
+//! An object is memoized on its second read (of the same encoding), not its first: a
+//! direct-mapped table of the encodings read once remembers a miss, and only a miss it
+//! remembers files the object. Objects read once per change (a cold start reads each object
+//! once; a reconcile reads the object that changed) so cost neither memory nor the filing,
+//! and the memo holds the objects that are read again, such as a parent whose children change.
+//! A forgotten or mistaken remembrance (two encodings at one slot, an address reused) only
+//! files an object a read later or earlier; which object a lookup serves never depends on it.
+//!
 //! The memo is bounded by a number of objects and by the bytes of their encodings (a decoded
 //! object takes two to five times its JSON: a 1.5 KB ConfigMap with managedFields, about 7 KB);
 //! past either bound it evicts with the CLOCK policy: entries read again since they were filed
@@ -37,6 +45,8 @@ pub(crate) struct Memo<K> {
 }
 
 struct Inner<K> {
+    /// The encodings missed once, by their identity, one per slot (direct-mapped); 0: none.
+    seen: Box<[usize]>,
     entries: Map<usize, Memoized<K>>,
     /// Keys in filing order with the stamp they were filed with; a key whose entry was dropped
     /// or filed again since (another stamp) is skipped when it comes up.
@@ -61,6 +71,7 @@ impl<K> Memo<K> {
             bound,
             len: AtomicUsize::new(0),
             inner: Mutex::new(Inner {
+                seen: vec![0; seen_slots(bound)].into_boxed_slice(),
                 entries: Map::default(),
                 order: VecDeque::new(),
                 bytes: 0,
@@ -80,8 +91,9 @@ impl<K> Memo<K> {
         Some(entry.obj.clone())
     }
 
-    /// Files `obj`, decoded from `encoded`, evicting what the bound requires. An object larger
-    /// than the whole bound is not filed.
+    /// Files `obj`, decoded from `encoded` after a miss, if `encoded` was missed before,
+    /// evicting what the bound requires; else remembers the miss. An object larger than the
+    /// whole bound is not filed.
     pub(crate) fn insert(&self, encoded: &Arc<Encoded>, obj: &Arc<K>) {
         let size = encoded.bytes.len();
         if self.bound.objects == 0 || size > self.bound.bytes {
@@ -89,6 +101,12 @@ impl<K> Memo<K> {
         }
         let key = id(encoded);
         let mut inner = self.inner.lock();
+        let slot = seen_slot(key, inner.seen.len());
+        if inner.seen[slot] != key {
+            inner.seen[slot] = key;
+            return;
+        }
+        inner.seen[slot] = 0;
         let stamp = inner.next_stamp;
         inner.next_stamp += 1;
         let old = inner.entries.insert(
@@ -150,6 +168,24 @@ impl<K> Memo<K> {
     }
 }
 
+/// The slots of the table of encodings missed once: twice the objects kept, at least 64.
+fn seen_slots(bound: ReadMemo) -> usize {
+    if bound.objects == 0 {
+        return 0;
+    }
+    bound
+        .objects
+        .saturating_mul(2)
+        .clamp(64, 1 << 20)
+        .next_power_of_two()
+}
+
+/// The slot of an encoding in the table of misses (`slots`, a power of two).
+fn seen_slot(id: usize, slots: usize) -> usize {
+    // Addresses are multiples of the allocation's alignment: mix the bits first.
+    (id.wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize) >> 17) & (slots - 1)
+}
+
 /// An encoding's identity: its address, which no other encoding has while an entry holds it.
 fn id(encoded: &Arc<Encoded>) -> usize {
     Arc::as_ptr(encoded) as usize
@@ -182,6 +218,13 @@ impl<K> Inner<K> {
 mod tests {
     use super::*;
 
+    /// A miss, then another: the second files the object.
+    fn file<K>(memo: &Memo<K>, encoded: &Arc<Encoded>, obj: K) {
+        let obj = Arc::new(obj);
+        memo.insert(encoded, &obj);
+        memo.insert(encoded, &obj);
+    }
+
     fn encoded(len: usize) -> Arc<Encoded> {
         Arc::new(Encoded {
             bytes: vec![b' '; len].into_boxed_slice(),
@@ -193,13 +236,13 @@ mod tests {
         let memo = Memo::new(ReadMemo::new(8, 1 << 20));
         let (v1, v2) = (encoded(10), encoded(10));
         assert!(memo.get(&v1).is_none());
-        memo.insert(&v1, &Arc::new("v1"));
+        file(&memo, &v1, "v1");
         assert_eq!(*memo.get(&v1).unwrap(), "v1");
         // The store now holds another encoding of the object: not served.
         assert!(memo.get(&v2).is_none());
         memo.invalidate(&v1);
         assert!(memo.get(&v1).is_none());
-        memo.insert(&v2, &Arc::new("v2"));
+        file(&memo, &v2, "v2");
         assert_eq!(*memo.get(&v2).unwrap(), "v2");
         assert_eq!(memo.usage(), (1, 10));
         memo.invalidate(&v2);
@@ -212,7 +255,7 @@ mod tests {
         let memo = Memo::new(ReadMemo::new(4, 1 << 20));
         let objects: Vec<_> = (0..100).map(|_| encoded(100)).collect();
         for (i, e) in objects.iter().enumerate() {
-            memo.insert(e, &Arc::new(i));
+            file(&memo, e, i);
             // Object 0 is read after every insert: it is never the one evicted.
             if i > 0 {
                 assert!(memo.get(&objects[0]).is_some(), "after {i}");
@@ -227,18 +270,38 @@ mod tests {
         // The byte bound: 250 bytes hold two objects of 100.
         let memo = Memo::new(ReadMemo::new(100, 250));
         for (i, e) in objects.iter().enumerate().take(10) {
-            memo.insert(e, &Arc::new(i));
+            file(&memo, e, i);
         }
         assert_eq!(memo.usage(), (2, 200));
         // Larger than the whole bound: not filed.
-        memo.insert(&encoded(251), &Arc::new(7));
+        file(&memo, &encoded(251), 7);
         assert_eq!(memo.usage(), (2, 200));
         memo.clear();
         assert_eq!(memo.usage(), (0, 0));
         // Disabled: nothing is filed.
         let memo = Memo::new(ReadMemo::disabled());
-        memo.insert(&objects[0], &Arc::new(0));
+        file(&memo, &objects[0], 0);
         assert!(memo.get(&objects[0]).is_none());
+    }
+
+    #[test]
+    fn only_a_second_miss_files_an_object() {
+        let memo = Memo::new(ReadMemo::new(8, 1 << 20));
+        let objects: Vec<_> = (0..100).map(|_| encoded(10)).collect();
+        // Each read once, as a cold start reads: nothing is filed.
+        for (i, e) in objects.iter().enumerate() {
+            memo.insert(e, &Arc::new(i));
+        }
+        assert_eq!(memo.usage(), (0, 0));
+        // Read again: filed now, served from then on.
+        let e = encoded(10);
+        memo.insert(&e, &Arc::new(1000));
+        assert!(memo.get(&e).is_none());
+        memo.insert(&e, &Arc::new(1000));
+        assert_eq!(*memo.get(&e).unwrap(), 1000);
+        assert_eq!(seen_slots(ReadMemo::default()), 4096);
+        assert_eq!(seen_slots(ReadMemo::new(3, 100)), 64);
+        assert_eq!(seen_slots(ReadMemo::disabled()), 0);
     }
 
     #[test]
@@ -246,7 +309,7 @@ mod tests {
         let memo = Memo::new(ReadMemo::new(1000, 1 << 20));
         let e = encoded(1);
         for _ in 0..10_000 {
-            memo.insert(&e, &Arc::new(1));
+            file(&memo, &e, 1);
             memo.invalidate(&e);
         }
         assert!(memo.inner.lock().order.len() <= 2 + 64 + 1);

@@ -687,6 +687,9 @@ mod tests {
             s.put(cm("a", "two", "x"));
         }
         let key = ObjectKey::new("a", "one");
+        // The first read is not memoized (most objects are read once); the second is.
+        assert_eq!(store.get(&key).unwrap(), plain.get(&key).unwrap());
+        assert_eq!(store.memo_usage().0, 0);
         let first = store.get(&key).unwrap();
         assert_eq!(first, plain.get(&key).unwrap());
         // Read again, alone or in a list: the same object, not decoded again.
@@ -694,12 +697,17 @@ mod tests {
         let listed = store.list(Some("a"));
         assert!(listed.iter().any(|o| Arc::ptr_eq(o, &first)));
         assert_eq!(names(listed), names(plain.list(Some("a"))));
+        // The list's second read of "two" filed it.
+        assert_eq!(names(store.list(Some("a"))), names(plain.list(Some("a"))));
         assert_eq!(store.memo_usage().0, 2);
         // Updated: the next read has the new object, and the old one left the memo.
         store.put(cm("a", "one", "y"));
+        assert_eq!(store.memo_usage().0, 1);
         let after = store.get(&key).unwrap();
         assert_eq!(*after, *cm("a", "one", "y"));
-        assert!(Arc::ptr_eq(&after, &store.get(&key).unwrap()));
+        let again = store.get(&key).unwrap();
+        assert_eq!(after, again);
+        assert!(Arc::ptr_eq(&again, &store.get(&key).unwrap()));
         assert_eq!(store.memo_usage().0, 2);
         // An update through the informer's entry path too (a raw object's encoding).
         let raw = Entry {
@@ -712,7 +720,9 @@ mod tests {
             typed: None,
         };
         store.put_entry(raw);
-        assert_eq!(*store.get(&key).unwrap(), *cm("a", "one", "z"));
+        for _ in 0..3 {
+            assert_eq!(*store.get(&key).unwrap(), *cm("a", "one", "z"));
+        }
         // Removed: gone from reads and from the memo.
         assert!(store.discard(&key));
         assert!(store.get(&key).is_none());
@@ -731,7 +741,7 @@ mod tests {
         for i in 0..20 {
             store.put(cm("a", &format!("o{i}"), "x"));
         }
-        for round in 0..3 {
+        for round in 0..4 {
             for i in 0..20 {
                 let key = ObjectKey::new("a", format!("o{i}"));
                 assert_eq!(*store.get(&key).unwrap(), *cm("a", &format!("o{i}"), "x"));
@@ -748,6 +758,7 @@ mod tests {
         );
         for i in 0..5 {
             store.put(cm("a", &format!("o{i}"), "x"));
+            store.get(&ObjectKey::new("a", format!("o{i}")));
             store.get(&ObjectKey::new("a", format!("o{i}")));
         }
         assert_eq!(store.memo_usage(), (2, 2 * size));
