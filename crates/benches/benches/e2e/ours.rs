@@ -4,7 +4,7 @@
 //! the shared machine may have taken), one worker. Best options: compact storage, managedFields
 //! stripped before caching, four workers. `CRT_E2E_OURS_SHARED=1` makes ours cache typed shared
 //! objects instead of the default compact ones; `CRT_E2E_READ_MEMO=N` bounds the compact
-//! stores' read memo at N objects (0: none).
+//! stores' read memo at N objects (0: none; `Nf`: kept from the first read).
 
 use std::sync::Arc;
 
@@ -34,12 +34,14 @@ pub async fn run(client: kube_client::Client, best: bool, owners: bool, tally: A
     if std::env::var("CRT_E2E_OURS_SHARED").is_ok_and(|v| v == "1") {
         cache = cache.with_default_compact(false);
     }
-    // The compact stores' read memo: `0` none, `N` at most N objects (4 KiB of JSON each).
-    if let Some(n) = std::env::var("CRT_E2E_READ_MEMO")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-    {
-        cache = cache.with_default_read_memo(ReadMemo::new(n, n * 4096));
+    // The compact stores' read memo: `0` none, `N` at most N objects (4 KiB of JSON each),
+    // `Nf` the same kept from the first read.
+    if let Ok(v) = std::env::var("CRT_E2E_READ_MEMO") {
+        let first = v.ends_with('f');
+        if let Ok(n) = v.trim_end_matches('f').parse::<usize>() {
+            let memo = ReadMemo::new(n, n * 4096);
+            cache = cache.with_default_read_memo(if first { memo.from_first_read() } else { memo });
+        }
     }
     if best {
         cache = cache

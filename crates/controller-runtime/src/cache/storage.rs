@@ -159,12 +159,28 @@ impl<K> fmt::Debug for Storage<K> {
 pub struct ReadMemo {
     pub(crate) objects: usize,
     pub(crate) bytes: usize,
+    /// Keep objects from their first read on.
+    pub(crate) first_read: bool,
 }
 
 impl ReadMemo {
     /// At most `objects` decoded objects, whose JSON takes at most `bytes`.
     pub const fn new(objects: usize, bytes: usize) -> Self {
-        ReadMemo { objects, bytes }
+        ReadMemo {
+            objects,
+            bytes,
+            first_read: false,
+        }
+    }
+
+    /// The same bound, keeping each object from its first read on rather than its second: a
+    /// reconciler that reads each object twice (once at start-up, once after a change of a
+    /// related object) then finds the second read memoized, if the memo holds every object
+    /// read in between; but every object read once (a cold start reads each) is kept until
+    /// evicted, so the memo fills up to its bound and stays full.
+    pub const fn from_first_read(mut self) -> Self {
+        self.first_read = true;
+        self
     }
 
     /// No memo: every typed read decodes.
