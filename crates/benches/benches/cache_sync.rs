@@ -33,7 +33,7 @@ use cap::Cap;
 use std::sync::Arc;
 
 use controller_runtime::cache::{
-    ApiListWatch, CachedObject, Informer, InformerConfig, ResourceEventHandler, Storage,
+    ApiListWatch, CachedObject, Informer, InformerConfig, ReadMemo, ResourceEventHandler, Storage,
     strip_managed_fields,
 };
 use futures::StreamExt;
@@ -313,7 +313,7 @@ async fn measure(
             let mut config = InformerConfig::default()
                 .with_streaming_list(streaming)
                 .with_storage(if compact {
-                    Storage::compact()
+                    Storage::compact().with_read_memo(read_memo())
                 } else {
                     Storage::Shared
                 });
@@ -342,6 +342,12 @@ async fn measure(
             tokio::time::sleep(Duration::from_millis(100)).await;
             let held = ALLOCATOR.allocated().saturating_sub(before);
             report_gets(informer.store(), informer.store().size_bytes() / n.max(1));
+            // What the typed reads left behind: a compact store's memo of them.
+            let after_reads = ALLOCATOR.allocated().saturating_sub(before);
+            eprintln!(
+                "    heap per object after the typed gets: {:.0} B",
+                after_reads as f64 / n.max(1) as f64
+            );
             ctx.cancel();
             task.await.unwrap();
             (elapsed, cpu, held)
@@ -413,6 +419,14 @@ impl ResourceEventHandler<ConfigMap> for MetaHandler {
     fn on_add_cached(&self, obj: &CachedObject<ConfigMap>, _: bool) {
         let len = obj.metadata().name.as_ref().map_or(0, String::len);
         self.0.fetch_add(len, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// The compact stores' read memo: the default, or none with `CRT_BENCH_READ_MEMO=0`.
+fn read_memo() -> ReadMemo {
+    match std::env::var("CRT_BENCH_READ_MEMO").as_deref() {
+        Ok("0") => ReadMemo::disabled(),
+        _ => ReadMemo::default(),
     }
 }
 

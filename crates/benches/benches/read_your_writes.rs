@@ -17,7 +17,7 @@
 use std::time::Instant;
 
 use controller_runtime::ObjectKey;
-use controller_runtime::cache::{Cache, CacheOptions, ListOptions, ReadYourWrites};
+use controller_runtime::cache::{Cache, CacheOptions, ListOptions, ReadMemo, ReadYourWrites};
 use controller_runtime::client::Client;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube_core::ObjectMeta;
@@ -63,7 +63,9 @@ async fn per_get(client: &Client, key: &ObjectKey, reads: usize) -> f64 {
 async fn synced_client(kube: &kube_client::Client, ryow: ReadYourWrites) -> Client {
     let cache = Cache::new(
         kube.clone(),
-        CacheOptions::default().with_read_your_writes(ryow),
+        CacheOptions::default()
+            .with_read_your_writes(ryow)
+            .with_default_read_memo(read_memo()),
     );
     cache.start(CancellationToken::new());
     let client = Client::new(cache);
@@ -118,4 +120,12 @@ fn main() {
         println!("  read-your-writes on, nothing pending:   {on_ns:8.1} ns");
         println!("  read-your-writes on, another pending:   {pending_ns:8.1} ns");
     });
+}
+
+/// The cache's read memo: the default, or none with `CRT_BENCH_READ_MEMO=0`.
+fn read_memo() -> ReadMemo {
+    match std::env::var("CRT_BENCH_READ_MEMO").as_deref() {
+        Ok("0") => ReadMemo::disabled(),
+        _ => ReadMemo::default(),
+    }
 }

@@ -4,7 +4,8 @@
 //!
 //! - [`Store`]: every object held once (`Arc<K>`), shared by every reader, with a namespace index
 //!   and user field indexes; or held compactly, as JSON, decoded on each typed
-//!   read (the cache's default, [`Storage`]); informers hand handlers [`CachedObject`]s.
+//!   read (the cache's default, [`Storage`]), with a bounded memo of recent reads
+//!   ([`ReadMemo`]); informers hand handlers [`CachedObject`]s.
 //! - [`Informer`]: one store and its registered [`ResourceEventHandler`]s, told about every
 //!   change. One list+watch per [`InformerScope`]: every namespace at once, or each cached
 //!   namespace on its own (see [`CacheOptions`]).
@@ -22,8 +23,9 @@
 //!
 //! The modules depend on each other one way only: `informer_cache` and `reader` on `informer`,
 //! `informer` on `reflector`, `reflector` on `list_watch`, `store` and `backoff`, `list_watch`
-//! on `raw` and `watch_lines`, `store` on `storage`; `consistency` (the table of writes not
-//! stored yet) on nothing, `informer_cache`, `reader` and `informer` on it.
+//! on `raw` and `watch_lines`, `store` on `memo` and `storage`, `memo` on `storage`;
+//! `consistency` (the table of writes not stored yet) on nothing, `informer_cache`, `reader`
+//! and `informer` on it.
 
 mod backoff;
 mod consistency;
@@ -31,6 +33,7 @@ mod error;
 mod informer;
 mod informer_cache;
 mod list_watch;
+mod memo;
 mod options;
 mod raw;
 mod reader;
@@ -53,7 +56,7 @@ pub use options::{
 };
 pub use raw::RawObject;
 pub use reader::ListOptions;
-pub use storage::{CachedObject, Codec, Storage};
+pub use storage::{CachedObject, Codec, ReadMemo, Storage};
 pub use store::{IndexError, IndexFn, Store};
 /// The watch-line decoder, for the fuzz targets in crates/fuzz: not part of the API.
 #[doc(hidden)]

@@ -3,13 +3,14 @@
 //! Default options: `ManagerOptions::default()` (metrics on a free port instead of 8080, which
 //! the shared machine may have taken), one worker. Best options: compact storage, managedFields
 //! stripped before caching, four workers. `CRT_E2E_OURS_SHARED=1` makes ours cache typed shared
-//! objects instead of the default compact ones.
+//! objects instead of the default compact ones; `CRT_E2E_READ_MEMO=N` bounds the compact
+//! stores' read memo at N objects (0: none; `Nf`: kept from the first read).
 
 use std::sync::Arc;
 
 use controller_runtime::ObjectKey;
 use controller_runtime::builder::{ControllerBuilder, Input};
-use controller_runtime::cache::{CacheOptions, namespaces, strip_managed_fields};
+use controller_runtime::cache::{CacheOptions, ReadMemo, namespaces, strip_managed_fields};
 use controller_runtime::client::Client;
 use controller_runtime::controller::ControllerOptions;
 use controller_runtime::manager::{BindAddress, Manager, ManagerOptions};
@@ -32,6 +33,15 @@ pub async fn run(client: kube_client::Client, best: bool, owners: bool, tally: A
     // The typed shared storage (the default before compact storage kept metadata), to compare.
     if std::env::var("CRT_E2E_OURS_SHARED").is_ok_and(|v| v == "1") {
         cache = cache.with_default_compact(false);
+    }
+    // The compact stores' read memo: `0` none, `N` at most N objects (4 KiB of JSON each),
+    // `Nf` the same kept from the first read.
+    if let Ok(v) = std::env::var("CRT_E2E_READ_MEMO") {
+        let first = v.ends_with('f');
+        if let Ok(n) = v.trim_end_matches('f').parse::<usize>() {
+            let memo = ReadMemo::new(n, n * 4096);
+            cache = cache.with_default_read_memo(if first { memo.from_first_read() } else { memo });
+        }
     }
     if best {
         cache = cache

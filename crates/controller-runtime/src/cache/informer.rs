@@ -23,7 +23,7 @@
 //! is missed or seen twice. Handlers are called inline, so they must be quick and must not call
 //! back into the informer; the controller's handlers only put keys on a queue.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -255,6 +255,14 @@ pub trait ResourceEventHandler<K>: Send + Sync {
             self.on_add(&obj, is_in_initial_list);
         }
     }
+    /// [`on_add_cached`](Self::on_add_cached) of each object, in order: the informer's first
+    /// list (and the replay a late handler gets) arrives this way, so that a handler can hand
+    /// its whole result on at once (the Kind source adds the keys to its queue in one batch).
+    fn on_add_batch_cached(&self, objs: &[CachedObject<K>], is_in_initial_list: bool) {
+        for obj in objs {
+            self.on_add_cached(obj, is_in_initial_list);
+        }
+    }
     /// [`on_update`](Self::on_update), with the objects as cached.
     fn on_update_cached(&self, old: &CachedObject<K>, new: &CachedObject<K>) {
         if let (Some(old), Some(new)) = (old.object(), new.object()) {
@@ -465,8 +473,9 @@ where
         let mut handlers = self.shared.handlers.lock();
         // Scopes that synced already have stored their content: replay it. Scopes still
         // listing deliver theirs to every handler, this one included, when they store it.
-        for obj in self.shared.store.list_cached() {
-            handler.on_add_cached(&obj, true);
+        let stored = self.shared.store.list_cached();
+        if !stored.is_empty() {
+            handler.on_add_batch_cached(&stored, true);
         }
         let synced = Arc::new(AtomicBool::new(self.has_synced()));
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed);
@@ -566,19 +575,24 @@ where
         } else {
             store.replace_entries_where(|key| self.scope_of(key) == scope, entries)
         };
-        for (key, obj) in told {
-            let previous = match key {
-                Some(key) if !old.is_empty() => old.remove(&key).map(|slot| (key, slot)),
-                _ => None,
-            };
-            match previous.map(|(key, slot)| store.cached(&key, &slot)) {
-                Some(previous) if !initial => handlers
+        if initial {
+            // Everything is an initial-list create: each handler gets the list at once.
+            let objs: Vec<CachedObject<K>> = told
+                .into_iter()
+                .map(|(key, obj)| {
+                    if let Some(key) = key {
+                        old.remove(&key);
+                    }
+                    obj
+                })
+                .collect();
+            if !objs.is_empty() {
+                handlers
                     .iter()
-                    .for_each(|h| h.handler.on_update_cached(&previous, &obj)),
-                _ => handlers
-                    .iter()
-                    .for_each(|h| h.handler.on_add_cached(&obj, initial)),
+                    .for_each(|h| h.handler.on_add_batch_cached(&objs, true));
             }
+        } else {
+            self.tell_relisted(&handlers, told, &mut old);
         }
         if !handlers.is_empty() {
             for gone in old.iter().map(|(key, slot)| store.cached(key, slot)) {
@@ -609,6 +623,31 @@ where
                     .iter()
                     .for_each(|h| h.synced.store(true, Ordering::Release));
                 self.shared.synced.send_replace(true);
+            }
+        }
+    }
+
+    /// Tells the handlers of a relist what changed: an update for each object that was
+    /// stored already (taken out of `old`), a create for each other one.
+    fn tell_relisted(
+        &self,
+        handlers: &[Registered<K>],
+        told: Vec<(Option<ObjectKey>, CachedObject<K>)>,
+        old: &mut HashMap<ObjectKey, Slot<K>>,
+    ) {
+        let store = &self.shared.store;
+        for (key, obj) in told {
+            let previous = match key {
+                Some(key) if !old.is_empty() => old.remove(&key).map(|slot| (key, slot)),
+                _ => None,
+            };
+            match previous.map(|(key, slot)| store.cached(&key, &slot)) {
+                Some(previous) => handlers
+                    .iter()
+                    .for_each(|h| h.handler.on_update_cached(&previous, &obj)),
+                None => handlers
+                    .iter()
+                    .for_each(|h| h.handler.on_add_cached(&obj, false)),
             }
         }
     }

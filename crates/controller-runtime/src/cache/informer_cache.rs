@@ -251,7 +251,7 @@ impl Cache {
         let config = InformerConfig {
             resync_period: settings.sync_period,
             storage: if settings.compact {
-                Storage::compact()
+                Storage::compact().with_read_memo(settings.read_memo)
             } else {
                 Storage::Shared
             },

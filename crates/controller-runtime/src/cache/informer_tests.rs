@@ -368,7 +368,10 @@ async fn a_compact_informer_tells_handlers_the_same_and_reads_decode_copies() {
     let key = ObjectKey::new("ns", "a");
     let read = r.informer.store().get(&key).unwrap();
     assert_eq!(*read, cm("a", "7"));
-    assert!(!Arc::ptr_eq(&read, &r.informer.store().get(&key).unwrap()));
+    // Read again before it changes: the second read is memoized, the next ones share it.
+    let again = r.informer.store().get(&key).unwrap();
+    assert_eq!(read, again);
+    assert!(Arc::ptr_eq(&again, &r.informer.store().get(&key).unwrap()));
     // A late handler's replay is decoded too.
     let late = Arc::new(Recorder::default());
     r.informer.add_event_handler(late.clone());
@@ -385,6 +388,8 @@ async fn a_compact_informer_tells_handlers_the_same_and_reads_decode_copies() {
         ["update a 7 -> a 9", "add c 10", "delete d 9 unknown"]
     );
     assert_eq!(r.informer.store().len(), 2);
+    // The relist replaced the memoized object: a read decodes the new one.
+    assert_eq!(*r.informer.store().get(&key).unwrap(), cm("a", "9"));
     r.stop().await;
 }
 

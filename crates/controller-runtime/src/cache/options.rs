@@ -30,6 +30,7 @@ use kube_core::{ObjectMeta, Resource};
 
 use super::consistency::ReadYourWrites;
 use super::informer::TransformFn;
+use super::storage::ReadMemo;
 
 /// A change applied to every object's metadata before it is cached (see
 /// [`strip_managed_fields`]).
@@ -115,6 +116,9 @@ pub struct ByObject {
     /// [`Storage`](super::Storage)); `None`: the cache's
     /// [`default_compact`](CacheOptions::with_default_compact).
     pub(crate) compact: Option<bool>,
+    /// The bound of a compact store's memo of recent reads; `None`: the cache's
+    /// [`default_read_memo`](CacheOptions::with_default_read_memo).
+    pub(crate) read_memo: Option<ReadMemo>,
 }
 
 /// Options of a [`Cache`](super::Cache). Every field has a default; set the others with the
@@ -142,6 +146,9 @@ pub struct CacheOptions {
     /// typed read decodes (a few microseconds for a 1 KB object). False: shared typed `Arc`s,
     /// which reads never copy.
     pub(crate) default_compact: bool,
+    /// The bound of each compact store's memo of recent reads (see [`ReadMemo`]), unless its
+    /// [`ByObject`] says otherwise. Default: [`ReadMemo::default`].
+    pub(crate) default_read_memo: ReadMemo,
     /// Per-type settings, keyed by `group/version/Kind` (`v1/Kind` for the core group); see
     /// [`CacheOptions::by_object`].
     pub(crate) by_object: HashMap<String, ByObject>,
@@ -162,6 +169,7 @@ impl Default for CacheOptions {
             default_json_transform: None,
             sync_period: Some(Duration::from_secs(10 * 3600)),
             default_compact: true,
+            default_read_memo: ReadMemo::default(),
             by_object: HashMap::new(),
             reader_fail_on_missing_informer: false,
             read_your_writes: ReadYourWrites::default(),
@@ -271,6 +279,14 @@ impl ByObject {
         self.compact = Some(compact);
         self
     }
+
+    /// The bound of this type's memo of recent reads, if its store is compact (see
+    /// [`ReadMemo`]); `None`: the cache's
+    /// [`default_read_memo`](CacheOptions::with_default_read_memo).
+    pub fn with_read_memo(mut self, read_memo: ReadMemo) -> Self {
+        self.read_memo = Some(read_memo);
+        self
+    }
 }
 
 impl CacheOptions {
@@ -351,6 +367,13 @@ impl CacheOptions {
         self
     }
 
+    /// The bound of each compact store's memo of recent reads, unless its [`ByObject`] says
+    /// otherwise (see [`ReadMemo`]; [`ReadMemo::disabled`]: every typed read decodes).
+    pub fn with_default_read_memo(mut self, read_memo: ReadMemo) -> Self {
+        self.default_read_memo = read_memo;
+        self
+    }
+
     /// When true, reading a type the cache has no informer for is an error; when false (the
     /// default), the first read starts an informer and waits for it to sync.
     pub fn with_reader_fail_on_missing_informer(mut self, fail: bool) -> Self {
@@ -390,6 +413,8 @@ pub(crate) struct Resolved {
     pub sync_period: Option<Duration>,
     /// Whether the store is compact.
     pub compact: bool,
+    /// The bound of a compact store's read memo.
+    pub read_memo: ReadMemo,
 }
 
 impl CacheOptions {
@@ -461,6 +486,7 @@ impl CacheOptions {
             json_transform: self.default_json_transform.clone(),
             sync_period: own.sync_period.or(self.sync_period),
             compact: own.compact.unwrap_or(self.default_compact),
+            read_memo: own.read_memo.unwrap_or(self.default_read_memo),
         }
     }
 }

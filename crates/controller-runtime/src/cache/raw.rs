@@ -53,20 +53,124 @@ impl RawObject {
 }
 
 /// The parts of an object's JSON a raw object reads.
-#[derive(serde::Deserialize)]
-struct Head {
-    #[serde(default)]
-    metadata: KeyMeta,
+#[derive(Default)]
+struct KeyMeta {
+    name: Option<String>,
+    namespace: Option<String>,
+    resource_version: Option<String>,
+    /// All three were read: the reading stopped there.
+    complete: bool,
 }
 
-#[derive(serde::Deserialize, Default)]
-struct KeyMeta {
-    #[serde(default)]
-    name: Option<String>,
-    #[serde(default)]
-    namespace: Option<String>,
-    #[serde(default, rename = "resourceVersion")]
-    resource_version: Option<String>,
+/// Reads an object's name, namespace and resourceVersion from its JSON (which the caller has
+/// checked is well-formed), stopping as soon as it has the three: the API server writes them
+/// first in `metadata`, before `managedFields` and the object's body, so a namespaced object
+/// is read no further than its resourceVersion. A cluster-scoped one is read to the end of
+/// its `metadata` (a namespace might still follow); nothing after `metadata` is read.
+fn read_key_meta(json: &str) -> Result<KeyMeta, serde_json::Error> {
+    let mut meta = KeyMeta::default();
+    let mut de = serde_json::Deserializer::from_str(json);
+    match serde::de::DeserializeSeed::deserialize(TopSeed(&mut meta), &mut de) {
+        // Stopped early on purpose, the three at hand.
+        Err(_) if meta.complete => Ok(meta),
+        Err(error) => Err(error),
+        Ok(()) => Ok(meta),
+    }
+}
+
+/// The error that stops a reading once it has what it wants; never seen by a caller.
+fn stop<E: serde::de::Error>() -> E {
+    E::custom("stop")
+}
+
+#[derive(serde::Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum TopKey {
+    Metadata,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(field_identifier, rename_all = "camelCase")]
+enum MetaKey {
+    Name,
+    Namespace,
+    ResourceVersion,
+    #[serde(other)]
+    Other,
+}
+
+struct TopSeed<'a>(&'a mut KeyMeta);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TopSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<TopKey>()? {
+            match key {
+                TopKey::Metadata => {
+                    map.next_value_seed(MetaSeed(&mut *self.0))?;
+                    // Nothing else is wanted: stop (unless the metadata stopped already).
+                    self.0.complete = true;
+                    return Err(stop());
+                }
+                TopKey::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+struct MetaSeed<'a>(&'a mut KeyMeta);
+
+impl<'de> serde::de::DeserializeSeed<'de> for MetaSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for MetaSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("object metadata")
+    }
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let meta = self.0;
+        while let Some(key) = map.next_key::<MetaKey>()? {
+            match key {
+                MetaKey::Name => meta.name = map.next_value()?,
+                MetaKey::Namespace => meta.namespace = map.next_value()?,
+                MetaKey::ResourceVersion => meta.resource_version = map.next_value()?,
+                MetaKey::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            if meta.name.is_some() && meta.namespace.is_some() && meta.resource_version.is_some() {
+                meta.complete = true;
+                return Err(stop());
+            }
+        }
+        Ok(())
+    }
 }
 
 /// An object's metadata, read from its JSON: [`HeadMeta`] under `metadata`, everything else
@@ -132,12 +236,12 @@ impl<'de> Deserialize<'de> for RawObject {
     /// the JSON is captured as it is in the input.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let json = Box::<RawValue>::deserialize(deserializer)?;
-        let head: Head = serde_json::from_str(json.get()).map_err(D::Error::custom)?;
         let KeyMeta {
             name,
             namespace,
             resource_version,
-        } = head.metadata;
+            ..
+        } = read_key_meta(json.get()).map_err(D::Error::custom)?;
         Ok(RawObject {
             key: ObjectKey {
                 namespace: namespace.filter(|ns| !ns.is_empty()),
@@ -206,6 +310,56 @@ mod tests {
         assert!(meta.deletion_timestamp.is_some());
         // Not an object: an error, not a panic.
         assert!(serde_json::from_str::<RawObject>(r#"{"metadata":7}"#).is_err());
+    }
+
+    #[test]
+    fn the_key_reads_the_same_in_any_order_and_stops_early() {
+        let cases = [
+            (
+                r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"7"},"data":{"k":"v"}}"#,
+                Some("ns"),
+                "a",
+                Some("7"),
+            ),
+            // Another order, the body first, managedFields before the version.
+            (
+                r#"{"data":{"k":"v"},"metadata":{"managedFields":[{"fieldsV1":{"f:data":{}}}],"resourceVersion":"8","namespace":"ns","name":"b"}}"#,
+                Some("ns"),
+                "b",
+                Some("8"),
+            ),
+            // Cluster-scoped: read to the end of metadata.
+            (
+                r#"{"apiVersion":"v1","metadata":{"name":"n","uid":"u","labels":{"a":"b"}},"spec":{}}"#,
+                None,
+                "n",
+                None,
+            ),
+            (r#"{"metadata":null}"#, None, "", None),
+            (r#"{"kind":"X"}"#, None, "", None),
+            (
+                r#"{"metadata":{"name":"a","namespace":"","resourceVersion":"1"}}"#,
+                None,
+                "a",
+                Some("1"),
+            ),
+        ];
+        for (json, ns, name, rv) in cases {
+            let raw: RawObject = serde_json::from_str(json).unwrap();
+            assert_eq!(raw.key().namespace.as_deref(), ns, "{json}");
+            assert_eq!(raw.key().name, name, "{json}");
+            assert_eq!(raw.resource_version(), rv, "{json}");
+            assert_eq!(raw.json(), json.as_bytes());
+        }
+        // Stopped at the version: the rest (here not even valid for the type) is not read.
+        let meta = read_key_meta(
+            r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":7}}"#,
+        )
+        .unwrap();
+        assert!(meta.complete);
+        // Errors before the key is complete are errors.
+        assert!(read_key_meta(r#"{"metadata":{"name":7}}"#).is_err());
+        assert!(read_key_meta(r#"[1]"#).is_err());
     }
 
     #[test]

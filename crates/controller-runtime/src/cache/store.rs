@@ -2,7 +2,9 @@
 //! name, with user field indexes.
 //!
 //! Readers get `Arc<K>`s: a get or a list never deep-copies an object, unless the store is
-//! compact ([`Storage::Compact`]: objects held as their encoding, decoded on each read). Index
+//! compact ([`Storage::Compact`]: objects held as their encoding, decoded on each read, unless
+//! the store's bounded memo of recent reads still has the object as that encoding decoded; see
+//! [`ReadMemo`](super::ReadMemo)). Index
 //! lookups return the objects whose index function produced the value, in one namespace or
 //! across all of them.
 
@@ -13,6 +15,7 @@ use std::sync::Arc;
 use kube_core::Resource;
 use parking_lot::RwLock;
 
+use super::memo::Memo;
 use super::storage::{CachedObject, Codec, Encoded, Storage};
 use crate::ObjectKey;
 
@@ -96,6 +99,8 @@ pub struct Store<K> {
     inner: RwLock<Inner<K>>,
     /// Set for [`Storage::Compact`].
     codec: Option<Codec<K>>,
+    /// Set for [`Storage::Compact`] with a [`ReadMemo`](super::ReadMemo) that keeps objects.
+    memo: Option<Memo<K>>,
 }
 
 impl<K> Default for Store<K> {
@@ -115,6 +120,10 @@ impl<K> Store<K> {
                 indexes: HashMap::new(),
             }),
             codec: storage.codec().copied(),
+            memo: storage
+                .read_memo()
+                .filter(|memo| memo.objects > 0)
+                .map(Memo::new),
         }
     }
 
@@ -179,7 +188,16 @@ impl<K: Resource> Store<K> {
 
     /// Files an entry; returns the slot it replaced.
     pub(crate) fn put_entry(&self, entry: Entry<K>) -> Option<Slot<K>> {
-        self.inner.write().insert(entry, self)
+        let old = self.inner.write().insert(entry, self);
+        self.forget(old.as_ref());
+        old
+    }
+
+    /// Drops the memoized read of a slot the store no longer holds.
+    fn forget(&self, slot: Option<&Slot<K>>) {
+        if let (Some(memo), Some(Slot::Encoded(entry))) = (&self.memo, slot) {
+            memo.invalidate(entry);
+        }
     }
 
     /// The entry of a typed object: encoded if the store is compact.
@@ -194,12 +212,15 @@ impl<K: Resource> Store<K> {
     /// Removes an object by key; returns it.
     pub fn remove(&self, key: &ObjectKey) -> Option<Arc<K>> {
         let old = self.inner.write().remove(key, self);
+        self.forget(old.as_ref());
         old.and_then(|old| self.decode(&old))
     }
 
     /// Removes an object by key; returns whether there was one.
     pub fn discard(&self, key: &ObjectKey) -> bool {
-        self.inner.write().remove(key, self).is_some()
+        let old = self.inner.write().remove(key, self);
+        self.forget(old.as_ref());
+        old.is_some()
     }
 
     /// Replaces the whole content (a relist) and returns what was there before.
@@ -221,6 +242,9 @@ impl<K: Resource> Store<K> {
             inner.insert(entry, self);
         }
         drop(inner);
+        if let Some(memo) = &self.memo {
+            memo.clear();
+        }
         old.into_iter()
             .flat_map(|(ns, names)| {
                 names
@@ -249,20 +273,22 @@ impl<K: Resource> Store<K> {
     ) -> HashMap<ObjectKey, Slot<K>> {
         let mut inner = self.inner.write();
         let keys: Vec<ObjectKey> = inner.keys().filter(|k| part(k)).collect();
-        let old = keys
+        let old: HashMap<ObjectKey, Slot<K>> = keys
             .into_iter()
             .filter_map(|key| inner.remove(&key, self).map(|slot| (key, slot)))
             .collect();
         for entry in entries {
             inner.insert(entry, self);
         }
+        drop(inner);
+        old.values().for_each(|slot| self.forget(Some(slot)));
         old
     }
 
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<K>> {
         let slot = self.inner.read().get(key).cloned()?;
-        self.decode(&slot)
+        self.read(&slot)
     }
 
     /// Every object, or every object of one namespace.
@@ -388,6 +414,26 @@ impl<K: Resource> Store<K> {
         }
     }
 
+    /// The object a slot holds, for a read: from the memo when it has this encoding decoded,
+    /// else decoded and memoized.
+    fn read(&self, slot: &Slot<K>) -> Option<Arc<K>> {
+        let (Some(memo), Slot::Encoded(entry)) = (&self.memo, slot) else {
+            return self.decode(slot);
+        };
+        if let Some(obj) = memo.get(entry) {
+            return Some(obj);
+        }
+        let obj = self.decode(slot)?;
+        memo.insert(entry, &obj);
+        Some(obj)
+    }
+
+    /// The number of objects memoized and the bytes of their encodings.
+    #[cfg(test)]
+    pub(crate) fn memo_usage(&self) -> (usize, usize) {
+        self.memo.as_ref().map_or((0, 0), Memo::usage)
+    }
+
     /// The object a slot holds; `None` (logged) if its encoding does not decode, which only a
     /// type whose serialisation does not read back can cause.
     pub(crate) fn decode(&self, slot: &Slot<K>) -> Option<Arc<K>> {
@@ -414,7 +460,7 @@ impl<K: Resource> Store<K> {
                 })
                 .collect();
         }
-        slots.iter().filter_map(|s| self.decode(s)).collect()
+        slots.iter().filter_map(|s| self.read(s)).collect()
     }
 
     fn decode_all(&self, slots: HashMap<ObjectKey, Slot<K>>) -> HashMap<ObjectKey, Arc<K>> {
@@ -534,6 +580,7 @@ fn index_remove<K>(index: &mut Index<K>, key: &ObjectKey, obj: &K) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::ReadMemo;
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube_core::ObjectMeta;
 
@@ -549,9 +596,14 @@ mod tests {
         })
     }
 
-    /// A shared and a compact store: every behaviour but sharing is the same in both.
-    fn stores() -> [Store<ConfigMap>; 2] {
-        [Store::new(), Store::with_storage(Storage::compact())]
+    /// A shared store and compact ones with and without a read memo: every behaviour but
+    /// sharing is the same in all.
+    fn stores() -> [Store<ConfigMap>; 3] {
+        [
+            Store::new(),
+            Store::with_storage(Storage::compact()),
+            Store::with_storage(Storage::compact().with_read_memo(ReadMemo::disabled())),
+        ]
     }
 
     fn owner_index() -> IndexFn<ConfigMap> {
@@ -601,7 +653,7 @@ mod tests {
 
     #[test]
     fn a_compact_store_holds_the_encoding_and_decodes_each_read() {
-        let store = Store::with_storage(Storage::compact());
+        let store = Store::with_storage(Storage::compact().with_read_memo(ReadMemo::disabled()));
         assert!(store.is_compact());
         let obj = cm("a", "one", "x");
         assert!(!store.put(obj.clone()));
@@ -624,6 +676,92 @@ mod tests {
         assert!(store.discard(&key));
         assert!(!store.discard(&key));
         assert!(store.remove(&key).is_none());
+    }
+
+    #[test]
+    fn memoized_reads_are_equal_shared_and_never_stale() {
+        let store = Store::with_storage(Storage::compact());
+        let plain = Store::with_storage(Storage::compact().with_read_memo(ReadMemo::disabled()));
+        for s in [&store, &plain] {
+            s.put(cm("a", "one", "x"));
+            s.put(cm("a", "two", "x"));
+        }
+        let key = ObjectKey::new("a", "one");
+        // The first read is not memoized (most objects are read once); the second is.
+        assert_eq!(store.get(&key).unwrap(), plain.get(&key).unwrap());
+        assert_eq!(store.memo_usage().0, 0);
+        let first = store.get(&key).unwrap();
+        assert_eq!(first, plain.get(&key).unwrap());
+        // Read again, alone or in a list: the same object, not decoded again.
+        assert!(Arc::ptr_eq(&first, &store.get(&key).unwrap()));
+        let listed = store.list(Some("a"));
+        assert!(listed.iter().any(|o| Arc::ptr_eq(o, &first)));
+        assert_eq!(names(listed), names(plain.list(Some("a"))));
+        // The list's second read of "two" filed it.
+        assert_eq!(names(store.list(Some("a"))), names(plain.list(Some("a"))));
+        assert_eq!(store.memo_usage().0, 2);
+        // Updated: the next read has the new object, and the old one left the memo.
+        store.put(cm("a", "one", "y"));
+        assert_eq!(store.memo_usage().0, 1);
+        let after = store.get(&key).unwrap();
+        assert_eq!(*after, *cm("a", "one", "y"));
+        let again = store.get(&key).unwrap();
+        assert_eq!(after, again);
+        assert!(Arc::ptr_eq(&again, &store.get(&key).unwrap()));
+        assert_eq!(store.memo_usage().0, 2);
+        // An update through the informer's entry path too (a raw object's encoding).
+        let raw = Entry {
+            key: key.clone(),
+            slot: Slot::Encoded(Arc::new(Encoded {
+                bytes: serde_json::to_vec(&*cm("a", "one", "z"))
+                    .unwrap()
+                    .into_boxed_slice(),
+            })),
+            typed: None,
+        };
+        store.put_entry(raw);
+        for _ in 0..3 {
+            assert_eq!(*store.get(&key).unwrap(), *cm("a", "one", "z"));
+        }
+        // Removed: gone from reads and from the memo.
+        assert!(store.discard(&key));
+        assert!(store.get(&key).is_none());
+        assert_eq!(store.memo_usage().0, 1);
+        // A relist empties it.
+        store.replace([cm("a", "three", "x")]);
+        assert_eq!(store.memo_usage(), (0, 0));
+        assert_eq!(names(store.list(None)), ["a/three"]);
+        assert_eq!(plain.memo_usage(), (0, 0));
+    }
+
+    #[test]
+    fn the_memo_holds_its_bound_over_many_reads() {
+        let store =
+            Store::with_storage(Storage::compact().with_read_memo(ReadMemo::new(3, 1 << 20)));
+        for i in 0..20 {
+            store.put(cm("a", &format!("o{i}"), "x"));
+        }
+        for round in 0..4 {
+            for i in 0..20 {
+                let key = ObjectKey::new("a", format!("o{i}"));
+                assert_eq!(*store.get(&key).unwrap(), *cm("a", &format!("o{i}"), "x"));
+                let (count, _) = store.memo_usage();
+                assert!(count <= 3, "round {round}: {count}");
+            }
+        }
+        assert_eq!(store.list(None).len(), 20);
+        assert!(store.memo_usage().0 <= 3);
+        // A byte bound of two objects' JSON holds two.
+        let size = serde_json::to_vec(&*cm("a", "o0", "x")).unwrap().len();
+        let store = Store::with_storage(
+            Storage::compact().with_read_memo(ReadMemo::new(100, 2 * size + 1)),
+        );
+        for i in 0..5 {
+            store.put(cm("a", &format!("o{i}"), "x"));
+            store.get(&ObjectKey::new("a", format!("o{i}")));
+            store.get(&ObjectKey::new("a", format!("o{i}")));
+        }
+        assert_eq!(store.memo_usage(), (2, 2 * size));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::cache::CachedObject;
 use crate::event::{CreateEvent, DeleteEvent, Event, Object, UpdateEvent};
 use crate::handler::{BoxEventHandler, EventHandler};
 use crate::predicate::{BoxPredicate, Predicate};
-use crate::workqueue::{Enqueue, QueueItem};
+use crate::workqueue::{AddOpts, Enqueue, QueueItem};
 
 /// One watch's destination: its handler, its predicates and the controller's queue (its
 /// enqueue-only side).
@@ -112,6 +112,45 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
     where
         K: Resource + 'static,
     {
+        self.dispatch_cached_into(event, &*self.queue)
+    }
+
+    /// Delivers the creates of many objects (an informer's first list, or the replay a late
+    /// handler gets) as [`dispatch_cached`](Self::dispatch_cached) does each, and hands what
+    /// the handler adds to the queue in one [`Enqueue::add_all`]: one lock of the queue and one
+    /// wakeup of its workers for the whole list. Returns how many passed the predicates.
+    pub fn dispatch_cached_creates(
+        &self,
+        objects: &[CachedObject<K>],
+        is_in_initial_list: bool,
+    ) -> usize
+    where
+        K: Resource + 'static,
+    {
+        let collect = Collect(parking_lot::Mutex::new(Vec::with_capacity(objects.len())));
+        let passed = objects
+            .iter()
+            .filter(|object| {
+                self.dispatch_cached_into(
+                    CachedEvent::Create {
+                        object,
+                        is_in_initial_list,
+                    },
+                    &collect,
+                )
+            })
+            .count();
+        let items = collect.0.into_inner();
+        if !items.is_empty() {
+            self.queue.add_all(items);
+        }
+        passed
+    }
+
+    fn dispatch_cached_into(&self, event: CachedEvent<'_, K>, queue: &dyn Enqueue<T>) -> bool
+    where
+        K: Resource + 'static,
+    {
         let meta: OnceCell<Event<dyn Object>> = OnceCell::new();
         let typed: OnceCell<Option<Event<K>>> = OnceCell::new();
         let meta = || meta.get_or_init(|| event.metadata());
@@ -129,13 +168,23 @@ impl<K, T: QueueItem> EventDispatcher<K, T> {
                 return false;
             }
         }
-        if !self.handler.handle_metadata(meta(), &*self.queue) {
+        if !self.handler.handle_metadata(meta(), queue) {
             match typed() {
-                Some(e) => self.handler.handle(e, &*self.queue),
+                Some(e) => self.handler.handle(e, queue),
                 None => return false,
             }
         }
         true
+    }
+}
+
+/// A queue that only records what is added, for [`EventDispatcher::dispatch_cached_creates`]
+/// to hand over in one batch. Uncontended: one dispatching thread at a time.
+struct Collect<T>(parking_lot::Mutex<Vec<(AddOpts, T)>>);
+
+impl<T: QueueItem> Enqueue<T> for Collect<T> {
+    fn add_with_opts(&self, opts: AddOpts, item: T) {
+        self.0.lock().push((opts, item));
     }
 }
 

@@ -30,6 +30,9 @@ impl<K: kube_core::Resource + Send + Sync + 'static, T: QueueItem> ResourceEvent
             is_in_initial_list,
         });
     }
+    fn on_add_batch_cached(&self, objects: &[CachedObject<K>], is_in_initial_list: bool) {
+        self.0.dispatch_cached_creates(objects, is_in_initial_list);
+    }
     fn on_update_cached(&self, old: &CachedObject<K>, new: &CachedObject<K>) {
         self.0.dispatch_cached(CachedEvent::Update { old, new });
     }
@@ -249,5 +252,142 @@ where
 
     fn describe(&self) -> String {
         format!("informer source: {}", short_type_name::<K>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube_client::api::{ListParams, WatchParams};
+    use kube_client::core::ObjectList;
+    use kube_core::ObjectMeta;
+
+    use super::*;
+    use crate::Request;
+    use crate::cache::{InformerConfig, ListWatch, Storage, WatchStream};
+    use crate::handler::EnqueueRequestForObject;
+    use crate::predicate::{self, LabelSelectorPredicate};
+    use crate::workqueue::{AddOpts, Enqueue};
+
+    /// Records how items arrive: one by one, or in batches.
+    #[derive(Default)]
+    struct Counting {
+        single: AtomicUsize,
+        batches: Mutex<Vec<usize>>,
+        items: Mutex<Vec<Request>>,
+    }
+
+    impl Enqueue<Request> for Counting {
+        fn add_with_opts(&self, _: AddOpts, item: Request) {
+            self.single.fetch_add(1, Ordering::Relaxed);
+            self.items.lock().push(item);
+        }
+        fn add_all(&self, items: Vec<(AddOpts, Request)>) {
+            self.batches.lock().push(items.len());
+            self.items
+                .lock()
+                .extend(items.into_iter().map(|(_, item)| item));
+        }
+    }
+
+    fn cm(i: usize) -> ConfigMap {
+        ConfigMap {
+            metadata: ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some(format!("o{i}")),
+                resource_version: Some("1".into()),
+                labels: Some([("even".to_string(), i.is_multiple_of(2).to_string())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    /// Lists `n` objects once; its watches never send anything.
+    #[derive(Clone)]
+    struct ListOnce(usize);
+
+    impl ListWatch<ConfigMap> for ListOnce {
+        fn list(
+            &self,
+            _: ListParams,
+        ) -> BoxFuture<'static, Result<ObjectList<ConfigMap>, kube_client::Error>> {
+            let n = self.0;
+            Box::pin(async move {
+                let mut list: ObjectList<ConfigMap> = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "v1", "kind": "ConfigMapList",
+                    "metadata": {"resourceVersion": "1"}, "items": []
+                }))
+                .unwrap();
+                list.items = (0..n).map(cm).collect();
+                Ok(list)
+            })
+        }
+        fn watch(
+            &self,
+            _: WatchParams,
+            _: String,
+        ) -> BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>> {
+            Box::pin(async { Ok(futures::stream::pending().boxed()) })
+        }
+    }
+
+    fn requests(queue: &Counting) -> Vec<String> {
+        let mut names: Vec<String> = queue.items.lock().iter().map(|r| r.name.clone()).collect();
+        names.sort();
+        names
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_initial_list_reaches_the_queue_in_one_batch() {
+        for storage in [Storage::Shared, Storage::compact()] {
+            let informer = cache::Informer::new(
+                ListOnce(100),
+                InformerConfig {
+                    streaming_list: false,
+                    storage,
+                    ..Default::default()
+                },
+            );
+            let queue = Arc::new(Counting::default());
+            // The predicate sees every object's metadata and passes half of them.
+            let even = predicate::boxed(LabelSelectorPredicate::parse("even=true").unwrap());
+            let source = Informer::new(informer.clone());
+            let dispatcher =
+                EventDispatcher::new(Arc::new(EnqueueRequestForObject), queue.clone(), vec![even]);
+            Source::<ConfigMap, Request>::start(&source, CancellationToken::new(), dispatcher)
+                .await
+                .unwrap();
+            let ctx = CancellationToken::new();
+            let run = tokio::spawn({
+                let (informer, ctx) = (informer.clone(), ctx.clone());
+                async move { informer.run(ctx).await }
+            });
+            informer.wait_for_sync().await;
+            assert_eq!(queue.single.load(Ordering::Relaxed), 0);
+            assert_eq!(*queue.batches.lock(), [50]);
+            let expected: Vec<String> = {
+                let mut v: Vec<String> = (0..100).step_by(2).map(|i| format!("o{i}")).collect();
+                v.sort();
+                v
+            };
+            assert_eq!(requests(&queue), expected);
+
+            // A handler registered later gets the content replayed in one batch too.
+            let late = Arc::new(Counting::default());
+            let dispatcher =
+                EventDispatcher::new(Arc::new(EnqueueRequestForObject), late.clone(), Vec::new());
+            Source::<ConfigMap, Request>::start(&source, CancellationToken::new(), dispatcher)
+                .await
+                .unwrap();
+            assert_eq!(late.single.load(Ordering::Relaxed), 0);
+            assert_eq!(*late.batches.lock(), [100]);
+            assert_eq!(requests(&late).len(), 100);
+            ctx.cancel();
+            run.await.unwrap();
+        }
     }
 }

@@ -85,6 +85,15 @@ pub trait Enqueue<T: QueueItem>: Send + Sync {
     fn add_rate_limited(&self, item: T) {
         self.add_with_opts(AddOpts::default().rate_limited(), item)
     }
+
+    /// Adds each item as its options say, in order: the same as an
+    /// [`add_with_opts`](Enqueue::add_with_opts) of each, which a queue may do under one lock
+    /// and with one wakeup of its getters (the informer's initial list arrives this way).
+    fn add_all(&self, items: Vec<(AddOpts, T)>) {
+        for (opts, item) in items {
+            self.add_with_opts(opts, item);
+        }
+    }
 }
 
 /// A rate-limited, delaying work queue, as a controller's workers use it: the [`Enqueue`] side

@@ -475,6 +475,28 @@ impl<T: QueueItem> Workqueue<T> {
         Some((item, q.priority))
     }
 
+    /// The rule of [`Enqueue::add_with_opts`], under the lock.
+    fn add_opts_locked(&self, s: &mut State<T>, opts: AddOpts, item: T, wake: &mut Wake) {
+        let priority = match self.order {
+            QueueOrder::Fifo => 0,
+            QueueOrder::Priority => opts.priority.unwrap_or(0),
+        };
+        let mut delay = opts.after;
+        if opts.rate_limited {
+            let limited = self.rate_limiter.when(&item);
+            delay = Some(delay.map_or(limited, |d| d.min(limited)));
+        }
+        if delay.is_some()
+            && let Some(m) = &self.metrics
+        {
+            m.retries.inc();
+        }
+        match delay.filter(|d| !d.is_zero()) {
+            None => self.add_now_locked(s, item, priority, wake),
+            Some(d) => self.add_delayed_locked(s, item, ready_time(d), priority, wake),
+        }
+    }
+
     fn notify(&self, wake: Wake) {
         self.notify_pushed(wake.pushed);
         if wake.earlier_timer {
@@ -515,26 +537,30 @@ impl<T: QueueItem> Enqueue<T> for Workqueue<T> {
                 return;
             }
             self.promote_due_locked(&mut s);
-            let priority = match self.order {
-                QueueOrder::Fifo => 0,
-                QueueOrder::Priority => opts.priority.unwrap_or(0),
-            };
-            let mut delay = opts.after;
-            if opts.rate_limited {
-                let limited = self.rate_limiter.when(&item);
-                delay = Some(delay.map_or(limited, |d| d.min(limited)));
+            self.add_opts_locked(&mut s, opts, item, &mut wake);
+        }
+        self.notify(wake);
+    }
+
+    /// Adds every item under one lock, then wakes the getters once: all the waiting ones when
+    /// more than one item became ready (each takes an item or waits again).
+    fn add_all(&self, items: Vec<(AddOpts, T)>) {
+        let mut wake = Wake::default();
+        {
+            let mut s = self.state.lock();
+            if s.shutting_down {
+                return;
             }
-            if delay.is_some()
-                && let Some(m) = &self.metrics
-            {
-                m.retries.inc();
+            self.promote_due_locked(&mut s);
+            for (opts, item) in items {
+                self.add_opts_locked(&mut s, opts, item, &mut wake);
             }
-            match delay.filter(|d| !d.is_zero()) {
-                None => self.add_now_locked(&mut s, item, priority, &mut wake),
-                Some(d) => {
-                    self.add_delayed_locked(&mut s, item, ready_time(d), priority, &mut wake)
-                }
-            }
+        }
+        if wake.pushed > 1 {
+            // Getters enable their wakeup under the lock before they wait: every one waiting
+            // now is woken, and any other will find the items when it looks.
+            self.items_ready.notify_waiters();
+            wake.pushed = 0;
         }
         self.notify(wake);
     }

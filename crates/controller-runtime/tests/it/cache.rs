@@ -519,20 +519,19 @@ async fn reader_field_indexes_scoped_caches_metadata_only_and_transforms() {
         .await;
     assert!(meta_missing.unwrap_err().is_not_found());
 
-    // Reads decode the compact default: equal objects, each its own, equal to the server's
-    // (managedFields included) but for what the transform added.
-    let a = client
-        .objects::<ConfigMap>()
-        .get(&ObjectKey::new("default", "mine"))
-        .await
-        .unwrap();
-    let b = client
-        .objects::<ConfigMap>()
-        .get(&ObjectKey::new("default", "mine"))
-        .await
-        .unwrap();
-    assert!(!Arc::ptr_eq(&a, &b));
+    // Reads decode the compact default: equal objects, equal to the server's (managedFields
+    // included) but for what the transform added; read again before it changes, an object
+    // comes from the store's memo, shared.
+    let read = || async {
+        client
+            .objects::<ConfigMap>()
+            .get(&ObjectKey::new("default", "mine"))
+            .await
+            .unwrap()
+    };
+    let (a, b, c) = (read().await, read().await, read().await);
     assert_eq!(a, b);
+    assert!(Arc::ptr_eq(&b, &c));
     let mut held = Api::<ConfigMap>::namespaced(kube.clone(), "default")
         .get("mine")
         .await
@@ -893,12 +892,15 @@ async fn compact_types_read_and_index_like_shared_ones() {
         list_names(ListOptions::default().fields("team=x").unwrap()).await,
         ["a"]
     );
-    // Reads are decoded copies of what the server holds.
+    // Reads are decoded copies of what the server holds; read again before it changes, an
+    // object comes from the store's memo, shared.
     let server_a = api.get("a").await.unwrap();
     let read = objects.get(&ObjectKey::new("default", "a")).await.unwrap();
     assert_eq!(*read, server_a);
-    assert!(!Arc::ptr_eq(
-        &read,
+    let again = objects.get(&ObjectKey::new("default", "a")).await.unwrap();
+    assert_eq!(read, again);
+    assert!(Arc::ptr_eq(
+        &again,
         &objects.get(&ObjectKey::new("default", "a")).await.unwrap()
     ));
     // An update moves the object within the index; a delete leaves every read.
@@ -914,6 +916,11 @@ async fn compact_types_read_and_index_like_shared_ones() {
         has(&log, "update a") && has(&log, "delete b")
     })
     .await;
+    // The memoized object is not served after the update: every read has the new labels.
+    for _ in 0..3 {
+        let read = objects.get(&ObjectKey::new("default", "a")).await.unwrap();
+        assert_eq!(read.metadata.labels.as_ref().unwrap()["team"], "y");
+    }
     assert_eq!(
         list_names(ListOptions::default().fields("team=y").unwrap()).await,
         ["a"]

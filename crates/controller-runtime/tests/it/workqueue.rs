@@ -958,3 +958,65 @@ proptest! {
         }
     }
 }
+
+/// `add_all` is the adds one by one under one lock: the same order, deduplication, priorities
+/// and delays; and its one wakeup reaches every waiting getter.
+#[tokio::test(start_paused = true)]
+async fn add_all_is_the_same_as_each_add_and_wakes_every_getter() {
+    let batch = || {
+        vec![
+            (AddOpts::default(), "a"),
+            (AddOpts::default().priority(LOW_PRIORITY), "b"),
+            (AddOpts::default(), "a"),
+            (AddOpts::default().priority(5), "c"),
+            (AddOpts::default().after(Duration::from_secs(1)), "d"),
+            (AddOpts::default(), "e"),
+        ]
+    };
+    for ((name, one), (_, all)) in all_queues::<&str>(QueueConfig::default)
+        .into_iter()
+        .zip(all_queues::<&str>(QueueConfig::default))
+    {
+        for (opts, item) in batch() {
+            one.add_with_opts(opts, item);
+        }
+        all.add_all(batch());
+        assert_eq!(one.len(), all.len(), "{name}");
+        let mut got = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            got.0.push(one.get_with_priority().await.unwrap());
+            got.1.push(all.get_with_priority().await.unwrap());
+        }
+        assert_eq!(got.0, got.1, "{name}");
+        assert_eq!(
+            got.1.len(),
+            5,
+            "{name}: four ready, the delayed one after its second"
+        );
+    }
+
+    // Four getters wait on an empty queue; one batch of four wakes them all.
+    let q = plain::<u32>();
+    let getters: Vec<_> = (0..4)
+        .map(|_| {
+            let q = q.clone();
+            tokio::spawn(async move { q.get().await })
+        })
+        .collect();
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    q.add_all((0..4).map(|i| (AddOpts::default(), i)).collect());
+    let mut got = Vec::new();
+    for g in getters {
+        got.push(
+            tokio::time::timeout(Duration::from_secs(5), g)
+                .await
+                .expect("every waiting getter woken")
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    got.sort();
+    assert_eq!(got, [0, 1, 2, 3]);
+}
