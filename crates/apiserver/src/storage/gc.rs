@@ -310,9 +310,9 @@ fn recheck(st: &mut State, uid: &str, queue: &mut VecDeque<Task>) {
                 let kept: Vec<Value> = meta::owner_refs(&dep)
                     .into_iter()
                     .filter(|r| {
-                        r.get("uid").and_then(Value::as_str).is_some_and(|o| {
-                            o != uid && is_solid_owner(st, &dloc, o)
-                        })
+                        r.get("uid")
+                            .and_then(Value::as_str)
+                            .is_some_and(|o| o != uid && is_solid_owner(st, &dloc, o))
                     })
                     .collect();
                 let mut d = (*dep).clone();

@@ -80,18 +80,21 @@ async fn members_engage_at_run_time_and_leave_without_a_trace() {
     // One worker: a blocked reconcile holds every other key in the queue.
     let seen: Seen = Arc::default();
     let gate = Arc::new(Semaphore::new(0));
+    // Set once the reconcile of `slow` holds the one worker.
+    let blocked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let controller = ControllerBuilder::new(&mgr)
         .with_options(ControllerOptions::default().with_max_concurrent_reconciles(1))
         .for_::<ConfigMap>()
         .complete({
-            let (seen, gate) = (seen.clone(), gate.clone());
+            let (seen, gate, blocked) = (seen.clone(), gate.clone(), blocked.clone());
             move |req: ClusterRequest, cluster, _ctx| {
-                let (seen, gate) = (seen.clone(), gate.clone());
+                let (seen, gate, blocked) = (seen.clone(), gate.clone(), blocked.clone());
                 async move {
                     assert_eq!(cluster.name(), &req.cluster);
                     // the reconciler reads through the request's cluster
                     let cm = cluster.client().objects::<ConfigMap>().get(&req.key).await;
                     if cm.is_ok() && req.key.name.starts_with("slow") {
+                        blocked.store(true, std::sync::atomic::Ordering::SeqCst);
                         let _ = gate.acquire().await.unwrap();
                     }
                     seen.lock()
@@ -130,9 +133,13 @@ async fn members_engage_at_run_time_and_leave_without_a_trace() {
     for i in 0..5 {
         create_cm(&m2, "default", &format!("queued-{i}")).await;
     }
-    until("member-2's queued keys", || {
-        controller.queue().len_of("member-2") == Some(5)
-    })
+    until(
+        "slow's reconcile running, member-2's other keys queued",
+        || {
+            blocked.load(std::sync::atomic::Ordering::SeqCst)
+                && controller.queue().len_of("member-2") == Some(5)
+        },
+    )
     .await;
 
     // Removing member-2 waits for its running reconcile...
@@ -330,8 +337,12 @@ async fn a_kubeconfig_file_engages_its_cluster_until_it_is_removed() {
     .await;
 
     std::fs::remove_file(&file).unwrap();
-    until("edge-1 disengaged", || mgr.clusters().is_empty()).await;
-    assert_eq!(mgr.metrics().engaged_clusters(), 0);
+    // The gauge drops once the disengagement has finished (the cluster's cache stopped),
+    // after the manager has forgotten the cluster.
+    until("edge-1 disengaged", || {
+        mgr.clusters().is_empty() && mgr.metrics().engaged_clusters() == 0
+    })
+    .await;
 
     stop.cancel();
     run.await.unwrap().unwrap();

@@ -385,7 +385,10 @@ fn foreground_deletion_keeps_dependents_with_another_owner() {
     assert!(!exists(&s, &cms, Some("default"), "going"));
     assert!(!exists(&s, &cms, Some("default"), "only-going"));
     let kept = s.get(&cms, Some("default"), "both", None).unwrap();
-    assert!(kept["metadata"].get("deletionTimestamp").is_none(), "{kept}");
+    assert!(
+        kept["metadata"].get("deletionTimestamp").is_none(),
+        "{kept}"
+    );
     let refs = kept["metadata"]["ownerReferences"].as_array().unwrap();
     assert_eq!(refs.len(), 1, "{kept}");
     assert_eq!(refs[0]["uid"], staying["metadata"]["uid"]);
