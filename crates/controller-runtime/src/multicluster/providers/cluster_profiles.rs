@@ -13,7 +13,6 @@ use kube_client::Api;
 use kube_client::api::{ApiResource, DynamicObject, ListParams};
 use tokio_util::sync::CancellationToken;
 
-use super::kubeconfig;
 use super::set::ClusterSet;
 use crate::BoxError;
 use crate::cache::CacheOptions;
@@ -186,32 +185,11 @@ impl ClusterProfiles {
         Ok(present)
     }
 
+    /// Engages, re-engages and disengages clusters as the profiles and Secrets say; a profile
+    /// whose Secret went missing keeps its engagement until it comes back.
     async fn sync(&self, seen: &mut BTreeMap<String, Vec<u8>>) -> Result<(), kube_client::Error> {
         let present = self.kubeconfigs(seen).await?;
-        let gone: Vec<String> = (seen.keys())
-            .filter(|name| !present.contains_key(*name))
-            .cloned()
-            .collect();
-        for name in gone {
-            seen.remove(&name);
-            self.set.remove(&name).await;
-        }
-        for (name, data) in present {
-            // A profile whose Secret went missing keeps its engagement until it comes back.
-            let Some(data) = data else { continue };
-            if seen.get(&name) == Some(&data) {
-                continue;
-            }
-            match kubeconfig::client_from_bytes(&data).await {
-                Ok(client) => {
-                    seen.insert(name.clone(), data);
-                    if let Err(e) = self.set.add(name.as_str(), client).await {
-                        tracing::error!(cluster = %name, error = %e, "could not engage cluster");
-                    }
-                }
-                Err(e) => tracing::warn!(cluster = %name, error = %e, "skipping kubeconfig"),
-            }
-        }
+        self.set.sync_kubeconfigs(seen, present).await;
         Ok(())
     }
 }

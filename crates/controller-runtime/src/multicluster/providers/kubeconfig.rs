@@ -41,6 +41,40 @@ pub fn contexts(kubeconfig: &Kubeconfig) -> Vec<String> {
 }
 
 impl ClusterSet {
+    /// Brings the set to the kubeconfigs `present` (by cluster name; `None`: the cluster stays
+    /// as it is, its kubeconfig missing for now) given the ones `seen` engaged before: a
+    /// cluster no longer present is removed, a new or changed kubeconfig engages its cluster
+    /// (again), one that does not parse is logged and skipped. `seen` is updated.
+    pub(crate) async fn sync_kubeconfigs(
+        &self,
+        seen: &mut std::collections::BTreeMap<String, Vec<u8>>,
+        present: std::collections::BTreeMap<String, Option<Vec<u8>>>,
+    ) {
+        let gone: Vec<String> = (seen.keys())
+            .filter(|name| !present.contains_key(*name))
+            .cloned()
+            .collect();
+        for name in gone {
+            seen.remove(&name);
+            self.remove(&name).await;
+        }
+        for (name, data) in present {
+            let Some(data) = data else { continue };
+            if seen.get(&name) == Some(&data) {
+                continue;
+            }
+            match client_from_bytes(&data).await {
+                Ok(client) => {
+                    seen.insert(name.clone(), data);
+                    if let Err(e) = self.add(name.as_str(), client).await {
+                        tracing::error!(cluster = %name, error = %e, "could not engage cluster");
+                    }
+                }
+                Err(e) => tracing::warn!(cluster = %name, error = %e, "skipping kubeconfig"),
+            }
+        }
+    }
+
     /// A set of one cluster per context of `kubeconfig`, named by the context (the static
     /// kubeconfig provider).
     pub async fn from_kubeconfig(kubeconfig: &Kubeconfig) -> Result<Self, Error> {

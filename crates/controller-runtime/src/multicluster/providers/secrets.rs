@@ -11,7 +11,6 @@ use kube_client::Api;
 use kube_client::api::ListParams;
 use tokio_util::sync::CancellationToken;
 
-use super::kubeconfig;
 use super::set::ClusterSet;
 use crate::BoxError;
 use crate::cache::CacheOptions;
@@ -114,28 +113,8 @@ impl KubeconfigSecrets {
                 }
             }
         }
-        let gone: Vec<String> = (seen.keys())
-            .filter(|name| !present.contains_key(*name))
-            .cloned()
-            .collect();
-        for name in gone {
-            seen.remove(&name);
-            self.set.remove(&name).await;
-        }
-        for (name, data) in present {
-            if seen.get(&name) == Some(&data) {
-                continue;
-            }
-            match kubeconfig::client_from_bytes(&data).await {
-                Ok(client) => {
-                    seen.insert(name.clone(), data);
-                    if let Err(e) = self.set.add(name.as_str(), client).await {
-                        tracing::error!(cluster = %name, error = %e, "could not engage cluster");
-                    }
-                }
-                Err(e) => tracing::warn!(secret = %name, error = %e, "skipping kubeconfig"),
-            }
-        }
+        let present = present.into_iter().map(|(k, v)| (k, Some(v))).collect();
+        self.set.sync_kubeconfigs(seen, present).await;
         Ok(())
     }
 }
