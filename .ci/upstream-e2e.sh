@@ -12,10 +12,10 @@
 # `providerless` tag and an overlay that drops the cloud providers' imports of `test/e2e/e2e.go`,
 # keeps only `test/e2e/apimachinery` in `e2e_test.go`, and empties `etcd_failure.go` (it imports
 # the apps specs, and through them a cloud provider; it needs SSH to a control plane anyway).
-# The server gets one fake Ready Node. Skipped: specs that deploy pods (webhooks, the
-# aggregator), alpha and feature-gated specs, disruptive, flaky and slow ones. Specs that need a
-# controller-manager (quota status, replication controllers creating pods) fail, as they would
-# on a kube-apiserver alone. The report is `e2e-<type>.out` and a JUnit file in the work dir.
+# Skipped: specs that deploy real images (admission and conversion webhook servers, the
+# aggregator's sample API server), alpha and feature-gated specs, disruptive, flaky and slow
+# ones. The server's cluster simulation stands in for the kubelets and kube-controller-manager.
+# The report is `e2e-<type>.out` and a JUnit file in the work dir.
 set -euo pipefail
 tree="$(cd "${1:?usage: $0 K8S_TREE [CONTENT_TYPE] [EXTRA_GINKGO_SKIP]}" && pwd)"
 content_type="${2:-application/vnd.kubernetes.protobuf}"
@@ -61,28 +61,10 @@ trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do [[ -s "$work/$name.kubeconfig" ]] && break; sleep 0.2; done
 export KUBECONFIG="$work/$name.kubeconfig"
 
-# One Ready node, as a kubelet would report it.
-kubectl apply -f - >/dev/null <<'EOF'
-apiVersion: v1
-kind: Node
-metadata: {name: fake-node, labels: {kubernetes.io/hostname: fake-node, kubernetes.io/os: linux}}
-EOF
-kubectl get node fake-node -o json | python3 -c '
-import datetime, json, sys
-n = json.load(sys.stdin)
-now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-res = {"cpu": "8", "memory": "32Gi", "pods": "110"}
-n["status"] = {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-    "message": "fake", "lastHeartbeatTime": now, "lastTransitionTime": now}],
-    "capacity": res, "allocatable": res,
-    "nodeInfo": {"kubeletVersion": "v1.28.7", "osImage": "fake", "kernelVersion": "6",
-        "containerRuntimeVersion": "fake://1", "architecture": "amd64",
-        "operatingSystem": "linux", "machineID": "m", "systemUUID": "s", "bootID": "b",
-        "kubeProxyVersion": "v1.28.7"}}
-print(json.dumps(n))' >"$work/node.json"
-kubectl replace --subresource=status -f "$work/node.json" >/dev/null
-
-skip='Webhook|Aggregator|\[Feature:|\[Alpha\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
+# `crt serve` runs its cluster simulation: three Ready nodes whose kubelets run the pods the
+# specs create, and kube-controller-manager's controllers (replication, garbage collection,
+# quota, jobs, ...).
+skip='Webhook|Aggregator|Aggregated APIServer|\[Feature:|\[Alpha\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
 [[ -n "$extra_skip" ]] && skip="$skip|$extra_skip"
 cd "$work"
 status=0

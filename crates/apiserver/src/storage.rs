@@ -435,6 +435,23 @@ impl Storage {
         self.with(res, |st, res| read::list(st, res, namespace, opts))
     }
 
+    /// The current objects of a collection (`namespace` `None`: every namespace) that the
+    /// label and field selectors select, in key order, each shared with the store rather than
+    /// copied (converted only when stored at another version): for in-process controllers that
+    /// scan many objects often. No paging, no resourceVersion: [`Storage::list`] is the API's
+    /// LIST.
+    pub fn list_shared(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Result<Vec<Arc<Value>>, ApiError> {
+        self.with(res, |st, res| {
+            read::list_shared(st, res, namespace, label_selector, field_selector)
+        })
+    }
+
     /// Replaces an object (PUT), or its `status` or `scale` subresource.
     pub fn update(
         &self,

@@ -165,6 +165,23 @@ impl Api {
         }
     }
 
+    /// [`Api::list`] without copies: the stored objects, shared (for scans of many objects,
+    /// such as every assigned pod).
+    pub(crate) fn list_shared(
+        &self,
+        res: &ResourceInfo,
+        ns: Option<&str>,
+        label_selector: Option<&str>,
+        field_selector: Option<&str>,
+    ) -> Vec<Arc<Value>> {
+        self.storage
+            .list_shared(res, ns, label_selector, field_selector)
+            .unwrap_or_else(|e| {
+                tracing::debug!("listing {}: {e}", res.plural);
+                Vec::new()
+            })
+    }
+
     /// Creates an object.
     pub(crate) fn create(
         &self,

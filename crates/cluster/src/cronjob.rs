@@ -70,9 +70,10 @@ impl Reconcile for CronJobs {
         let cj = self.api.get(&self.api.res.cronjobs, Some(&key.0), &key.1)?;
         let jobs: Vec<Value> = self
             .api
-            .list(&self.api.res.jobs, Some(&key.0), None, None)
+            .list_shared(&self.api.res.jobs, Some(&key.0), None, None)
             .into_iter()
             .filter(|j| obj::controlled_by(j, &cj))
+            .map(|j| (*j).clone())
             .collect();
         let mut active: Vec<Value> = obj::array(&cj, "/status/active").to_vec();
         let mut last_success = clock::parse(obj::str_at(&cj, "/status/lastSuccessfulTime"));

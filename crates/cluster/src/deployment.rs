@@ -90,11 +90,13 @@ impl Reconcile for Deployments {
             return None;
         }
         obj::selector(&d, "/spec/selector")?;
+        // Every ReplicaSet of the namespace is looked at, only the Deployment's are copied.
         let rss = self
             .api
-            .list(&self.api.res.replicasets, Some(&key.0), None, None)
+            .list_shared(&self.api.res.replicasets, Some(&key.0), None, None)
             .into_iter()
             .filter(|rs| obj::controlled_by(rs, &d))
+            .map(|rs| (*rs).clone())
             .collect();
         let mut sync = Sync {
             api: &self.api,

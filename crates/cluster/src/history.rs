@@ -65,7 +65,7 @@ pub(crate) fn number(revision: &Value) -> i64 {
 /// The owner's ControllerRevisions, oldest revision first.
 pub(crate) fn list(api: &Api, owner: &Value) -> Vec<Value> {
     let mut revisions: Vec<Value> = api
-        .list(
+        .list_shared(
             &api.res.controllerrevisions,
             Some(obj::namespace(owner)),
             None,
@@ -73,6 +73,7 @@ pub(crate) fn list(api: &Api, owner: &Value) -> Vec<Value> {
         )
         .into_iter()
         .filter(|r| obj::controlled_by(r, owner))
+        .map(|r| (*r).clone())
         .collect();
     revisions.sort_by_key(|r| (number(r), obj::name(r).to_string()));
     revisions

@@ -92,12 +92,8 @@ impl Reconcile for Scheduler {
     fn begin(&mut self) {
         self.nodes = self.api.list(&self.api.res.nodes, None, None, None);
         self.used.clear();
-        let assigned = self.api.list(
-            &self.api.res.pods,
-            None,
-            None,
-            Some("spec.nodeName!=".into()),
-        );
+        let assigned =
+            (self.api).list_shared(&self.api.res.pods, None, None, Some("spec.nodeName!="));
         for pod in assigned.iter().filter(|p| !obj::pod_terminal(p)) {
             let node = obj::str_at(pod, "/spec/nodeName").to_string();
             add(self.used.entry(node).or_default(), &requests(pod));

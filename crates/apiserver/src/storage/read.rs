@@ -56,6 +56,35 @@ pub(crate) fn get_shared(
     Ok(super::convert::to_version_shared(&obj, &res.api_version()))
 }
 
+/// The current objects of a collection that the selectors select, shared with the store (not
+/// copied) when stored at the resource's version: in-process controllers that scan many
+/// objects read them without a copy each.
+pub(crate) fn list_shared(
+    st: &State,
+    res: &ResourceInfo,
+    namespace: Option<&str>,
+    label_selector: Option<&str>,
+    field_selector: Option<&str>,
+) -> Result<Vec<Arc<Value>>, ApiError> {
+    let sel = Selection::parse(res, namespace, label_selector, field_selector)?;
+    let api_version = res.api_version();
+    let Some(objs) = st.data.get(&res_key(res)) else {
+        return Ok(Vec::new());
+    };
+    let (lower, upper) = match &sel.namespace {
+        Some(ns) => (
+            Bound::Included((ns.clone(), String::new())),
+            Bound::Excluded((format!("{ns}\u{0}"), String::new())),
+        ),
+        None => (Bound::Unbounded, Bound::Unbounded),
+    };
+    Ok(objs
+        .range((lower, upper))
+        .filter(|(_, obj)| sel.matches(obj))
+        .map(|(_, obj)| super::convert::to_version_shared(obj, &api_version))
+        .collect())
+}
+
 /// A decoded continue token.
 #[derive(Debug)]
 struct Continue {
