@@ -592,3 +592,40 @@ async fn the_compactor_expires_continue_tokens_after_two_intervals() {
     tokio::time::sleep(interval * 2).await;
     assert!(compactor.is_finished());
 }
+
+/// `list_shared` selects as LIST does and hands out the stored objects themselves.
+#[test]
+fn list_shared_selects_without_copies() {
+    let s = store();
+    seed(&s, 5);
+    let cms = res(&s, "", "configmaps");
+    s.create(&cms, Some("kube-system"), cm("sys", json!({})), &w())
+        .unwrap();
+    let even = s
+        .list_shared(&cms, Some("default"), Some("parity=even"), None)
+        .unwrap();
+    let names: Vec<&str> = even
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cm-00", "cm-02", "cm-04"]);
+    let again = s
+        .list_shared(&cms, Some("default"), Some("parity=even"), None)
+        .unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&even[0], &again[0]),
+        "shared, not copied"
+    );
+    assert_eq!(
+        *even[0],
+        s.get(&cms, Some("default"), "cm-00", None).unwrap()
+    );
+    let everywhere = s
+        .list_shared(&cms, None, None, Some("metadata.name=sys"))
+        .unwrap();
+    assert_eq!(everywhere.len(), 1);
+    let err = s
+        .list_shared(&cms, None, Some("a in (b"), None)
+        .unwrap_err();
+    assert_eq!(err.code, 400, "{err:?}");
+}
