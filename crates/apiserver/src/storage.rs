@@ -452,6 +452,14 @@ impl Storage {
         })
     }
 
+    /// The objects of `res` whose ownerReferences name the owner `owner_uid`, in key order,
+    /// found through the store's owner index (no scan of the collection) and shared with the
+    /// store: what the garbage collector sees as the owner's dependents of that resource.
+    pub fn owned_shared(&self, res: &ResourceInfo, owner_uid: &str) -> Vec<Arc<Value>> {
+        self.with(res, |st, res| Ok(read::owned_shared(st, res, owner_uid)))
+            .unwrap_or_default()
+    }
+
     /// Replaces an object (PUT), or its `status` or `scale` subresource.
     pub fn update(
         &self,

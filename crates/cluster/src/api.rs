@@ -182,6 +182,12 @@ impl Api {
             })
     }
 
+    /// The objects of `res` that name `owner_uid` among their owners (the store's owner index:
+    /// no scan), shared.
+    pub(crate) fn owned_shared(&self, res: &ResourceInfo, owner_uid: &str) -> Vec<Arc<Value>> {
+        self.storage.owned_shared(res, owner_uid)
+    }
+
     /// Creates an object.
     pub(crate) fn create(
         &self,

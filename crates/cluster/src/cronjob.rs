@@ -70,7 +70,7 @@ impl Reconcile for CronJobs {
         let cj = self.api.get(&self.api.res.cronjobs, Some(&key.0), &key.1)?;
         let jobs: Vec<Value> = self
             .api
-            .list_shared(&self.api.res.jobs, Some(&key.0), None, None)
+            .owned_shared(&self.api.res.jobs, obj::uid(&cj))
             .into_iter()
             .filter(|j| obj::controlled_by(j, &cj))
             .map(|j| (*j).clone())

@@ -90,10 +90,10 @@ impl Reconcile for Deployments {
             return None;
         }
         obj::selector(&d, "/spec/selector")?;
-        // Every ReplicaSet of the namespace is looked at, only the Deployment's are copied.
+        // Its ReplicaSets, from the store's owner index.
         let rss = self
             .api
-            .list_shared(&self.api.res.replicasets, Some(&key.0), None, None)
+            .owned_shared(&self.api.res.replicasets, obj::uid(&d))
             .into_iter()
             .filter(|rs| obj::controlled_by(rs, &d))
             .map(|rs| (*rs).clone())

@@ -65,12 +65,7 @@ pub(crate) fn number(revision: &Value) -> i64 {
 /// The owner's ControllerRevisions, oldest revision first.
 pub(crate) fn list(api: &Api, owner: &Value) -> Vec<Value> {
     let mut revisions: Vec<Value> = api
-        .list_shared(
-            &api.res.controllerrevisions,
-            Some(obj::namespace(owner)),
-            None,
-            None,
-        )
+        .owned_shared(&api.res.controllerrevisions, obj::uid(owner))
         .into_iter()
         .filter(|r| obj::controlled_by(r, owner))
         .map(|r| (*r).clone())

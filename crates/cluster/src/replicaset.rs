@@ -11,6 +11,7 @@
 //! replication manager wraps the ReplicaSet controller too), under the
 //! `replication-controller` account: their selector is a plain label map.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -42,6 +43,7 @@ pub(crate) fn start(api: &Api) -> Vec<JoinHandle<()>> {
             res: res.clone(),
             map_selector: kind == "ReplicationController",
             who: Actor::controller(account),
+            orphans: Vec::new(),
         };
         tasks.extend(controller::spawn(&api.storage, watches, controller));
     }
@@ -55,9 +57,20 @@ struct ReplicaSets {
     /// The selector is a label map (a ReplicationController's), not a `LabelSelector`.
     map_selector: bool,
     who: Actor,
+    /// The active pods without a controller, snapshot at the start of each batch: what the
+    /// ReplicaSets may adopt.
+    orphans: Vec<Arc<Value>>,
 }
 
 impl Reconcile for ReplicaSets {
+    fn begin(&mut self) {
+        self.orphans = (self.api)
+            .list_shared(&self.api.res.pods, None, None, None)
+            .into_iter()
+            .filter(|p| obj::controller_of(p).is_none() && obj::pod_active(p))
+            .collect();
+    }
+
     fn reconcile(&mut self, key: &Key) -> Option<Duration> {
         let rs = self.api.get(&self.res, Some(&key.0), &key.1)?;
         if obj::is_deleting(&rs) {
@@ -121,35 +134,41 @@ impl Reconcile for ReplicaSets {
 }
 
 impl ReplicaSets {
-    /// The pods the ReplicaSet controls, after adopting the orphans its selector matches.
+    /// The pods the ReplicaSet controls and its selector matches, after adopting the orphans
+    /// its selector matches. Its own pods come from the store's owner index, the orphans from
+    /// the batch's snapshot: no reconcile scans every pod of the namespace.
     fn pods(&self, rs: &Value, selector: &crt_labels::LabelSelector) -> Vec<Value> {
         let ns = obj::namespace(rs);
-        let mut pods = Vec::new();
-        for pod in self.api.list(
-            &self.api.res.pods,
-            Some(ns),
-            Some(selector.to_string()),
-            None,
-        ) {
-            match obj::controller_of(&pod) {
-                Some(_) if obj::controlled_by(&pod, rs) => pods.push(pod),
-                None if obj::pod_active(&pod) => {
-                    let mut refs = obj::array(&pod, "/metadata/ownerReferences").to_vec();
-                    refs.push(obj::controller_ref(rs));
-                    let patch = json!({"metadata": {"ownerReferences": refs,
-                        "resourceVersion": obj::str_at(&pod, "/metadata/resourceVersion")}});
-                    if let Ok(adopted) = self.api.merge_patch(
-                        &self.api.res.pods,
-                        Some(ns),
-                        obj::name(&pod),
-                        None,
-                        &patch,
-                        &self.who,
-                    ) {
-                        pods.push(adopted);
-                    }
-                }
-                _ => {}
+        let selected = |pod: &Value| {
+            let labels = pod.pointer("/metadata/labels");
+            selector.matches_fn(|k| labels.and_then(|l| l.get(k)).and_then(Value::as_str))
+        };
+        let mut pods: Vec<Value> = (self.api)
+            .owned_shared(&self.api.res.pods, obj::uid(rs))
+            .into_iter()
+            .filter(|pod| obj::controlled_by(pod, rs) && selected(pod))
+            .map(|pod| (*pod).clone())
+            .collect();
+        for pod in self
+            .orphans
+            .iter()
+            .filter(|p| obj::namespace(p) == ns && selected(p))
+        {
+            let mut refs = obj::array(pod, "/metadata/ownerReferences").to_vec();
+            refs.push(obj::controller_ref(rs));
+            // Conditional on the version seen: a pod another controller adopted meanwhile (in
+            // this batch, or since its snapshot) is left alone.
+            let patch = json!({"metadata": {"ownerReferences": refs,
+                "resourceVersion": obj::str_at(pod, "/metadata/resourceVersion")}});
+            if let Ok(adopted) = self.api.merge_patch(
+                &self.api.res.pods,
+                Some(ns),
+                obj::name(pod),
+                None,
+                &patch,
+                &self.who,
+            ) {
+                pods.push(adopted);
             }
         }
         pods

@@ -1683,3 +1683,49 @@ async fn a_daemonset_with_max_surge_keeps_every_node_served() {
     );
     assert_eq!(most_pods, 4, "maxSurge 1: one extra pod at a time");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_replicaset_adopts_matching_orphans_and_counts_only_what_it_selects() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({"metadata": {"name": "stray", "labels": {"app": "adopt"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+    );
+    let rs = env.create(
+        "apps",
+        "replicasets",
+        Some("default"),
+        json!({"metadata": {"name": "adopter"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "adopt"}},
+                "template": {"metadata": {"labels": {"app": "adopt"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+    );
+    eventually(Duration::from_secs(10), "two ready replicas", || {
+        let rs = env.get("apps", "replicasets", Some("default"), "adopter")?;
+        (rs["status"]["readyReplicas"] == 2).then_some(())
+    })
+    .await;
+    // The stray pod was adopted, so only one was created.
+    let pods = env.list("", "pods", Some("default"), "app=adopt");
+    assert_eq!(pods.len(), 2, "{pods:?}");
+    let stray = env.get("", "pods", Some("default"), "stray").unwrap();
+    let owner = &stray["metadata"]["ownerReferences"][0];
+    assert_eq!(owner["uid"], rs["metadata"]["uid"]);
+    assert_eq!(owner["controller"], true);
+
+    // A pod relabelled out of the selector no longer counts: a replacement is made.
+    env.patch(
+        "",
+        "pods",
+        Some("default"),
+        "stray",
+        json!({"metadata": {"labels": {"app": "elsewhere"}}}),
+    );
+    eventually(Duration::from_secs(10), "a replacement", || {
+        (env.list("", "pods", Some("default"), "app=adopt").len() == 2).then_some(())
+    })
+    .await;
+}

@@ -85,6 +85,27 @@ pub(crate) fn list_shared(
         .collect())
 }
 
+/// The objects of `res` whose ownerReferences name `owner_uid`, from the owner index (no
+/// scan), shared with the store.
+pub(crate) fn owned_shared(st: &State, res: &ResourceInfo, owner_uid: &str) -> Vec<Arc<Value>> {
+    let rk = res_key(res);
+    let api_version = res.api_version();
+    let mut owned: Vec<(ObjKey, Arc<Value>)> = st
+        .dependents_of(owner_uid)
+        .iter()
+        .filter_map(|uid| st.by_uid(uid))
+        .filter(|(loc, _)| loc.res == rk)
+        .map(|(loc, obj)| {
+            (
+                loc.key,
+                super::convert::to_version_shared(&obj, &api_version),
+            )
+        })
+        .collect();
+    owned.sort_by(|a, b| a.0.cmp(&b.0));
+    owned.into_iter().map(|(_, obj)| obj).collect()
+}
+
 /// A decoded continue token.
 #[derive(Debug)]
 struct Continue {

@@ -629,3 +629,36 @@ fn list_shared_selects_without_copies() {
         .unwrap_err();
     assert_eq!(err.code, 400, "{err:?}");
 }
+
+/// `owned_shared` answers an owner's dependents of one resource from the owner index.
+#[test]
+fn owned_shared_answers_the_dependents_of_one_resource() {
+    let s = store();
+    let cms = res(&s, "", "configmaps");
+    let secrets = res(&s, "", "secrets");
+    let owner = s
+        .create(&cms, Some("default"), cm("owner", json!({})), &w())
+        .unwrap();
+    let owned = |name: &str, kind: &str| {
+        json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "ownerReferences": [{
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+            "uid": owner["metadata"]["uid"]}]}})
+    };
+    for name in ["b", "a"] {
+        s.create(&cms, Some("default"), owned(name, "ConfigMap"), &w())
+            .unwrap();
+    }
+    s.create(&secrets, Some("default"), owned("s", "Secret"), &w())
+        .unwrap();
+    s.create(&cms, Some("default"), cm("unrelated", json!({})), &w())
+        .unwrap();
+    let uid = owner["metadata"]["uid"].as_str().unwrap();
+    let names = |objs: Vec<std::sync::Arc<Value>>| -> Vec<String> {
+        objs.iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(s.owned_shared(&cms, uid)), ["a", "b"]);
+    assert_eq!(names(s.owned_shared(&secrets, uid)), ["s"]);
+    assert!(s.owned_shared(&cms, "no-such-uid").is_empty());
+}
