@@ -2,21 +2,28 @@
 //! reconciler (`crt new` writes this crate under your crate name, API group and kind), and its
 //! deployment manifests ([`manifests`]).
 //!
-//! A `Memo` asks for its text to be published in two places: a ConfigMap of its own (named
-//! after it, owned by it, so the garbage collector deletes it with the Memo) and an entry in the
-//! namespace's shared `memo-index` ConfigMap, which no owner reference can clean up: a finalizer
-//! removes the entry before the Memo goes. Its status says whether both are in place.
+//! A `Memo` asks for its text to be published and served: a ConfigMap of its own (named after
+//! it, owned by it, so the garbage collector deletes it with the Memo), a Deployment of its own
+//! serving that text over HTTP, and an entry in the namespace's shared `memo-index` ConfigMap,
+//! which no owner reference can clean up: a finalizer removes the entry before the Memo goes.
+//! Its status is ready only while all are in place and the Deployment is available.
 
 // Clippy reads the repeated `type_ = ...` of `printcolumn(...)` as duplicated attributes.
 #![allow(clippy::duplicated_attributes)]
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use controller_runtime::controller::ControllerOptions;
 use controller_runtime::controllerutil::{self, OperationResult};
 use controller_runtime::finalizer::{self, Event};
-use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
-use controller_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use controller_runtime::k8s_openapi::api::apps::v1::Deployment;
+use controller_runtime::k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, Volume, VolumeMount,
+};
+use controller_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, ObjectMeta,
+};
 use controller_runtime::leaderelection::LeaderElectionConfig;
 use controller_runtime::prelude::*;
 use kube::CustomResource;
@@ -29,6 +36,10 @@ pub mod manifests;
 pub const FINALIZER: &str = "memos.example.com/index";
 /// The namespace's shared ConfigMap listing every Memo's text.
 pub const INDEX: &str = "memo-index";
+/// The label naming the Memo a server pod serves.
+pub const SERVES_LABEL: &str = "example.com/memo";
+/// The image of the server pods.
+pub const SERVER_IMAGE: &str = "nginx:1.27";
 
 /// What a user asks for: publish `text`.
 #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema)]
@@ -44,6 +55,10 @@ pub const INDEX: &str = "memo-index";
 pub struct MemoSpec {
     /// The text to publish.
     pub text: String,
+    /// Annotations of the pods serving the text (for a service mesh or a metrics scraper; a
+    /// test scripts the simulated cluster's pods with them).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_annotations: BTreeMap<String, String>,
 }
 
 /// What the operator reports back.
@@ -52,7 +67,7 @@ pub struct MemoSpec {
 pub struct MemoStatus {
     /// The `metadata.generation` this status describes.
     pub observed_generation: Option<i64>,
-    /// Whether the text is published in both places.
+    /// Whether the text is published in both places and its server is available.
     pub ready: bool,
 }
 
@@ -85,6 +100,7 @@ pub async fn add_controller(mgr: &Manager) -> Result<(), controller_runtime::bui
     ControllerBuilder::new(mgr)
         .for_(Input::<Memo>::new())
         .owns(Input::<ConfigMap>::new())
+        .owns(Input::<Deployment>::new())
         .with_options(ControllerOptions::default().with_operations_annotations(true))
         .complete(ctx, reconcile)
         .await
@@ -123,7 +139,8 @@ pub async fn reconcile(
     .map_err(ReconcileError::from)
 }
 
-/// Publishes a live Memo: its ConfigMap, its index entry, then its status.
+/// Publishes a live Memo: its ConfigMap, its server, its index entry, then its status (the
+/// Deployment's changes reconcile the Memo again: it is owned).
 async fn apply(client: &Client, memo: &Memo) -> Result<Action, ReconcileError> {
     let (ns, name) = (memo.namespace().unwrap_or_default(), memo.name_any());
     let mut own = ConfigMap {
@@ -138,11 +155,12 @@ async fn apply(client: &Client, memo: &Memo) -> Result<Action, ReconcileError> {
     })
     .await
     .map_err(|e| Error::Write("the Memo's ConfigMap", e))?;
+    let server = serve(client, memo).await?;
     set_index_entry(client, &ns, &name, Some(&memo.spec.text)).await?;
 
     let status = MemoStatus {
         observed_generation: memo.metadata.generation,
-        ready: true,
+        ready: available(&server),
     };
     if memo.status.as_ref() != Some(&status) {
         let mut memo = memo.clone();
@@ -154,6 +172,78 @@ async fn apply(client: &Client, memo: &Memo) -> Result<Action, ReconcileError> {
             .map_err(|e| Error::Client("writing the status", e))?;
     }
     Ok(Action::done())
+}
+
+/// Creates or updates the Memo's server: one nginx pod serving its ConfigMap's text as
+/// `index.html`, with the Memo's pod annotations. Only the fields it owns are written, so the
+/// API server's defaults stay and an unchanged Deployment is not written again.
+async fn serve(client: &Client, memo: &Memo) -> Result<Deployment, Error> {
+    let (ns, name) = (memo.namespace().unwrap_or_default(), memo.name_any());
+    let labels = BTreeMap::from([(SERVES_LABEL.to_string(), name.clone())]);
+    let annotations = memo.spec.pod_annotations.clone();
+    let mut server = Deployment {
+        metadata: meta(&ns, &name),
+        ..Default::default()
+    };
+    controllerutil::create_or_update(&client.objects(), &mut server, |d| {
+        let spec = &mut d.spec;
+        spec.replicas = Some(1);
+        spec.selector = LabelSelector {
+            match_labels: Some(labels.clone()),
+            ..Default::default()
+        };
+        let template = spec.template.metadata.get_or_insert_with(Default::default);
+        template.labels = Some(labels.clone());
+        template.annotations = (!annotations.is_empty()).then(|| annotations.clone());
+        let pod = spec.template.spec.get_or_insert_with(Default::default);
+        if pod.containers.is_empty() {
+            pod.containers.push(Container {
+                name: "server".into(),
+                volume_mounts: Some(vec![VolumeMount {
+                    name: "text".into(),
+                    mount_path: "/usr/share/nginx/html".into(),
+                    read_only: Some(true),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            });
+        }
+        pod.containers[0].image = Some(SERVER_IMAGE.into());
+        if pod.volumes.as_ref().is_some_and(|v| !v.is_empty()) {
+            controllerutil::set_controller_reference(memo, d)?;
+            return Ok(());
+        }
+        pod.volumes = Some(vec![Volume {
+            name: "text".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: name.clone(),
+                items: Some(vec![
+                    controller_runtime::k8s_openapi::api::core::v1::KeyToPath {
+                        key: "text".into(),
+                        path: "index.html".into(),
+                        ..Default::default()
+                    },
+                ]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]);
+        controllerutil::set_controller_reference(memo, d)?;
+        Ok(())
+    })
+    .await
+    .map_err(|e| Error::Write("the Memo's server", e))?;
+    Ok(server)
+}
+
+/// Whether the Deployment has rolled out its current spec and is `Available`.
+fn available(d: &Deployment) -> bool {
+    let Some(status) = &d.status else {
+        return false;
+    };
+    status.observed_generation >= d.metadata.generation
+        && (status.conditions.iter().flatten())
+            .any(|c| c.type_.as_deref() == Some("Available") && c.status.as_deref() == Some("True"))
 }
 
 /// Sets (or with `None` removes) the Memo's entry in the namespace's index ConfigMap.

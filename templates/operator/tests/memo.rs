@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
-use controller_runtime::envtest::{Environment, Running, eventually};
-use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
+use controller_runtime::envtest::{ClusterConfig, Environment, Running, eventually};
+use controller_runtime::k8s_openapi::api::apps::v1::Deployment;
+use controller_runtime::k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use controller_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use controller_runtime::kube_client::api::{DeleteParams, Patch, PatchParams};
 use controller_runtime::prelude::*;
@@ -13,8 +14,11 @@ use memo_operator::{Context, INDEX, Memo, MemoSpec};
 /// Starts the environment and the operator's manager (stopped by cancelling the token), and
 /// returns the manager's client too.
 async fn start() -> (Running, CancellationToken, Client) {
+    // The simulated cluster runs the Memos' server Deployments: nodes, a scheduler, kubelets
+    // and the Deployment controller (a real cluster runs its own).
     let env = Environment::new()
         .crd::<Memo>()
+        .simulate_cluster(ClusterConfig::default())
         .start()
         .await
         .expect("test environment");
@@ -46,7 +50,13 @@ async fn a_memo_is_published_updated_and_cleaned_up() {
     // The waits read from the API server.
     let wait = eventually(env.client());
 
-    let mut memo = Memo::new("hello", MemoSpec { text: "hi".into() });
+    let mut memo = Memo::new(
+        "hello",
+        MemoSpec {
+            text: "hi".into(),
+            ..Default::default()
+        },
+    );
     memo.metadata.namespace = Some("default".into());
     memos.create(&memo).await.unwrap();
     wait.until_object(&key, |memo: &Memo| {
@@ -97,7 +107,13 @@ async fn a_reconcile_of_a_published_memo_writes_nothing() {
         ObjectKey::new("default", "quiet"),
         ObjectKey::new("default", INDEX),
     );
-    let mut memo = Memo::new("quiet", MemoSpec { text: "x".into() });
+    let mut memo = Memo::new(
+        "quiet",
+        MemoSpec {
+            text: "x".into(),
+            ..Default::default()
+        },
+    );
     memo.metadata.namespace = Some("default".into());
     client.objects::<Memo>().create(&memo).await.unwrap();
     // Once the memo is ready (its status is written last, so the ConfigMaps are final too)...
@@ -127,9 +143,23 @@ async fn a_reconcile_of_a_published_memo_writes_nothing() {
         })
         .await
         .unwrap();
+    let server: Deployment = api.until_exists(&key).await.unwrap();
+    cache
+        .until_object(&key, |d: &Deployment| {
+            rv(&d.metadata) == rv(&server.metadata)
+        })
+        .await
+        .unwrap();
     let memos = client.objects::<Memo>();
     let cms = client.objects::<ConfigMap>();
+    let deployments = client.objects::<Deployment>();
     let versions = || async {
+        let server = deployments
+            .get_uncached(&key)
+            .await
+            .unwrap()
+            .metadata
+            .resource_version;
         let own = cms
             .get_uncached(&key)
             .await
@@ -148,7 +178,7 @@ async fn a_reconcile_of_a_published_memo_writes_nothing() {
             .unwrap()
             .metadata
             .resource_version;
-        (own, index, memo)
+        (own, index, memo, server)
     };
     let before = versions().await;
 
@@ -178,5 +208,78 @@ async fn a_reconcile_of_a_published_memo_writes_nothing() {
         before,
         "a reconcile with nothing to do changed something"
     );
+    env.stop().await.unwrap();
+}
+
+/// The Memo is ready only while its server is available: with its pods scripted to crash
+/// (the simulated kubelet reads `sim.crt.dev/*` annotations: exit after a second with code 1,
+/// restarted with back-off) the Deployment never becomes available and the Memo stays not
+/// ready; once the annotations are gone a new rollout succeeds and the Memo turns ready.
+#[tokio::test]
+async fn a_memo_is_ready_only_while_its_server_is_available() {
+    let (env, stop, client) = start().await;
+    let _stop_manager = stop.drop_guard();
+    let key = ObjectKey::new("default", "flaky");
+    // Generous: pods start, crash and roll out on real time, on a machine that may be busy.
+    let wait = eventually(env.client()).with_timeout(std::time::Duration::from_secs(60));
+    let crashing = [
+        ("sim.crt.dev/run-for".to_string(), "1s".to_string()),
+        ("sim.crt.dev/exit-code".to_string(), "1".to_string()),
+    ];
+    let mut memo = Memo::new(
+        "flaky",
+        MemoSpec {
+            text: "hi".into(),
+            pod_annotations: crashing.into(),
+        },
+    );
+    memo.metadata.namespace = Some("default".into());
+    let memos = client.objects::<Memo>();
+    memos.create(&memo).await.unwrap();
+
+    // The server's pod crash-loops: restarted, then backing off.
+    wait.until_list(Some("default"), |pods: &[Pod]| {
+        pods.iter().any(|p| {
+            let statuses = p
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref());
+            statuses.into_iter().flatten().any(|c| {
+                let waiting = c.state.as_ref().and_then(|s| s.waiting.as_ref());
+                waiting.is_some_and(|w| w.reason.as_deref() == Some("CrashLoopBackOff"))
+            })
+        })
+    })
+    .await
+    .unwrap();
+    let server: Deployment = wait.until_exists(&key).await.unwrap();
+    let available = (server.status.iter())
+        .flat_map(|s| s.conditions.iter().flatten())
+        .find(|c| c.type_.as_deref() == Some("Available"));
+    assert_eq!(
+        available.and_then(|c| c.status.as_deref()),
+        Some("False"),
+        "{server:?}"
+    );
+    let memo: Memo = wait
+        .until_object(&key, |m: &Memo| m.status.is_some())
+        .await
+        .unwrap();
+    assert!(
+        !memo.status.unwrap().ready,
+        "ready while its server crash-loops"
+    );
+
+    // Healthy pods: the Deployment rolls out and the Memo turns ready.
+    let patch = Patch::Merge(serde_json::json!({ "spec": { "podAnnotations": null } }));
+    memos
+        .patch(&key, &patch, &PatchParams::default())
+        .await
+        .unwrap();
+    wait.until_object(&key, |memo: &Memo| {
+        memo.status.as_ref().is_some_and(|s| s.ready)
+    })
+    .await
+    .unwrap();
     env.stop().await.unwrap();
 }

@@ -11,7 +11,8 @@
 use std::path::Path;
 
 use controller_runtime::cache::{Cache, CacheOptions};
-use controller_runtime::envtest::{Environment, Running, eventually, rbac};
+use controller_runtime::envtest::{ClusterConfig, Environment, Running, eventually, rbac};
+use controller_runtime::k8s_openapi::api::apps::v1::Deployment;
 use controller_runtime::k8s_openapi::api::core::v1::ConfigMap;
 use controller_runtime::k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule, Role};
 use controller_runtime::kube_client::api::DeleteParams;
@@ -50,7 +51,9 @@ async fn start_as_operator(
     role: &str,
     namespace_role: &str,
 ) -> (Running, CancellationToken, Manager) {
-    let mut env = Environment::new().crd::<Memo>();
+    let mut env = Environment::new()
+        .crd::<Memo>()
+        .simulate_cluster(ClusterConfig::default());
     for object in rbac_objects(role, namespace_role) {
         env = env.manifest_object(object);
     }
@@ -182,7 +185,13 @@ async fn the_operator_works_with_exactly_its_rbac() {
         }
     };
     let scenario = async {
-        let mut memo = Memo::new("hello", MemoSpec { text: "hi".into() });
+        let mut memo = Memo::new(
+            "hello",
+            MemoSpec {
+                text: "hi".into(),
+                ..Default::default()
+            },
+        );
         memo.metadata.namespace = Some("default".into());
         memos.create(&memo).await?;
         let memo = wait
@@ -195,6 +204,17 @@ async fn the_operator_works_with_exactly_its_rbac() {
         changed.spec.text = "bye".into();
         memos.update(&changed).await?;
         wait.until_object(&key, text_is("bye")).await?;
+        // Annotations for the server's pods: the operator updates its Deployment.
+        let mut annotated = wait.until_exists::<Memo>(&key).await?;
+        annotated.spec.pod_annotations = [("example.com/note".into(), "v2".into())].into();
+        memos.update(&annotated).await?;
+        wait.until_object(&key, |d: &Deployment| {
+            let template = d.spec.template.metadata.as_ref();
+            template
+                .and_then(|m| m.annotations.as_ref())
+                .is_some_and(|a| a.contains_key("example.com/note"))
+        })
+        .await?;
         memos.delete(&key, &DeleteParams::default()).await?;
         wait.until_gone::<Memo>(&key).await?;
         Ok::<_, Box<dyn std::error::Error>>(())

@@ -74,7 +74,7 @@ fn new_writes_the_template_under_the_names_given() {
             !text
                 .to_ascii_lowercase()
                 .replace("memory", "")
-                .replace("volumemounts", "")
+                .replace("volumemount", "")
                 .contains("memo"),
             "{path} still names the template's kind or crate:\n{text}"
         );
