@@ -117,8 +117,8 @@ impl ClusterSet {
             return Ok(());
         };
         if let Some(token) = replaced {
-            token.cancel();
             aware.disengage(&name).await;
+            token.cancel();
         }
         self.engage(&aware, &ctx, &name).await
     }
@@ -133,11 +133,14 @@ impl ClusterSet {
         let Some(member) = member else {
             return false;
         };
-        if let Some(token) = member.engaged {
-            token.cancel();
-        }
+        // Disengaged first, waited for; only then is the engagement's context cancelled. The
+        // other order lets the manager see the cancellation and start disengaging on its own,
+        // and the call below would find the cluster gone and return before it is.
         if let Some((aware, _)) = running {
             aware.disengage(name).await;
+        }
+        if let Some(token) = member.engaged {
+            token.cancel();
         }
         true
     }
