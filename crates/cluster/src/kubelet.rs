@@ -405,7 +405,7 @@ impl Course<'_> {
             )
         };
         let ready = !terminal && unready.is_empty();
-        let conditions = vec![
+        let conditions = [
             condition(
                 "PodReadyToStartContainers",
                 !creating && !terminal,
@@ -426,6 +426,15 @@ impl Course<'_> {
             condition("ContainersReady", ready, ready_reason, ready_message),
             condition("PodScheduled", true, "", String::new()),
         ];
+        // Conditions of other types (set by other controllers or users: `DisruptionTarget`,
+        // readiness gates, a test's own) are kept, as the kubelet's status manager keeps them.
+        let kubelet_owned: Vec<&str> = conditions.iter().map(|c| obj::str_at(c, "/type")).collect();
+        let others: Vec<Value> = obj::array(self.pod, "/status/conditions")
+            .iter()
+            .filter(|c| !kubelet_owned.contains(&obj::str_at(c, "/type")))
+            .cloned()
+            .collect();
+        let conditions: Vec<Value> = conditions.iter().cloned().chain(others).collect();
         let mut status = Map::new();
         status.insert("phase".into(), json!(phase));
         status.insert("conditions".into(), json!(conditions));

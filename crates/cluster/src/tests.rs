@@ -1729,3 +1729,48 @@ async fn a_replicaset_adopts_matching_orphans_and_counts_only_what_it_selects() 
     })
     .await;
 }
+
+/// The kubelet keeps pod conditions it does not own (another controller's, a user's) when it
+/// writes the pod's status, as the kubelet's status manager does.
+#[tokio::test(start_paused = true)]
+async fn the_kubelet_keeps_conditions_it_does_not_own() {
+    let env = Env::start(ClusterConfig::default());
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({"metadata": {"name": "slow", "annotations": {"sim.crt.dev/ready-after": "5s"}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+    );
+    let running = eventually(Duration::from_secs(5), "running", || {
+        let pod = env.get("", "pods", Some("default"), "slow")?;
+        (pod["status"]["phase"] == "Running").then_some(pod)
+    })
+    .await;
+    let mut conditions = running["status"]["conditions"].as_array().unwrap().clone();
+    conditions.push(json!({"type": "MyStatus", "status": "True"}));
+    let patch = json!({"status": {"conditions": conditions}});
+    env.store
+        .patch(
+            &env.res("", "pods"),
+            Some("default"),
+            "slow",
+            Some("status"),
+            PatchType::Merge,
+            patch.to_string().as_bytes(),
+            &opts(),
+        )
+        .unwrap();
+    let ready = eventually(Duration::from_secs(30), "ready", || {
+        let pod = env.get("", "pods", Some("default"), "slow")?;
+        condition(&pod, "Ready")
+            .is_some_and(|c| c["status"] == "True")
+            .then_some(pod)
+    })
+    .await;
+    assert_eq!(
+        condition(&ready, "MyStatus").map(|c| c["status"].clone()),
+        Some(json!("True")),
+        "{ready:#}"
+    );
+}
