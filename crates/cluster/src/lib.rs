@@ -18,8 +18,9 @@
 //! What runs:
 //! - **Nodes** (`node-1` .. `node-N`): Ready, with capacity, labels (`kubernetes.io/hostname`,
 //!   ...), addresses, and Lease heartbeats in `kube-node-lease`.
-//! - **Scheduler**: binds pods by requests, `nodeSelector`, required node affinity, taints and
-//!   tolerations; an unschedulable pod stays `Pending` with upstream's `FailedScheduling`.
+//! - **Scheduler**: binds pods by requests, `nodeSelector`, required node affinity, required
+//!   inter-pod affinity and anti-affinity, taints and tolerations; an unschedulable pod stays
+//!   `Pending` with upstream's `FailedScheduling`.
 //! - **Kubelets**: bound pods run (`podIP`, `hostIP`, container statuses, conditions), init
 //!   containers first; Jobs' pods succeed; deletions complete; annotations script failures
 //!   (see [`script`]).
@@ -49,7 +50,7 @@
 //! Time: every delay and timestamp is on tokio's clock (offset to the wall time at start), so
 //! a test on a paused clock drives the cluster with `tokio::time::advance`.
 //!
-//! Left out, for now: inter-pod affinity, probes, preemption, node failures, CronJob time
+//! Left out, for now: preferred inter-pod affinity, probes, preemption, node failures, CronJob time
 //! zones other than UTC, StatefulSet `maxUnavailable`, volume expansion, snapshots and mounts.
 
 mod api;
@@ -63,6 +64,7 @@ mod disruption;
 mod endpoints;
 mod ephemeral;
 mod history;
+mod interpod;
 mod job;
 mod kubelet;
 mod nodes;

@@ -20,8 +20,11 @@
 //! volume node affinity conflict"); for claims waiting for a consumer the chosen node is
 //! written to them (`volume.kubernetes.io/selected-node`) and the pod is bound once they are.
 //!
-//! Left out: inter-pod affinity and anti-affinity, topology spread constraints, host ports,
-//! volume limits, preemption (the message says none helps), priorities.
+//! Inter-pod affinity and anti-affinity (required terms) come last, as upstream's
+//! `InterPodAffinity` filter: see [`crate::interpod`].
+//!
+//! Left out: preferred inter-pod terms, topology spread constraints, host ports, volume
+//! limits, preemption (the message says none helps), priorities.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -73,6 +76,7 @@ pub(crate) fn start(api: &Api) -> Vec<JoinHandle<()>> {
         reported: HashMap::new(),
         nodes: Vec::new(),
         used: BTreeMap::new(),
+        placed: Default::default(),
     };
     controller::spawn(&api.storage, watches, scheduler)
 }
@@ -86,6 +90,8 @@ struct Scheduler {
     nodes: Vec<Value>,
     /// What the assigned pods request, per node.
     used: BTreeMap<String, Amounts>,
+    /// The assigned pods, for inter-pod affinity.
+    placed: crate::interpod::Placed,
 }
 
 impl Reconcile for Scheduler {
@@ -94,9 +100,11 @@ impl Reconcile for Scheduler {
         self.used.clear();
         let assigned =
             (self.api).list_shared(&self.api.res.pods, None, None, Some("spec.nodeName!="));
+        self.placed = Default::default();
         for pod in assigned.iter().filter(|p| !obj::pod_terminal(p)) {
             let node = obj::str_at(pod, "/spec/nodeName").to_string();
-            add(self.used.entry(node).or_default(), &requests(pod));
+            add(self.used.entry(node.clone()).or_default(), &requests(pod));
+            self.placed.add(&node, pod.clone());
         }
     }
 
@@ -148,9 +156,13 @@ impl Scheduler {
         let mut fits: Vec<(&Value, (i128, i128, &str))> = Vec::new();
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         let mut preemption: BTreeMap<&str, usize> = BTreeMap::new();
+        let by_name: BTreeMap<&str, &Value> =
+            self.nodes.iter().map(|n| (obj::name(n), n)).collect();
         for node in &self.nodes {
             let used = self.used.get(obj::name(node)).cloned().unwrap_or_default();
-            let verdict = filter(pod, node, &want, &used).and_then(|()| volumes.filter(node));
+            let verdict = filter(pod, node, &want, &used)
+                .and_then(|()| volumes.filter(node))
+                .and_then(|()| self.placed.filter(pod, node, &by_name));
             match verdict {
                 Ok(()) => {
                     let cpu = milli(obj::str_at(node, "/status/allocatable/cpu")).unwrap_or(1);
@@ -182,6 +194,9 @@ impl Scheduler {
             match self.api.bind(ns, name, &node, &self.who) {
                 Ok(()) => {
                     add(self.used.entry(node.clone()).or_default(), &want);
+                    let mut bound = pod.clone();
+                    bound["spec"]["nodeName"] = Value::from(node.clone());
+                    self.placed.add(&node, std::sync::Arc::new(bound));
                     self.reported.remove(obj::uid(pod));
                     let note = format!("Successfully assigned {ns}/{name} to {node}");
                     self.api

@@ -1774,3 +1774,103 @@ async fn the_kubelet_keeps_conditions_it_does_not_own() {
         "{ready:#}"
     );
 }
+
+/// Required pod anti-affinity spreads a Deployment's replicas one per node (the fourth of
+/// three nodes stays Pending with upstream's reason), and required pod affinity puts a pod
+/// beside the pods it names.
+#[tokio::test(start_paused = true)]
+async fn inter_pod_affinity_and_anti_affinity_place_pods_by_their_neighbours() {
+    let env = Env::start(ClusterConfig::default());
+    let term = |app: &str| {
+        json!([{"labelSelector": {"matchLabels": {"app": app}},
+            "topologyKey": "kubernetes.io/hostname"}])
+    };
+    env.create(
+        "apps",
+        "deployments",
+        Some("default"),
+        json!({"metadata": {"name": "spread"},
+            "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "spread"}},
+                "template": {"metadata": {"labels": {"app": "spread"}},
+                    "spec": {"affinity": {"podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": term("spread")}},
+                        "containers": [{"name": "c", "image": "nginx"}]}}}}),
+    );
+    let pods = eventually(Duration::from_secs(10), "three placed, one pending", || {
+        let pods = env.list("", "pods", Some("default"), "app=spread");
+        let placed = pods
+            .iter()
+            .filter(|p| {
+                p["spec"]["nodeName"]
+                    .as_str()
+                    .is_some_and(|n| !n.is_empty())
+            })
+            .count();
+        let pending = pods
+            .iter()
+            .find(|p| condition(p, "PodScheduled").is_some_and(|c| c["reason"] == "Unschedulable"));
+        (pods.len() == 4 && placed == 3 && pending.is_some()).then_some(pods)
+    })
+    .await;
+    let mut nodes: Vec<&str> = pods
+        .iter()
+        .filter_map(|p| p["spec"]["nodeName"].as_str())
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 3, "one replica per node: {nodes:?}");
+    let pending = pods
+        .iter()
+        .find(|p| p["spec"]["nodeName"].as_str().is_none_or(str::is_empty))
+        .unwrap();
+    let message = condition(pending, "PodScheduled").unwrap()["message"].clone();
+    assert_eq!(
+        message,
+        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. preemption: \
+         0/3 nodes are available: 3 No preemption victims found for incoming pod."
+    );
+
+    // A pod that must sit beside one of the replicas goes to a node that has one.
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({"metadata": {"name": "sidekick", "labels": {"app": "sidekick"}},
+            "spec": {"affinity": {"podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": term("spread")}},
+                "containers": [{"name": "c", "image": "nginx"}]}}),
+    );
+    let node = eventually(Duration::from_secs(10), "the sidekick placed", || {
+        let pod = env.get("", "pods", Some("default"), "sidekick")?;
+        pod["spec"]["nodeName"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    })
+    .await;
+    assert!(nodes.contains(&node.as_str()), "{node} hosts a replica");
+    // One that must sit beside pods that exist nowhere (and that it is not) stays Pending.
+    env.create(
+        "",
+        "pods",
+        Some("default"),
+        json!({"metadata": {"name": "lonely"},
+            "spec": {"affinity": {"podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": term("nobody")}},
+                "containers": [{"name": "c", "image": "nginx"}]}}),
+    );
+    let lonely = eventually(Duration::from_secs(10), "lonely unschedulable", || {
+        let pod = env.get("", "pods", Some("default"), "lonely")?;
+        condition(&pod, "PodScheduled")
+            .filter(|c| c["reason"] == "Unschedulable")
+            .map(|c| c["message"].clone())
+    })
+    .await;
+    assert!(
+        lonely
+            .as_str()
+            .unwrap()
+            .starts_with("0/3 nodes are available: 3 node(s) didn't match pod affinity rules."),
+        "{lonely}"
+    );
+}
