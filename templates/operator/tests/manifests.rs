@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use controller_runtime::envtest::Environment;
+use controller_runtime::envtest::{ClusterConfig, Environment};
 use memo_operator::manifests::{self, DEFAULT_IMAGE, Manifests, NAME, NAMESPACE};
 
 /// The fields of the Prometheus Operator's ServiceMonitor the manifests use, typed as its CRD
@@ -171,7 +171,14 @@ async fn the_manifests_apply_with_strict_validation() {
     assert!(written.contains(&dir.join("config/default/kustomization.yaml")));
 
     let crd = serde_yaml_ng::from_str(SERVICE_MONITOR_CRD).unwrap();
-    let env = Environment::new().crd_object(crd).start().await.unwrap();
+    // The simulated cluster runs the operator's Deployment (its pods scheduled and reported
+    // Running and Ready by simulated kubelets, as a cluster would run the image).
+    let env = Environment::new()
+        .crd_object(crd)
+        .simulate_cluster(ClusterConfig::default())
+        .start()
+        .await
+        .unwrap();
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(
         &kubeconfig,
@@ -207,6 +214,33 @@ async fn the_manifests_apply_with_strict_validation() {
     ] {
         assert!(applied.contains(&object), "no {object:?} in:\n{applied}");
     }
+
+    // The operator's Deployment becomes Available, its pod running as its ServiceAccount.
+    let out = kubectl(
+        &kubeconfig,
+        &[
+            "wait",
+            "--for=condition=Available",
+            &format!("deployment/{NAME}"),
+            "-n",
+            NAMESPACE,
+            "--timeout=60s",
+        ],
+        None,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let out = kubectl(
+        &kubeconfig,
+        &["get", "pods", "-n", NAMESPACE, "-o", "json"],
+        None,
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out));
+    let pods: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pod = &pods["items"][0];
+    assert_eq!(pod["spec"]["serviceAccountName"], NAME, "{pod}");
+    assert_eq!(pod["status"]["phase"], "Running", "{pod}");
 
     let prometheus = dir.join("config/prometheus");
     let out = kubectl(
