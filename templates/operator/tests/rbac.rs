@@ -316,3 +316,70 @@ async fn a_missing_permission_names_itself() {
     let _ = running.await;
     env.stop().await.unwrap();
 }
+
+/// The roles derived from behaviour (and shipped) are, verb for verb, the minimal ones a
+/// reader of the operator's code writes by hand: what its caches list and watch, what its
+/// reconciler writes, and its leader election in its own namespace.
+#[test]
+fn the_derived_roles_are_the_minimal_ones_written_by_hand() {
+    type Rules = std::collections::BTreeSet<(String, String, Vec<String>)>;
+    let rules = |rules: &[PolicyRule]| -> Rules {
+        rules
+            .iter()
+            .flat_map(|r| {
+                let mut verbs = r.verbs.clone();
+                verbs.sort();
+                let groups = r.api_groups.clone().unwrap_or_default();
+                let resources = r.resources.clone().unwrap_or_default();
+                groups.into_iter().flat_map(move |g| {
+                    let verbs = verbs.clone();
+                    resources
+                        .clone()
+                        .into_iter()
+                        .map(move |res| (g.clone(), res, verbs.clone()))
+                })
+            })
+            .collect()
+    };
+    let by_hand = |list: &[(&str, &str, &[&str])]| -> Rules {
+        list.iter()
+            .map(|(g, r, v)| {
+                let mut verbs: Vec<String> = v.iter().map(|v| v.to_string()).collect();
+                verbs.sort();
+                (g.to_string(), r.to_string(), verbs)
+            })
+            .collect()
+    };
+    let cluster: ClusterRole = serde_yaml_ng::from_str(manifests::ROLE).unwrap();
+    assert_eq!(
+        rules(cluster.rules.as_deref().unwrap_or_default()),
+        by_hand(&[
+            // The Memos' cache, the finalizer's patch and its fresh read before removing it.
+            ("example.com", "memos", &["list", "watch", "patch", "get"]),
+            ("example.com", "memos/status", &["update"]),
+            // The owned ConfigMaps' cache, create-or-update of a Memo's own, create-or-patch
+            // of the index.
+            (
+                "",
+                "configmaps",
+                &["list", "watch", "create", "update", "patch"]
+            ),
+            // The owned Deployments' cache and create-or-update of a Memo's server.
+            (
+                "apps",
+                "deployments",
+                &["list", "watch", "create", "update"]
+            ),
+        ]),
+    );
+    let own: Role = serde_yaml_ng::from_str(manifests::NAMESPACE_ROLE).unwrap();
+    assert_eq!(
+        rules(own.rules.as_deref().unwrap_or_default()),
+        // Leader election: read the Lease, create it once, renew it.
+        by_hand(&[(
+            "coordination.k8s.io",
+            "leases",
+            &["get", "create", "update"]
+        )]),
+    );
+}
