@@ -292,6 +292,28 @@ async fn a_member_watch_reconciles_the_hub_and_single_cluster_reconcilers_run_pe
 }
 
 /// A controller recording every ConfigMap reconcile as (cluster, namespace/name).
+/// A manager on the hub with `provider`, running a controller that records every request
+/// it reconciles (see [`recording`]); stopped by cancelling the token, its run awaited.
+async fn run_recording(
+    hub: kube_client::Client,
+    provider: impl Provider,
+) -> (
+    Manager,
+    Seen,
+    CancellationToken,
+    tokio::task::JoinHandle<Result<(), controller_runtime::manager::Error>>,
+) {
+    let local = LocalManager::new(hub, quiet_options()).unwrap();
+    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
+    let seen = recording(&mgr).await;
+    let stop = CancellationToken::new();
+    let run = tokio::spawn({
+        let (mgr, stop) = (mgr.clone(), stop.clone());
+        async move { mgr.start(stop).await }
+    });
+    (mgr, seen, stop, run)
+}
+
 async fn recording(mgr: &Manager) -> Seen {
     let seen: Seen = Arc::default();
     ControllerBuilder::new(mgr)
@@ -315,14 +337,7 @@ async fn a_kubeconfig_file_engages_its_cluster_until_it_is_removed() {
     let member = Environment::new().start().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let provider = Directory::new(dir.path()).with_interval(Duration::from_millis(20));
-    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
-    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
-    let seen = recording(&mgr).await;
-    let stop = CancellationToken::new();
-    let run = tokio::spawn({
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        async move { mgr.start(stop).await }
-    });
+    let (mgr, seen, stop, run) = run_recording(hub.client(), provider).await;
 
     // JSON is YAML: the member's kubeconfig as a file, plus files that are no clusters.
     let file = dir.path().join("edge-1.kubeconfig");
@@ -356,14 +371,7 @@ async fn namespaces_are_virtual_clusters_with_caches_of_their_own() {
     let provider = Namespaces::new(hub.client())
         .with_label_selector("tenant")
         .with_interval(Duration::from_millis(20));
-    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
-    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
-    let seen = recording(&mgr).await;
-    let stop = CancellationToken::new();
-    let run = tokio::spawn({
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        async move { mgr.start(stop).await }
-    });
+    let (mgr, seen, stop, run) = run_recording(hub.client(), provider).await;
 
     let namespaces: Api<Namespace> = Api::all(hub.client());
     for name in ["team-a", "team-b"] {
@@ -409,14 +417,7 @@ async fn a_kubeconfig_secret_in_the_hub_engages_its_cluster_until_deleted() {
     let member = Environment::new().start().await.unwrap();
     let provider =
         KubeconfigSecrets::new(hub.client(), "default").with_interval(Duration::from_millis(20));
-    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
-    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
-    let seen = recording(&mgr).await;
-    let stop = CancellationToken::new();
-    let run = tokio::spawn({
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        async move { mgr.start(stop).await }
-    });
+    let (mgr, seen, stop, run) = run_recording(hub.client(), provider).await;
 
     let secrets: Api<Secret> = Api::namespaced(hub.client(), "default");
     let kubeconfig = serde_json::to_string(member.kubeconfig()).unwrap();
@@ -639,14 +640,7 @@ async fn a_cluster_profile_engages_its_cluster_once_healthy_until_deleted() {
 
     let provider =
         ClusterProfiles::new(hub.client(), "my-operator").with_interval(Duration::from_millis(20));
-    let local = LocalManager::new(hub.client(), quiet_options()).unwrap();
-    let mgr = Manager::new(local, Some(Arc::new(provider))).unwrap();
-    let seen = recording(&mgr).await;
-    let stop = CancellationToken::new();
-    let run = tokio::spawn({
-        let (mgr, stop) = (mgr.clone(), stop.clone());
-        async move { mgr.start(stop).await }
-    });
+    let (mgr, seen, stop, run) = run_recording(hub.client(), provider).await;
 
     let mut profile = DynamicObject::new("member-a", &ar).within("default");
     profile.data = serde_json::json!({"spec": {"clusterManager": {"name": "test"}}});
