@@ -3,7 +3,6 @@
 //! history, undoes, gets a Service with endpoints, and is deleted with its ReplicaSets and
 //! pods; a pod that fits no node stays Pending with the scheduler's event; a Job completes.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,19 +28,7 @@ impl Serve {
             .stdout(Stdio::piped())
             .spawn()
             .expect("crt starts");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut seen = Vec::new();
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            seen.push(line.clone());
-            if line.starts_with("kubeconfig written to") {
-                break;
-            }
-        }
-        assert!(
-            seen.iter().any(|l| l.starts_with("kubeconfig written to")),
-            "{seen:?}"
-        );
+        let (_, lines) = crate::until_serving(&mut child);
         // Keeps reading, so the child never blocks on a full pipe.
         std::thread::spawn(move || for _ in lines {});
         Serve {

@@ -4,7 +4,6 @@
 //! itself (its watch fails, gets 410 Gone from the restarted server, and it relists).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -33,15 +32,7 @@ impl Serve {
             .stdout(Stdio::piped())
             .spawn()
             .expect("crt starts");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let mut seen = Vec::new();
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            seen.push(line.clone());
-            if line.starts_with("kubeconfig written to") {
-                break;
-            }
-        }
+        let (seen, lines) = crate::until_serving(&mut child);
         assert!(
             seen.iter().any(|l| l.starts_with("data kept in")),
             "{seen:?}"

@@ -2,7 +2,6 @@
 //! kubeconfig that kube-client accepts, and on SIGTERM or SIGINT (Ctrl-C) exits 0 and frees its
 //! port.
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,18 +19,7 @@ fn serve_then_signal(signal: &str, addr: Option<SocketAddr>) -> SocketAddr {
     }
     let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
     // Kept open until the child exits: it prints "stopping" on its way out.
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut seen = Vec::new();
-    while let Some(Ok(line)) = lines.next() {
-        seen.push(line.clone());
-        if line.starts_with("kubeconfig written to") {
-            break;
-        }
-    }
-    assert!(
-        seen.iter().any(|l| l.contains("kubeconfig written to")),
-        "{seen:?}"
-    );
+    let (seen, lines) = crate::until_serving(&mut child);
     // The kubeconfig's admin has a client certificate (clients that build their own TLS
     // stack authenticate with it); the token kubeconfig beside it has the bearer token.
     let yaml = std::fs::read_to_string(&kubeconfig).unwrap();
