@@ -40,7 +40,12 @@ fn cpu() -> Duration {
     // The fields after the command name, which is in parentheses.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     // utime and stime are fields 14 and 15 of the whole line: 11 and 12 after the name.
     Duration::from_millis((ticks(11) + ticks(12)) * 10)
 }
@@ -71,9 +76,10 @@ async fn rolled_out(api: &Api<Deployment>, n: usize, image: &str, start: Instant
             .items
             .iter()
             .filter(|d| {
-                let spec_image = d.spec.as_ref().and_then(|s| {
-                    s.template.spec.as_ref()?.containers.first()?.image.clone()
-                });
+                let spec_image = d
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.template.spec.as_ref()?.containers.first()?.image.clone());
                 let status = d.status.clone().unwrap_or_default();
                 spec_image.as_deref() == Some(image)
                     && status.observed_generation == d.metadata.generation
