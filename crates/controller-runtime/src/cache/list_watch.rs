@@ -84,7 +84,14 @@ where
         params: WatchParams,
         resource_version: String,
     ) -> BoxFuture<'static, Result<WatchStream<K>, kube_client::Error>> {
-        watch_events::<K, K>(&self.client, &self.request, &params, &resource_version)
+        let decoder = watch_lines::Decoder::serde();
+        watch_events::<K, K>(
+            &self.client,
+            &self.request,
+            &params,
+            &resource_version,
+            decoder,
+        )
     }
 
     fn raw(&self) -> Option<Box<dyn ListWatch<RawObject>>> {
@@ -130,7 +137,15 @@ impl<K: Resource + 'static> ListWatch<RawObject> for RawListWatch<K> {
         params: WatchParams,
         resource_version: String,
     ) -> BoxFuture<'static, Result<WatchStream<RawObject>, kube_client::Error>> {
-        watch_events::<K, RawObject>(&self.client, &self.request, &params, &resource_version)
+        // Each object keeps a slice of the buffer its line came in: no copy, no allocation.
+        let decoder = watch_lines::Decoder::Shared(raw::decode_event);
+        watch_events::<K, RawObject>(
+            &self.client,
+            &self.request,
+            &params,
+            &resource_version,
+            decoder,
+        )
     }
 }
 
@@ -151,12 +166,13 @@ fn list_request<K: Resource>(
 }
 
 /// A watch of the objects of `K` at `request`'s URL, its events decoded as `T` (`K`, or
-/// [`RawObject`]).
-fn watch_events<K: Resource, T: DeserializeOwned + Send + 'static>(
+/// [`RawObject`]) by `decoder`.
+fn watch_events<K: Resource, T: Send + 'static>(
     client: &Client,
     request: &kube_core::Request,
     params: &WatchParams,
     resource_version: &str,
+    decoder: watch_lines::Decoder<T>,
 ) -> BoxFuture<'static, Result<WatchStream<T>, kube_client::Error>> {
     let built = watch_request::<K>(request, params, resource_version);
     let client = client.clone();
@@ -165,7 +181,7 @@ fn watch_events<K: Resource, T: DeserializeOwned + Send + 'static>(
             .send(built?.map(kube_client::client::Body::from))
             .await?;
         let response = api_error(response).await?;
-        Ok(watch_lines::events::<T, _>(response.into_body()).boxed())
+        Ok(watch_lines::events::<T, _>(response.into_body(), decoder).boxed())
     })
 }
 

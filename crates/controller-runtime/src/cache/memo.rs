@@ -239,7 +239,7 @@ mod tests {
 
     fn encoded(len: usize) -> Arc<Encoded> {
         Arc::new(Encoded {
-            bytes: vec![b' '; len].into_boxed_slice(),
+            bytes: vec![b' '; len].into(),
         })
     }
 

@@ -8,19 +8,25 @@
 
 use std::collections::BTreeMap;
 
+use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ListMeta, ObjectMeta, OwnerReference, Time};
-use kube_client::core::{ObjectList, TypeMeta};
+use kube_client::core::{ObjectList, TypeMeta, WatchEvent};
+use kube_core::Status;
 use serde::de::{Deserialize, Deserializer, Error as _};
 use serde_json::value::RawValue;
 
 use crate::ObjectKey;
 
 /// One object as the server sent it: its JSON, with its key and resourceVersion read out.
+///
+/// The JSON is [`Bytes`]: an informer's list or streaming list keeps each object as a slice of
+/// the buffer the response was received in (one allocation per page or per 64 KiB of watch
+/// stream, not one per object, and no copy); objects of later watch events get their own.
 #[derive(Clone, Debug)]
 pub struct RawObject {
     key: ObjectKey,
     resource_version: Option<String>,
-    json: Box<RawValue>,
+    json: Bytes,
 }
 
 impl RawObject {
@@ -42,13 +48,43 @@ impl RawObject {
 
     /// The object's JSON, as received.
     pub fn json(&self) -> &[u8] {
-        self.json.get().as_bytes()
+        &self.json
     }
 
     /// The key and the JSON, without a copy.
-    pub(crate) fn into_parts(self) -> (ObjectKey, Box<[u8]>) {
-        let json: Box<str> = self.json.into();
-        (self.key, json.into_boxed_bytes())
+    pub(crate) fn into_parts(self) -> (ObjectKey, Bytes) {
+        (self.key, self.json)
+    }
+
+    /// Gives the object a buffer of its own, if it shares one: an object kept from a watch
+    /// event must not keep the buffer of its neighbours' events alive (an initial list's
+    /// objects share theirs: they are all kept, and go with the next list).
+    pub(crate) fn detach(&mut self) {
+        self.json = Bytes::copy_from_slice(&self.json);
+    }
+
+    /// Hands the resourceVersion over to the caller (the reflector, which resumes from it).
+    pub(crate) fn take_resource_version(&mut self) -> Option<String> {
+        self.resource_version.take()
+    }
+
+    /// The object whose JSON is `raw`, a part of `buffer`: the object keeps a slice of the
+    /// buffer, not a copy.
+    fn within(buffer: &Bytes, raw: &RawValue) -> Result<Self, serde_json::Error> {
+        let KeyMeta {
+            name,
+            namespace,
+            resource_version,
+            ..
+        } = read_key_meta(raw.get())?;
+        Ok(RawObject {
+            key: ObjectKey {
+                namespace: namespace.filter(|ns| !ns.is_empty()),
+                name: name.unwrap_or_default(),
+            },
+            resource_version,
+            json: buffer.slice_ref(raw.get().as_bytes()),
+        })
     }
 }
 
@@ -242,41 +278,82 @@ impl<'de> Deserialize<'de> for RawObject {
             resource_version,
             ..
         } = read_key_meta(json.get()).map_err(D::Error::custom)?;
+        let json: Box<str> = json.into();
         Ok(RawObject {
             key: ObjectKey {
                 namespace: namespace.filter(|ns| !ns.is_empty()),
                 name: name.unwrap_or_default(),
             },
             resource_version,
-            json,
+            json: Bytes::from(json.into_boxed_bytes()),
         })
     }
 }
 
-/// A list response with its items kept raw (kube's `ObjectList` flattens its type fields,
-/// which buffers the whole body and loses the raw items).
+/// A list response with its items kept raw, borrowed from the body (kube's `ObjectList`
+/// flattens its type fields, which buffers the whole body and loses the raw items).
 #[derive(serde::Deserialize)]
-struct RawList {
+struct RawList<'a> {
     #[serde(default)]
     metadata: ListMeta,
-    #[serde(default, deserialize_with = "null_as_empty")]
-    items: Vec<RawObject>,
+    #[serde(default, borrow, deserialize_with = "null_as_empty")]
+    items: Vec<&'a RawValue>,
 }
 
-fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RawObject>, D::Error> {
-    Ok(Option::<Vec<RawObject>>::deserialize(d)?.unwrap_or_default())
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<&'de RawValue>, D::Error> {
+    Ok(Option::<Vec<&'de RawValue>>::deserialize(d)?.unwrap_or_default())
 }
 
-/// A list response's body as an [`ObjectList`] of [`RawObject`]s.
-pub(super) fn decode_list(body: &[u8]) -> Result<ObjectList<RawObject>, serde_json::Error> {
+/// A list response's body as an [`ObjectList`] of [`RawObject`]s, each a slice of `body`.
+pub(super) fn decode_list(body: &Bytes) -> Result<ObjectList<RawObject>, serde_json::Error> {
     let list: RawList = serde_json::from_slice(body)?;
+    let items = (list.items.into_iter())
+        .map(|raw| RawObject::within(body, raw))
+        .collect::<Result<_, _>>()?;
     Ok(ObjectList {
         types: TypeMeta {
             api_version: "v1".into(),
             kind: "List".into(),
         },
         metadata: list.metadata,
-        items: list.items,
+        items,
+    })
+}
+
+/// The type of a watch event, as its line names it.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+enum EventType {
+    Added,
+    Modified,
+    Deleted,
+    Bookmark,
+    Error,
+}
+
+/// A watch event's line, its object left raw and borrowed.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type")]
+    kind: EventType,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// One watch event's line (`line`, a whole line of a watch response) as a [`WatchEvent`] of a
+/// [`RawObject`] that keeps a slice of the line's buffer; the same events, and the same
+/// errors, as decoding the line into `WatchEvent<RawObject>`.
+pub(super) fn decode_event(line: &Bytes) -> Result<WatchEvent<RawObject>, serde_json::Error> {
+    let Envelope { kind, object } = serde_json::from_slice(line)?;
+    let raw = || RawObject::within(line, object);
+    Ok(match kind {
+        EventType::Added => WatchEvent::Added(raw()?),
+        EventType::Modified => WatchEvent::Modified(raw()?),
+        EventType::Deleted => WatchEvent::Deleted(raw()?),
+        EventType::Bookmark => WatchEvent::Bookmark(serde_json::from_str(object.get())?),
+        EventType::Error => {
+            WatchEvent::Error(Box::new(serde_json::from_str::<Status>(object.get())?))
+        }
     })
 }
 
@@ -370,10 +447,86 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let list = r#"{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"12","continue":"c"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
-        let list: RawList = serde_json::from_str(list).unwrap();
+        let list = decode_list(&Bytes::from(list)).unwrap();
         assert_eq!(list.metadata.resource_version.as_deref(), Some("12"));
-        assert_eq!(list.items.len(), 2);
-        let empty: RawList = serde_json::from_str(r#"{"items":null}"#).unwrap();
+        assert_eq!(list.metadata.continue_.as_deref(), Some("c"));
+        let names: Vec<_> = list.items.iter().map(|o| o.key().name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(list.items[1].json(), br#"{"metadata":{"name":"b"}}"#);
+        let empty = decode_list(&Bytes::from_static(br#"{"items":null}"#)).unwrap();
         assert!(empty.items.is_empty());
+        assert!(decode_list(&Bytes::from_static(br#"{"items":[{"metadata":7}]}"#)).is_err());
+    }
+
+    /// The shared decoding of a watch line gives what the generic decoding of the same line
+    /// gives, for every type of event, and fails where it fails.
+    #[test]
+    fn a_shared_line_decodes_as_the_generic_decoding_does() {
+        let lines = [
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"ns","resourceVersion":"7"},"data":{"k":"v"}}}"#,
+            r#"{"type":"MODIFIED","object":{"metadata":{"name":"n","resourceVersion":"8"}}}"#,
+            r#"{"type":"DELETED","object":{"metadata":{"name":"a","namespace":"ns","resourceVersion":"9"}}}"#,
+            r#"{"type":"BOOKMARK","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"10","annotations":{"k8s.io/initial-events-end":"true"}}}}"#,
+            r#"{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old","reason":"Expired","code":410}}"#,
+        ];
+        let describe = |event: WatchEvent<RawObject>| match event {
+            WatchEvent::Added(o) => format!(
+                "added {:?} {:?} {:?}",
+                o.key(),
+                o.resource_version(),
+                o.json()
+            ),
+            WatchEvent::Modified(o) => format!("modified {:?} {:?}", o.key(), o.json()),
+            WatchEvent::Deleted(o) => format!("deleted {:?} {:?}", o.key(), o.json()),
+            WatchEvent::Bookmark(b) => format!(
+                "bookmark {} {:?}",
+                b.metadata.resource_version, b.metadata.annotations
+            ),
+            WatchEvent::Error(s) => format!("error {} {}", s.code, s.message),
+        };
+        for line in lines {
+            let generic = serde_json::from_str::<WatchEvent<RawObject>>(line).unwrap();
+            let shared = decode_event(&Bytes::from(line)).unwrap();
+            assert_eq!(describe(shared), describe(generic), "{line}");
+        }
+        // The object before the type (no API server writes it so): the generic decoding of an
+        // adjacently tagged enum buffers the object then, and a raw value cannot be read from
+        // a buffer; the shared one reads it in place.
+        let late = r#"{"object":{"metadata":{"name":"a","namespace":"ns"}},"type":"DELETED"}"#;
+        assert!(serde_json::from_str::<WatchEvent<RawObject>>(late).is_err());
+        match decode_event(&Bytes::from(late)).unwrap() {
+            WatchEvent::Deleted(o) => assert_eq!(o.key(), &ObjectKey::new("ns", "a")),
+            other => panic!("{other:?}"),
+        }
+        for bad in [
+            r#"{"type":"ADDED","object":{"metadata":{"name":7}}}"#,
+            r#"{"type":"RENAMED","object":{}}"#,
+            r#"{"type":"ADDED"}"#,
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a"}}"#,
+        ] {
+            assert!(
+                serde_json::from_str::<WatchEvent<RawObject>>(bad).is_err(),
+                "{bad}"
+            );
+            assert!(decode_event(&Bytes::from(bad)).is_err(), "{bad}");
+        }
+    }
+
+    /// An object decoded from a line keeps a slice of the line's buffer; detached, a copy of
+    /// its own with the same bytes.
+    #[test]
+    fn objects_share_their_lines_buffer_until_detached() {
+        let line = Bytes::from_static(
+            br#"{"type":"ADDED","object":{"metadata":{"name":"a","namespace":"ns"}}}"#,
+        );
+        let WatchEvent::Added(mut obj) = decode_event(&line).unwrap() else {
+            panic!("not an add");
+        };
+        let within = line.as_ptr_range();
+        assert!(within.contains(&obj.json().as_ptr()));
+        assert_eq!(obj.json(), br#"{"metadata":{"name":"a","namespace":"ns"}}"#);
+        obj.detach();
+        assert!(!within.contains(&obj.json().as_ptr()));
+        assert_eq!(obj.json(), br#"{"metadata":{"name":"a","namespace":"ns"}}"#);
     }
 }

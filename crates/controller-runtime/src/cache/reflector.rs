@@ -40,8 +40,12 @@ use crate::ObjectKey;
 /// What a reflector lists and watches: typed objects, or [`RawObject`]s. It reads their
 /// resourceVersion to know where to resume.
 pub(super) trait Versioned: Clone + Send + Sync + 'static {
-    /// The object's resourceVersion.
+    /// The object's resourceVersion (a raw object hands it over).
     fn take_resource_version(&mut self) -> Option<String>;
+
+    /// Makes the object hold nothing shared with other objects, before it is kept from a watch
+    /// event: see [`RawObject::detach`]. Typed objects share nothing.
+    fn detach(&mut self) {}
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Versioned for K {
@@ -52,7 +56,11 @@ impl<K: Resource + Clone + Send + Sync + 'static> Versioned for K {
 
 impl Versioned for RawObject {
     fn take_resource_version(&mut self) -> Option<String> {
-        self.resource_version().map(str::to_owned)
+        RawObject::take_resource_version(self)
+    }
+
+    fn detach(&mut self) {
+        RawObject::detach(self)
     }
 }
 
@@ -349,11 +357,11 @@ where
         match event {
             WatchEvent::Added(mut obj) | WatchEvent::Modified(mut obj) => {
                 advance(resource_version, obj.take_resource_version());
-                let entry = writer.entry(obj);
                 match &mut initial {
-                    Some(buffer) => buffer.upsert(entry),
+                    Some(buffer) => buffer.upsert(writer.entry(obj)),
                     None => {
-                        writer.upsert(entry);
+                        obj.detach();
+                        writer.upsert(writer.entry(obj));
                         if let Some(rv) = resource_version.as_deref() {
                             writer.caught_up(rv);
                         }
@@ -503,7 +511,7 @@ mod tests {
         Entry {
             key: ObjectKey::new("ns", name),
             slot: Slot::Encoded(std::sync::Arc::new(crate::cache::storage::Encoded {
-                bytes: tag.as_bytes().into(),
+                bytes: bytes::Bytes::copy_from_slice(tag.as_bytes()),
             })),
             typed: None,
         }

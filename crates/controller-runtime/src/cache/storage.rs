@@ -270,9 +270,11 @@ impl<K> Clone for Codec<K> {
 impl<K> Copy for Codec<K> {}
 
 /// One object of a compact store: its encoding, shared behind an `Arc` by the store, the
-/// events about it and reads in progress.
+/// events about it and reads in progress. The bytes may be a slice of a larger buffer (an
+/// informer's list keeps its objects in the buffers they were received in, see
+/// [`RawObject`](super::RawObject)).
 pub(crate) struct Encoded {
-    pub(crate) bytes: Box<[u8]>,
+    pub(crate) bytes: bytes::Bytes,
 }
 
 impl Encoded {

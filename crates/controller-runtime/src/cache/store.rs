@@ -405,7 +405,7 @@ impl<K: Resource> Store<K> {
         };
         match codec.encode(&obj) {
             Ok(bytes) => Slot::Encoded(Arc::new(Encoded {
-                bytes: bytes.into_boxed_slice(),
+                bytes: bytes.into(),
             })),
             Err(error) => {
                 tracing::warn!(%error, object = %ObjectKey::of(obj.as_ref()), "cannot encode an object for a compact store; keeping it typed");
@@ -713,9 +713,7 @@ mod tests {
         let raw = Entry {
             key: key.clone(),
             slot: Slot::Encoded(Arc::new(Encoded {
-                bytes: serde_json::to_vec(&*cm("a", "one", "z"))
-                    .unwrap()
-                    .into_boxed_slice(),
+                bytes: serde_json::to_vec(&*cm("a", "one", "z")).unwrap().into(),
             })),
             typed: None,
         };
