@@ -285,20 +285,22 @@ impl Encoded {
 }
 
 /// An object of a compact store seen as an [`Object`]: its key as filed, and its metadata read
-/// from its encoding on first use (empty, logged, if it does not read).
+/// from its encoding on first use (empty, logged, if it does not read). The metadata is boxed:
+/// an initial list hands every object to the handlers at once, most of which need only the
+/// key, and an inline `ObjectMeta` would make each of them a 500-byte allocation.
 struct LazyMeta {
     entry: Arc<Encoded>,
     key: ObjectKey,
-    meta: OnceLock<ObjectMeta>,
+    meta: OnceLock<Box<ObjectMeta>>,
 }
 
 impl Object for LazyMeta {
     fn metadata(&self) -> &ObjectMeta {
         self.meta.get_or_init(|| {
-            super::raw::read_meta(&self.entry.bytes).unwrap_or_else(|error| {
+            Box::new(super::raw::read_meta(&self.entry.bytes).unwrap_or_else(|error| {
                 tracing::error!(%error, object = %self.key, "a cached object's metadata does not read");
                 ObjectMeta::default()
-            })
+            }))
         })
     }
 
