@@ -193,6 +193,10 @@ pub fn run() {
         loop {
             match server.lines.next() {
                 Some(Ok(line)) if line == "READY" => break,
+                Some(Ok(line)) if line.starts_with("FLOOR ") => {
+                    let secs: f64 = line[6..].trim().parse().unwrap_or(f64::NAN);
+                    report.floor(n, secs);
+                }
                 Some(Ok(line)) => {
                     kubeconfig.push_str(&line);
                     kubeconfig.push('\n');

@@ -19,6 +19,14 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     cpu_nanos(pid).map_or_else(|| cpu_ticks_seconds(pid), |ns| ns as f64 / 1e9)
 }
 
+/// CPU seconds the calling thread has used (its schedstat, ns), or `None` where the kernel has
+/// no schedstat.
+pub fn thread_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
+
 /// Whether [`cpu_seconds`] reads schedstat (ns) rather than ticks, for the report's notes.
 pub fn cpu_in_nanos() -> bool {
     cpu_nanos(std::process::id()).is_some()

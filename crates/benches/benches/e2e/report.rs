@@ -13,6 +13,8 @@ pub struct Report {
     rows: Vec<Row>,
     loads: Vec<(String, String)>,
     failures: Vec<String>,
+    /// Per size N, the CPU seconds one decode of each object takes (the cold start's floor).
+    floors: Vec<(usize, f64)>,
 }
 
 struct Row {
@@ -50,7 +52,13 @@ impl Report {
             rows: Vec::new(),
             loads: Vec::new(),
             failures: Vec::new(),
+            floors: Vec::new(),
         }
+    }
+
+    /// The cold start's floor at `n` objects: `secs` of CPU to decode each object once.
+    pub fn floor(&mut self, n: usize, secs: f64) {
+        self.floors.push((n, secs));
     }
 
     /// One round's value of a metric for contender `c`.
@@ -131,6 +139,27 @@ impl Report {
             }
         }
         print!("{table}");
+        for &(n, floor) in &self.floors {
+            let cpu = format!("1. cold start, {n} ConfigMaps");
+            let times = |name: &str| {
+                let row = self
+                    .rows
+                    .iter()
+                    .find(|r| r.scenario == cpu && r.metric.starts_with("CPU"));
+                match row.map(|r| self.cell(r, name).1) {
+                    Some(Some(median)) => format!(" {name} {:.2}x", median / floor),
+                    _ => String::new(),
+                }
+            };
+            println!(
+                "floor at {n}: one typed decode of each object takes {} s of one core; cold-start CPU / floor:{}{}{}{}",
+                short(floor),
+                times("ours"),
+                times("kube"),
+                times("ours-best"),
+                times("kube-best"),
+            );
+        }
         for (when, load) in &self.loads {
             println!("load average at {when}: {load}");
         }
@@ -162,6 +191,7 @@ impl Report {
             "medians": summaries,
             "rounds": raw,
             "failures": self.failures,
+            "floors": self.floors.iter().map(|(n, s)| json!({"objects": n, "cpu_seconds": s})).collect::<Vec<_>>(),
         });
         let path = std::env::current_exe()
             .ok()

@@ -7,6 +7,10 @@
 //! `p-NNNNNN` (label `role=parent`) with 10 children each, `p-NNNNNN-cK` (label `role=child`,
 //! an ownerReference to the parent with `controller: true`).
 //!
+//! Before its kubeconfig it prints `FLOOR secs`: the CPU one thread takes to decode every
+//! `bench` object's JSON once into a `ConfigMap` (the cold start's floor: what any cache that
+//! hands typed objects to a reconciler must spend at least).
+//!
 //! Commands on stdin, one a line; answers on stdout:
 //! - `churn bench U RATE`: U merge patches spread over the N objects (update j changes
 //!   `cm-(j*7919 mod N)`), RATE a second (0: as fast as the server takes them), each writing
@@ -23,7 +27,7 @@ use crt_apiserver::resource::ResourceInfo;
 use crt_apiserver::storage::{PatchType, Storage, WriteOptions};
 use serde_json::{Value, json};
 
-use super::procfs::epoch_nanos;
+use super::procfs::{epoch_nanos, thread_cpu_seconds};
 
 /// Children per parent in namespace `owners`.
 pub const CHILDREN: usize = 10;
@@ -40,8 +44,9 @@ pub fn run(n: usize, parents: usize) {
             .expect("embedded API server");
         let storage = server.storage().clone();
         let configmaps = storage.resolve("", "v1", "configmaps").expect("configmaps");
-        let rvs = seed_bench(&storage, &configmaps, n);
+        let (rvs, encoded) = seed_bench(&storage, &configmaps, n);
         seed_owners(&storage, &configmaps, parents);
+        println!("FLOOR {}", floor(encoded));
         let mut state = State {
             storage,
             configmaps,
@@ -148,7 +153,8 @@ fn create_namespace(storage: &Storage, name: &str) {
 }
 
 /// The `bench` namespace's N ConfigMaps; their resourceVersions.
-fn seed_bench(storage: &Storage, configmaps: &ResourceInfo, n: usize) -> Vec<u64> {
+/// Seeds namespace `bench`; answers the objects' resourceVersions and JSON encodings.
+fn seed_bench(storage: &Storage, configmaps: &ResourceInfo, n: usize) -> (Vec<u64>, Vec<Vec<u8>>) {
     create_namespace(storage, "bench");
     (0..n)
         .map(|i| {
@@ -157,9 +163,26 @@ fn seed_bench(storage: &Storage, configmaps: &ResourceInfo, n: usize) -> Vec<u64
             let created = storage
                 .create_shared(configmaps, Some("bench"), cm, &WriteOptions::default())
                 .expect("seed");
-            resource_version(&created)
+            let json = serde_json::to_vec(&*created).expect("encode");
+            (resource_version(&created), json)
         })
-        .collect()
+        .unzip()
+}
+
+/// The CPU seconds this thread takes to decode each of `encoded` once into a `ConfigMap`
+/// (each dropped before the next, as a no-op reconcile drops its object); wall seconds where
+/// the kernel has no schedstat.
+fn floor(encoded: Vec<Vec<u8>>) -> f64 {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let (cpu, wall) = (thread_cpu_seconds(), Instant::now());
+    for json in &encoded {
+        let cm: ConfigMap = serde_json::from_slice(json).expect("a ConfigMap");
+        std::hint::black_box(cm);
+    }
+    match (cpu, thread_cpu_seconds()) {
+        (Some(before), Some(after)) => after - before,
+        _ => wall.elapsed().as_secs_f64(),
+    }
 }
 
 /// The `owners` namespace's parents and children.
