@@ -72,6 +72,7 @@ pub mod source;
 pub mod webhook;
 pub mod workqueue;
 
+mod coop;
 mod error;
 mod key;
 

@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -944,6 +945,86 @@ async fn compact_informers_tell_metadata_handlers_without_decoding_and_others_on
             .metadata
             .labels
             .is_some()
+    );
+    ctx.cancel();
+    task.await.unwrap();
+}
+
+/// Lists nothing, then watches a burst of `n` adds that are all ready at once (a chunk of a
+/// watch response, decoded without waiting for anything), then nothing more.
+struct Burst(usize);
+
+impl ListWatch<ConfigMap> for Burst {
+    fn list(
+        &self,
+        _: ListParams,
+    ) -> BoxFuture<'static, Result<ObjectList<ConfigMap>, kube_client::Error>> {
+        Box::pin(async move { Ok(list(vec![], "1")) })
+    }
+    fn watch(
+        &self,
+        _: WatchParams,
+        _: String,
+    ) -> BoxFuture<'static, Result<WatchStream<ConfigMap>, kube_client::Error>> {
+        let events = (0..self.0).map(|i| Ok(WatchEvent::Added(cm(&format!("o{i}"), "2"))));
+        Box::pin(async move {
+            Ok(futures::stream::iter(events)
+                .chain(futures::stream::pending())
+                .boxed())
+        })
+    }
+}
+
+/// Counts adds, each costing 50 µs of work; the first spawns a task that notes how many adds
+/// had been applied when it ran.
+#[derive(Default)]
+struct Busy {
+    adds: Arc<AtomicUsize>,
+    seen_at: Arc<AtomicUsize>,
+}
+
+impl ResourceEventHandler<ConfigMap> for Busy {
+    fn on_add(&self, _: &Arc<ConfigMap>, _: bool) {
+        if self.adds.load(Ordering::SeqCst) == 0 {
+            let (adds, seen_at) = (self.adds.clone(), self.seen_at.clone());
+            tokio::spawn(
+                async move { seen_at.store(adds.load(Ordering::SeqCst), Ordering::SeqCst) },
+            );
+        }
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_micros(50) {
+            std::hint::spin_loop();
+        }
+        self.adds.fetch_add(1, Ordering::SeqCst);
+    }
+    fn on_update(&self, _: &Arc<ConfigMap>, _: &Arc<ConfigMap>) {}
+    fn on_delete(&self, _: &Arc<ConfigMap>, _: bool) {}
+}
+
+/// An informer applying a burst of events that are all ready at once lets the other tasks of
+/// its (current-thread) runtime run now and then, rather than only once the burst is applied:
+/// a task spawned by the first add runs long before the last.
+#[tokio::test(flavor = "current_thread")]
+async fn an_informer_applying_a_burst_lets_other_tasks_of_its_thread_run() {
+    const BURST: usize = 2000;
+    let informer = Informer::new(Burst(BURST), listing());
+    let busy = Arc::new(Busy {
+        seen_at: Arc::new(AtomicUsize::new(usize::MAX)),
+        ..Default::default()
+    });
+    informer.add_event_handler(busy.clone());
+    let ctx = CancellationToken::new();
+    let task = tokio::spawn({
+        let (informer, ctx) = (informer.clone(), ctx.clone());
+        async move { informer.run(ctx).await }
+    });
+    while busy.adds.load(Ordering::SeqCst) < BURST {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let seen = busy.seen_at.load(Ordering::SeqCst);
+    assert!(
+        seen < BURST / 4,
+        "the spawned task ran after {seen} of {BURST} adds"
     );
     ctx.cancel();
     task.await.unwrap();

@@ -335,6 +335,7 @@ where
 {
     let late = tokio::time::sleep_until(deadline);
     tokio::pin!(late);
+    let mut slice = crate::coop::Slice::new();
     loop {
         let event = tokio::select! {
             _ = ctx.cancelled() => return WatchEnd::Cancelled,
@@ -354,6 +355,10 @@ where
             Some(Err(e)) => return WatchEnd::Failed(ListWatchError::from_client("watch", &e)),
             Some(Ok(event)) => event,
         };
+        // A received chunk can hold thousands of events that decode without waiting for
+        // anything: the informer yields now and then rather than hold its thread for the whole
+        // chunk (see `coop`).
+        slice.tick().await;
         match event {
             WatchEvent::Added(mut obj) | WatchEvent::Modified(mut obj) => {
                 advance(resource_version, obj.take_resource_version());

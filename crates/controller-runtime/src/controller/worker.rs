@@ -45,7 +45,12 @@ impl<T: QueueItem> Drop for Processing<'_, T> {
 
 /// One worker: takes keys until `stop` is cancelled or the queue is shut down and empty.
 pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: CancellationToken) {
+    // Reconciles that only read the cache finish without awaiting anything, and a backlog (an
+    // initial list, a flooding cluster) hands the next key at once: the worker yields now and
+    // then rather than hold its thread for the whole backlog (see `coop`).
+    let mut slice = crate::coop::Slice::for_worker();
     loop {
+        slice.tick().await;
         let next = tokio::select! {
             biased;
             _ = stop.cancelled() => return,

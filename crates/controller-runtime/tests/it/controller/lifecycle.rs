@@ -506,3 +506,52 @@ async fn reconciles_see_their_context_and_the_stop_signal() {
         "the reconcile stopped early"
     );
 }
+
+/// A worker whose reconciles finish without awaiting anything, with a backlog in its queue,
+/// still lets the other tasks of a current-thread runtime run (informers, probes, timers):
+/// it yields now and then instead of holding the thread until its queue is empty. A task
+/// spawned by the first reconcile runs long before the last one.
+#[tokio::test(flavor = "current_thread")]
+async fn a_busy_worker_lets_other_tasks_of_its_thread_run() {
+    const BACKLOG: usize = 400;
+    let done = Arc::new(AtomicUsize::new(0));
+    // How many reconciles had finished when the spawned task ran.
+    let seen_at = Arc::new(AtomicUsize::new(usize::MAX));
+    let reconciler = reconcile::from_fn({
+        let (done, seen_at) = (done.clone(), seen_at.clone());
+        move |_req: Request, _ctx| {
+            if done.load(Ordering::SeqCst) == 0 {
+                let (done, seen_at) = (done.clone(), seen_at.clone());
+                tokio::spawn(async move {
+                    seen_at.store(done.load(Ordering::SeqCst), Ordering::SeqCst)
+                });
+            }
+            // A reconcile that only computes: 100 µs of work, nothing awaited.
+            let started = std::time::Instant::now();
+            while started.elapsed() < Duration::from_micros(100) {
+                std::hint::spin_loop();
+            }
+            done.fetch_add(1, Ordering::SeqCst);
+            async { Ok(Action::done()) }
+        }
+    });
+    let controller = Controller::new("busy", reconciler, ControllerOptions::default()).unwrap();
+    for i in 0..BACKLOG {
+        controller.queue().add(Request::new("ns", format!("k{i}")));
+    }
+    let ctx = CancellationToken::new();
+    let handle = tokio::spawn({
+        let (c, ctx) = (controller.clone(), ctx.clone());
+        async move { c.start(ctx).await }
+    });
+    while done.load(Ordering::SeqCst) < BACKLOG {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let seen = seen_at.load(Ordering::SeqCst);
+    assert!(
+        seen < BACKLOG / 4,
+        "the spawned task ran after {seen} of {BACKLOG} reconciles"
+    );
+    ctx.cancel();
+    handle.await.unwrap().unwrap();
+}
