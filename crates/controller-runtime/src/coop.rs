@@ -6,9 +6,15 @@
 //! every task queued behind it on that thread waits: other informers, other clusters'
 //! reconciles, health probes, lease renewals, even the thread's turn to poll for I/O. Tokio's
 //! own budget only counts operations on its resources, which such a loop does not touch. A
-//! [`Slice`] makes the loop yield once it has held the thread for [`SLICE`] since it last did.
-//! A leaf module: it imports nothing of the crate.
+//! [`Slice`] makes the loop yield once it has held the thread for [`SLICE`] without giving it
+//! up: each step of the loop runs through [`Slice::step`], which notes whether the step had to
+//! wait (then the thread was given up, and the slice starts again) and otherwise yields once
+//! the slice is used up. A loop fed at a moderate rate waits between steps and never yields
+//! for nothing. A leaf module: it imports nothing of the crate.
 
+use std::future::Future;
+use std::pin::pin;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 /// How long a loop runs before it lets the other tasks of its thread have a turn. A yield
@@ -26,14 +32,24 @@ pub(crate) const WORKER_SLICE: Duration = Duration::from_millis(5);
 pub(crate) struct Slice {
     since: Instant,
     length: Duration,
+    /// How many times it yielded.
+    #[cfg(test)]
+    yields: usize,
 }
 
 impl Slice {
     /// A slice of [`SLICE`] starting now.
     pub(crate) fn new() -> Self {
+        Slice::of(SLICE)
+    }
+
+    /// A slice of `length` starting now.
+    fn of(length: Duration) -> Self {
         Slice {
             since: Instant::now(),
-            length: SLICE,
+            length,
+            #[cfg(test)]
+            yields: 0,
         }
     }
 
@@ -42,20 +58,34 @@ impl Slice {
     pub(crate) fn for_worker() -> Self {
         let multi = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        Slice {
-            since: Instant::now(),
-            length: if multi { WORKER_SLICE } else { SLICE },
-        }
+        Slice::of(if multi { WORKER_SLICE } else { SLICE })
     }
 
-    /// Yields to the runtime if the slice's length has passed since it started or last yielded.
-    /// (Time spent waiting in between counts too: a loop that awaits often yields at most once
-    /// per slice more than it had to.)
-    pub(crate) async fn tick(&mut self) {
-        if self.since.elapsed() >= self.length {
+    /// Runs one step of the loop: `step` to completion, then a yield to the runtime if the
+    /// slice is used up. A step that waited (returned `Pending` once) gave the thread up, and
+    /// starts the slice again.
+    pub(crate) async fn step<F: Future>(&mut self, step: F) -> F::Output {
+        let mut step = pin!(step);
+        let mut waited = false;
+        let out = std::future::poll_fn(|cx| match step.as_mut().poll(cx) {
+            Poll::Pending => {
+                waited = true;
+                Poll::Pending
+            }
+            ready => ready,
+        })
+        .await;
+        if waited {
+            self.since = Instant::now();
+        } else if self.since.elapsed() >= self.length {
             tokio::task::yield_now().await;
             self.since = Instant::now();
+            #[cfg(test)]
+            {
+                self.yields += 1;
+            }
         }
+        out
     }
 }
 
@@ -70,7 +100,7 @@ mod tests {
     /// single-threaded runtime run; without the ticks the other task would wait until the loop
     /// ends.
     #[tokio::test(flavor = "current_thread")]
-    async fn a_busy_loop_that_ticks_lets_other_tasks_run() {
+    async fn a_busy_loop_lets_other_tasks_run() {
         let ran = Arc::new(AtomicBool::new(false));
         let other = tokio::spawn({
             let ran = ran.clone();
@@ -83,9 +113,24 @@ mod tests {
                 started.elapsed() < Duration::from_secs(5),
                 "the other task never ran"
             );
-            std::hint::spin_loop();
-            slice.tick().await;
+            slice.step(async { std::hint::spin_loop() }).await;
         }
         other.await.unwrap();
+    }
+
+    /// A loop whose steps wait (here for a timer) gives its thread up at each of them and
+    /// never yields on top of that, however long it runs; a step that did not wait yields once
+    /// the slice is used up.
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_loop_that_waits_never_yields_for_nothing() {
+        let mut slice = Slice::of(Duration::ZERO);
+        for _ in 0..100 {
+            slice
+                .step(tokio::time::sleep(Duration::from_millis(1)))
+                .await;
+        }
+        assert_eq!(slice.yields, 0);
+        slice.step(async {}).await;
+        assert_eq!(slice.yields, 1);
     }
 }

@@ -335,12 +335,25 @@ where
 {
     let late = tokio::time::sleep_until(deadline);
     tokio::pin!(late);
+    // A received chunk can hold thousands of events that decode without waiting for anything:
+    // the informer yields now and then rather than hold its thread for the whole chunk (see
+    // `coop`).
     let mut slice = crate::coop::Slice::new();
     loop {
-        let event = tokio::select! {
-            _ = ctx.cancelled() => return WatchEnd::Cancelled,
-            _ = &mut late, if initial.is_some() => return WatchEnd::InitialEventsLate,
-            event = stream.next() => event,
+        let waiting_for_initial = initial.is_some();
+        let next = slice
+            .step(async {
+                tokio::select! {
+                    _ = ctx.cancelled() => Next::Cancelled,
+                    _ = &mut late, if waiting_for_initial => Next::Late,
+                    event = stream.next() => Next::Event(event),
+                }
+            })
+            .await;
+        let event = match next {
+            Next::Cancelled => return WatchEnd::Cancelled,
+            Next::Late => return WatchEnd::InitialEventsLate,
+            Next::Event(event) => event,
         };
         let event = match event {
             None if initial.is_some() => {
@@ -355,10 +368,6 @@ where
             Some(Err(e)) => return WatchEnd::Failed(ListWatchError::from_client("watch", &e)),
             Some(Ok(event)) => event,
         };
-        // A received chunk can hold thousands of events that decode without waiting for
-        // anything: the informer yields now and then rather than hold its thread for the whole
-        // chunk (see `coop`).
-        slice.tick().await;
         match event {
             WatchEvent::Added(mut obj) | WatchEvent::Modified(mut obj) => {
                 advance(resource_version, obj.take_resource_version());
@@ -415,6 +424,13 @@ where
             }
         }
     }
+}
+
+/// What ends a wait of [`consume`]'s.
+enum Next<E> {
+    Cancelled,
+    Late,
+    Event(E),
 }
 
 /// A streaming list's initial events, in arrival order; a later event for a key replaces the

@@ -50,12 +50,15 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
     // then rather than hold its thread for the whole backlog (see `coop`).
     let mut slice = crate::coop::Slice::for_worker();
     loop {
-        slice.tick().await;
-        let next = tokio::select! {
-            biased;
-            _ = stop.cancelled() => return,
-            next = inner.queue.get_with_priority() => next,
-        };
+        let next = slice
+            .step(async {
+                tokio::select! {
+                    biased;
+                    _ = stop.cancelled() => None,
+                    next = inner.queue.get_with_priority() => next,
+                }
+            })
+            .await;
         let Some((item, priority)) = next else { return };
         if let Some(wait) = inner.debounce.as_ref().and_then(|d| d.remaining(&item)) {
             // Its debounce window is still open: back to the queue until it closes, unreconciled.
@@ -69,7 +72,9 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
             inner: &inner,
             item: item.clone(),
         };
-        reconcile_handler(&inner, item, priority, &stop).await;
+        slice
+            .step(reconcile_handler(&inner, item, priority, &stop))
+            .await;
         drop(guard);
     }
 }
