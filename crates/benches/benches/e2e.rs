@@ -22,8 +22,9 @@
 //!
 //! CPU is read from the scheduler's per-thread `schedstat` (nanoseconds; 10 ms ticks where the
 //! kernel has none); allocations are counted by a `stats_alloc` global allocator in each
-//! contender. Each measured window also reports the server's writer: its updates a second
-//! and the server process's CPU (cores) while it wrote.
+//! contender, over the system allocator (`--features e2e-mimalloc`: over mimalloc). Each
+//! measured window also reports the server's writer: its updates a second and the server
+//! process's CPU (cores) while it wrote.
 //!
 //! Each runtime runs with its default options, then with its best (see `ours.rs`, `kube.rs`).
 //!
@@ -60,9 +61,15 @@ use std::sync::Arc;
 use stats_alloc::StatsAlloc;
 
 /// Counts every allocation (calls and bytes) and the live bytes, for the retained heap after a
-/// cold start and the allocations per reconcile of a measured window.
+/// cold start and the allocations per reconcile of a measured window. The system allocator
+/// (glibc's), as an operator's binary has unless it chooses another; mimalloc with the
+/// feature `e2e-mimalloc`.
+#[cfg(not(feature = "e2e-mimalloc"))]
 #[global_allocator]
 static ALLOCATOR: StatsAlloc<std::alloc::System> = StatsAlloc::system();
+#[cfg(feature = "e2e-mimalloc")]
+#[global_allocator]
+static ALLOCATOR: StatsAlloc<mimalloc::MiMalloc> = StatsAlloc::new(mimalloc::MiMalloc);
 
 /// The allocator's counters now.
 fn allocations() -> contender::Allocations {
