@@ -3,13 +3,15 @@
 //! **Fairness.** Two member clusters on one manager, one cluster-aware controller with one
 //! worker whose reconcile costs `CRT_BENCH_COST_US` (default 100 µs of CPU). Each member is an
 //! embedded API server in a process of its own, as member clusters are elsewhere: this binary
-//! again (`CRT_BENCH_ROLE=member`). The quiet member gets a ConfigMap every 10 ms (200 of
-//! them, created from this process); its change-to-reconcile latency is the time from the
-//! create call to the start of the reconcile of that object. The noisy member writes through
-//! its own storage, at the lowest CPU priority (`nice -n 19`), so that on a small machine it
-//! takes only the CPU the manager leaves (a member's API server does not run on the manager's
-//! cores; `CRT_BENCH_NOISY_NICE=0` shares them at equal priority instead). Measured alone (the
-//! noisy member engaged, idle); while the noisy member takes 10,000 creates at the rate its
+//! again (`CRT_BENCH_ROLE=member`), writing through its own storage when told to. The quiet
+//! member writes a ConfigMap every 10 ms (200 of them); its change-to-reconcile latency is the
+//! time from the member's write (the wall clock read just before it, the machine's clock
+//! being shared by the processes) to the start of the reconcile of that object. (A create
+//! call from this process would add the client's request, queued on the manager's own
+//! threads, to the change it measures.) The noisy member runs at the lowest CPU priority
+//! (`nice -n 19`), so that on a small machine it takes only the CPU the manager leaves (a
+//! member's API server does not run on the manager's cores; `CRT_BENCH_NOISY_NICE=0` shares
+//! them at equal priority instead). Measured alone (the noisy member engaged, idle); while the noisy member takes 10,000 creates at the rate its
 //! server takes them, once not engaged (the control: its server's CPU is spent on this machine
 //! all the same, and on two cores even a background process at the lowest priority moves the
 //! quiet member's tail by milliseconds) and once engaged (the flood reaches the manager); and
@@ -33,7 +35,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use cap::Cap;
 use controller_runtime::CancellationToken;
@@ -140,13 +142,21 @@ impl Member {
     }
 
     /// Tells the member to create `n` ConfigMaps named `prefix-i`, `rate` a second (0: as fast
-    /// as its storage takes them); answers the seconds it took, once done.
-    async fn create(&mut self, prefix: &str, n: usize, rate: usize) -> f64 {
+    /// as its storage takes them); answers the seconds it took, once done, and when each
+    /// write began (wall clock).
+    async fn create(&mut self, prefix: &str, n: usize, rate: usize) -> (f64, Vec<SystemTime>) {
         writeln!(self.stdin, "create {prefix} {n} {rate}").expect("to the member");
         let lines = &mut self.lines;
         let answer = tokio::task::block_in_place(|| lines.next());
         match answer {
-            Some(Ok(line)) if line.starts_with("CREATED ") => line[8..].parse().unwrap_or(0.0),
+            Some(Ok(line)) if line.starts_with("CREATED ") => {
+                let mut words = line[8..].split(' ');
+                let secs = words.next().and_then(|w| w.parse().ok()).unwrap_or(0.0);
+                let at = words
+                    .map(|w| SystemTime::UNIX_EPOCH + Duration::from_nanos(w.parse().unwrap()))
+                    .collect();
+                (secs, at)
+            }
             other => panic!("the member answered {other:?}"),
         }
     }
@@ -158,7 +168,8 @@ impl Member {
 }
 
 /// The member role: an embedded API server; on `create PREFIX N RATE` creates N ConfigMaps
-/// through its storage, RATE a second (0: at once), and answers `CREATED secs`; `stop` (or the
+/// through its storage, RATE a second (0: at once), and answers `CREATED secs` followed by the
+/// wall-clock nanoseconds at which each write began (for up to 1,000 writes); `stop` (or the
 /// end of input) stops it.
 fn member() {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -181,6 +192,7 @@ fn member() {
         };
         let (n, rate): (usize, f64) = (n.parse().unwrap_or(0), rate.parse().unwrap_or(0.0));
         let began = Instant::now();
+        let mut at = Vec::with_capacity(n.min(1_000));
         for i in 0..n {
             if rate > 0.0 {
                 let due = began + Duration::from_secs_f64(i as f64 / rate);
@@ -190,11 +202,19 @@ fn member() {
                 "apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": format!("{prefix}-{i}"), "namespace": "default"},
             });
+            if at.len() < 1_000 {
+                at.push(SystemTime::now());
+            }
             storage
                 .create_shared(&configmaps, Some("default"), cm, &Default::default())
                 .expect("create");
         }
-        println!("CREATED {}", began.elapsed().as_secs_f64());
+        let mut answer = format!("CREATED {}", began.elapsed().as_secs_f64());
+        for t in at {
+            let nanos = t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos();
+            answer.push_str(&format!(" {nanos}"));
+        }
+        println!("{answer}");
     }
     rt.block_on(server.stop());
 }
@@ -223,7 +243,7 @@ enum Flood {
 async fn fairness_run(flood: Flood, cost: Duration, nice: u32) -> Vec<Duration> {
     let (_hub_server, hub) = server().await;
     let mut noisy = Member::start(nice).await;
-    let quiet_member = Member::start(0).await;
+    let mut quiet_member = Member::start(0).await;
     let quiet = quiet_member.client.clone();
     let set = ClusterSet::new();
     match flood {
@@ -241,7 +261,7 @@ async fn fairness_run(flood: Flood, cost: Duration, nice: u32) -> Vec<Duration> 
         Some(Arc::new(set.clone())),
     )
     .unwrap();
-    let started: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let started: Arc<Mutex<HashMap<String, SystemTime>>> = Arc::default();
     let reconciled = Arc::new(AtomicUsize::new(0));
     let noisy_reconciled = Arc::new(AtomicUsize::new(0));
     ControllerBuilder::new(&mgr)
@@ -255,7 +275,7 @@ async fn fairness_run(flood: Flood, cost: Duration, nice: u32) -> Vec<Duration> 
                     started
                         .lock()
                         .entry(req.key.name.clone())
-                        .or_insert_with(Instant::now);
+                        .or_insert_with(SystemTime::now);
                 } else if &*req.cluster == "noisy" {
                     noisy_reconciled.fetch_add(1, Ordering::Relaxed);
                 }
@@ -285,8 +305,8 @@ async fn fairness_run(flood: Flood, cost: Duration, nice: u32) -> Vec<Duration> 
     let flooding = tokio::spawn(async move {
         let wrote = match flood {
             Flood::None => None,
-            Flood::Live | Flood::Unengaged => Some(noisy.create("noisy", 10_000, 0).await),
-            Flood::Paced => Some(noisy.create("noisy", 10_000, PACE).await),
+            Flood::Live | Flood::Unengaged => Some(noisy.create("noisy", 10_000, 0).await.0),
+            Flood::Paced => Some(noisy.create("noisy", 10_000, PACE).await.0),
             Flood::Backlog => {
                 set.add("noisy", noisy_client).await.unwrap();
                 None
@@ -294,18 +314,10 @@ async fn fairness_run(flood: Flood, cost: Duration, nice: u32) -> Vec<Duration> 
         };
         (noisy, wrote)
     });
-    let api: Api<ConfigMap> = Api::namespaced(quiet, "default");
-    let mut created = Vec::new();
-    let mut tick = tokio::time::interval(Duration::from_millis(10));
-    for i in 0..200 {
-        tick.tick().await;
-        let name = format!("quiet-{i}");
-        let at = Instant::now();
-        api.create(&PostParams::default(), &configmap(name.clone()))
-            .await
-            .unwrap();
-        created.push((name, at));
-    }
+    let (_, at) = quiet_member.create("quiet", 200, 100).await;
+    let created: Vec<(String, SystemTime)> = (at.into_iter().enumerate())
+        .map(|(i, at)| (format!("quiet-{i}"), at))
+        .collect();
     let noisy_during = noisy_reconciled.load(Ordering::Relaxed);
     let (noisy, wrote) = flooding.await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -314,7 +326,10 @@ async fn fairness_run(flood: Flood, cost: Duration, nice: u32) -> Vec<Duration> 
     }
     let started = started.lock().clone();
     let mut latencies: Vec<Duration> = (created.iter())
-        .filter_map(|(name, at)| started.get(name).map(|s| s.saturating_duration_since(*at)))
+        .filter_map(|(name, at)| {
+            let started = started.get(name)?;
+            Some(started.duration_since(*at).unwrap_or_default())
+        })
         .collect();
     latencies.sort();
     println!(
