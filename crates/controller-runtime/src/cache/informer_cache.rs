@@ -343,12 +343,16 @@ impl Cache {
     /// # Sizing a pod's memory limit
     /// The cache is most of a controller's memory. Read `controller_runtime_cache_bytes` on a
     /// cluster of the size the operator must handle (or multiply the bytes per object it shows
-    /// by the objects expected). With compact storage, the process retained 1.2x the gauge's
-    /// bytes and peaked at 1.8x during its initial list (100,000 ConfigMaps of 1.5 KB: 162 MB
-    /// on the gauge, 198 MB retained, 293 MB peak RSS; see BENCHMARKS.md); a relist of an
-    /// informer holds its new list beside the cache until it replaces it, one more of that
-    /// kind's bytes. A limit of `2 x sum(controller_runtime_cache_bytes) + max(per-kind bytes)
-    /// + 50 MB` leaves room for both, plus what the reconcilers themselves allocate.
+    /// by the objects expected). With compact storage, the process retained 1.25x the gauge's
+    /// bytes and peaked at 1.7x during its initial list (100,000 ConfigMaps of 1.5 KB: 163 MB
+    /// on the gauge, 203 MB retained, 275 MB peak RSS; see BENCHMARKS.md). The gauge counts
+    /// each object's own bytes, but the objects of an initial list are slices of the buffers
+    /// the list arrived in, and a buffer is freed only once every object in it has been
+    /// replaced or deleted: after heavy churn a kind can hold up to one more list's worth
+    /// beyond its gauge. A relist holds its new list beside the cache until it replaces it,
+    /// one more of that kind's bytes again. A limit of
+    /// `2.5 x sum(controller_runtime_cache_bytes) + max(per-kind bytes) + 50 MB` leaves room
+    /// for all of it, plus what the reconcilers themselves allocate.
     pub fn register_metrics(&self, registry: &mut Registry) {
         registry.register_collector(Box::new(CacheResources {
             cache: Arc::downgrade(&self.shared),
