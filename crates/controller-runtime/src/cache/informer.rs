@@ -78,6 +78,10 @@ pub struct InformerConfig<K> {
     /// How the store holds objects: shared typed objects (the default), or compactly encoded
     /// ones decoded on each read (see [`Storage`]).
     pub(crate) storage: Storage<K>,
+    /// Drop every object's `metadata.managedFields` before it is stored, after the transform:
+    /// from the JSON as received when the scope lists raw objects (nothing decoded), else
+    /// from the typed object. The cache sets it for [`strip_managed_fields`](super::strip_managed_fields).
+    pub(crate) strip_managed_fields: bool,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -93,6 +97,7 @@ impl<K> Default for InformerConfig<K> {
             streaming_list: true,
             initial_events_timeout: DEFAULT_INITIAL_EVENTS_TIMEOUT,
             storage: Storage::Shared,
+            strip_managed_fields: false,
         }
     }
 }
@@ -110,6 +115,7 @@ impl<K> Clone for InformerConfig<K> {
             streaming_list: self.streaming_list,
             initial_events_timeout: self.initial_events_timeout,
             storage: self.storage.clone(),
+            strip_managed_fields: self.strip_managed_fields,
         }
     }
 }
@@ -807,6 +813,9 @@ where
             Some(f) => f(obj),
             None => obj,
         };
+        if self.shared.config.strip_managed_fields {
+            obj.meta_mut().managed_fields = None;
+        }
         compact_meta(obj.meta_mut());
         obj
     }
@@ -878,7 +887,10 @@ impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for K {
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> Wire<K> for RawObject {
-    fn entry(self, _: &Informer<K>, _: usize) -> Entry<K> {
+    fn entry(mut self, informer: &Informer<K>, _: usize) -> Entry<K> {
+        if informer.shared.config.strip_managed_fields {
+            self.strip_managed_fields();
+        }
         let (key, bytes) = self.into_parts();
         Entry {
             key,

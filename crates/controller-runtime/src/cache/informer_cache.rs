@@ -25,7 +25,9 @@ use super::consistency::{Written, WrittenVersions};
 use super::error::{Error, ListWatchError};
 use super::informer::{Informer, InformerConfig, InformerScope, TransformFn};
 use super::list_watch::ApiListWatch;
-use super::options::{CacheOptions, JsonTransform, MetaTransform, gvk_key};
+use super::options::{
+    CacheOptions, JsonTransform, MetaTransform, gvk_key, is_strip_managed_fields,
+};
 use super::storage::Storage;
 use crate::ObjectKey;
 
@@ -232,6 +234,19 @@ impl Cache {
             .as_ref()
             .and_then(|typed| typed.of::<K>())
             .or_else(|| settings.json_transform.clone().map(json_transform::<K>));
+        // `strip_managed_fields()` as every scope's metadata transform is the informer's to
+        // apply: on the JSON as received, for a compact store without another transform.
+        let strip_managed_fields = (settings.scopes.iter()).all(|scope| {
+            scope
+                .transform
+                .as_ref()
+                .is_some_and(is_strip_managed_fields)
+        });
+        if strip_managed_fields {
+            for scope in &mut settings.scopes {
+                scope.transform = None;
+            }
+        }
         // One list+watch per cached namespace (or one for all), merged into one store.
         let scopes = settings
             .scopes
@@ -255,6 +270,7 @@ impl Cache {
             } else {
                 Storage::Shared
             },
+            strip_managed_fields,
             ..InformerConfig::default()
         };
         let informer = Informer::with_scopes(scopes, config);

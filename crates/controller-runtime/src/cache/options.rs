@@ -54,8 +54,22 @@ impl TypedTransform {
 
 /// The transform that drops `metadata.managedFields`, which controllers rarely read and which
 /// often takes more memory than the rest of an object.
+///
+/// The cache knows this transform: where it is a type's only one (in every cached namespace)
+/// and storage is compact (the default), the informer cuts `managedFields` out of each
+/// object's JSON as it arrives, decoding nothing; any other transform makes the informer
+/// decode each object, transform it and encode it again.
 pub fn strip_managed_fields() -> MetaTransform {
-    Arc::new(|meta: &mut ObjectMeta| meta.managed_fields = None)
+    STRIP_MANAGED_FIELDS.clone()
+}
+
+/// The one [`strip_managed_fields`] transform, which the cache recognises.
+static STRIP_MANAGED_FIELDS: std::sync::LazyLock<MetaTransform> =
+    std::sync::LazyLock::new(|| Arc::new(|meta: &mut ObjectMeta| meta.managed_fields = None));
+
+/// Whether `transform` is [`strip_managed_fields`].
+pub(crate) fn is_strip_managed_fields(transform: &MetaTransform) -> bool {
+    Arc::ptr_eq(transform, &STRIP_MANAGED_FIELDS)
 }
 
 /// The key of a namespace set that stands for every namespace not named otherwise

@@ -267,6 +267,122 @@ impl From<HeadMeta> for ObjectMeta {
     }
 }
 
+impl RawObject {
+    /// Drops `metadata.managedFields` from the JSON (see [`without_managed_fields`]); the
+    /// object then has a buffer of its own. Nothing changes for an object without them.
+    pub(crate) fn strip_managed_fields(&mut self) {
+        if let Some(json) = without_managed_fields(&self.json) {
+            self.json = Bytes::from(json);
+        }
+    }
+}
+
+/// `json`, an object's JSON, less its `metadata.managedFields` member, cut out of the text as
+/// it is (every other byte kept, in order); `None` when there is none to cut (or the text is
+/// not an object with one `metadata` object holding one `managedFields`).
+pub(crate) fn without_managed_fields(json: &[u8]) -> Option<Vec<u8>> {
+    let text = std::str::from_utf8(json).ok()?;
+    let metadata = only_wanted(&members(text, "metadata")?)?;
+    let meta = &text[metadata.clone()];
+    if !meta.starts_with('{') {
+        return None;
+    }
+    let inner = members(meta, "managedFields")?;
+    let at = inner.iter().position(|m| m.wanted)?;
+    only_wanted(&inner)?;
+    // A member after the first goes with the comma before it; the first, with the one after.
+    let cut = if at > 0 {
+        inner[at - 1].value.end..inner[at].value.end
+    } else {
+        let end = inner[0].value.end;
+        let rest = &meta[end..];
+        let comma = (rest.find(|c: char| !c.is_ascii_whitespace()))
+            .filter(|&i| rest.as_bytes()[i] == b',')
+            .map_or(end, |i| end + i + 1);
+        1..comma
+    };
+    let cut = metadata.start + cut.start..metadata.start + cut.end;
+    let mut out = Vec::with_capacity(json.len() - cut.len());
+    out.extend_from_slice(&json[..cut.start]);
+    out.extend_from_slice(&json[cut.end..]);
+    Some(out)
+}
+
+/// One member of a JSON object, as [`members`] finds it.
+struct Member {
+    /// Its key is the one sought.
+    wanted: bool,
+    /// Where its value is in the object's text.
+    value: std::ops::Range<usize>,
+}
+
+/// The value's range of the one wanted member, if exactly one is.
+fn only_wanted(members: &[Member]) -> Option<std::ops::Range<usize>> {
+    let mut wanted = members.iter().filter(|m| m.wanted);
+    match (wanted.next(), wanted.next()) {
+        (Some(m), None) => Some(m.value.clone()),
+        _ => None,
+    }
+}
+
+/// The members of the JSON object `json`, in order, those keyed `name` marked; `None` if
+/// `json` is not an object.
+fn members(json: &str, name: &str) -> Option<Vec<Member>> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let visitor = Members {
+        base: json.as_ptr() as usize,
+        name,
+    };
+    let members = (&mut de).deserialize_map(visitor).ok()?;
+    de.end().ok()?;
+    Some(members)
+}
+
+/// Reads an object's members as raw values, noting where each is (`base`: the text's start).
+struct Members<'n> {
+    base: usize,
+    name: &'n str,
+}
+
+impl<'de> serde::de::Visitor<'de> for Members<'_> {
+    type Value = Vec<Member>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Vec<Member>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(wanted) = map.next_key_seed(KeyIs(self.name))? {
+            let value: &'de RawValue = map.next_value()?;
+            let start = value.get().as_ptr() as usize - self.base;
+            out.push(Member {
+                wanted,
+                value: start..start + value.get().len(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a key, answering whether it is the one named (escaped or not).
+struct KeyIs<'n>(&'n str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeyIs<'_> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, key: &str) -> Result<bool, E> {
+        Ok(key == self.0)
+    }
+}
+
 impl<'de> Deserialize<'de> for RawObject {
     /// Only from serde_json, and not from inside a buffered (flattened or untagged) value:
     /// the JSON is captured as it is in the input.
@@ -360,6 +476,69 @@ pub(super) fn decode_event(line: &Bytes) -> Result<WatchEvent<RawObject>, serde_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The JSON `text` less `metadata.managedFields`, as a value.
+    fn stripped_value(text: &str) -> serde_json::Value {
+        let mut value: serde_json::Value = serde_json::from_str(text).unwrap();
+        value["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        value
+    }
+
+    /// managedFields go, wherever they stand among the metadata's members and however the
+    /// text is spaced or escaped; every other byte stays; an object without them, or whose
+    /// metadata is not an object, is left alone.
+    #[test]
+    fn managed_fields_are_cut_out_of_the_json_as_it_is() {
+        let mf = r#"[{"manager":"kubectl","operation":"Update","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:a":{}}}}]"#;
+        let cases = [
+            format!(
+                r#"{{"metadata":{{"name":"a","namespace":"ns","managedFields":{mf},"uid":"u"}},"data":{{"a":"1"}}}}"#
+            ),
+            format!(r#"{{"metadata":{{"managedFields":{mf},"name":"a"}}}}"#),
+            format!(r#"{{"metadata":{{"name":"a","managedFields":{mf}}}}}"#),
+            format!(r#"{{"metadata":{{"managedFields":{mf}}},"kind":"ConfigMap"}}"#),
+            format!(r#"{{ "metadata" : {{ "managedFields" : {mf} , "name" : "a" }} }}"#),
+            format!(
+                r#"{{"kind":"X","metadata":{{"name":"a","managedFields":{mf}}},"spec":{{"managedFields":1}}}}"#
+            ),
+            r#"{"metadata":{"name":"a","managedFields":null}}"#.to_string(),
+        ];
+        for text in cases {
+            let out = without_managed_fields(text.as_bytes()).unwrap_or_else(|| panic!("{text}"));
+            let out = std::str::from_utf8(&out).unwrap();
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(out).unwrap(),
+                stripped_value(&text),
+                "{text} -> {out}"
+            );
+            assert!(!out.contains("kubectl"), "{out}");
+        }
+        // The bytes around the cut are the original's.
+        let text = format!(
+            r#"{{"metadata":{{"name":"a","managedFields":{mf},"uid":"u"}},"data":{{"a":"1"}}}}"#
+        );
+        assert_eq!(
+            without_managed_fields(text.as_bytes()).unwrap(),
+            br#"{"metadata":{"name":"a","uid":"u"},"data":{"a":"1"}}"#
+        );
+        for untouched in [
+            r#"{"metadata":{"name":"a"},"data":{"managedFields":"x"}}"#,
+            r#"{"metadata":null}"#,
+            r#"{"kind":"X"}"#,
+            r#"[1,2]"#,
+            r#"{"metadata":{"managedFields":[],"managedFields":[]}}"#,
+            r#"{"metadata":{"managedFields":[]}"#,
+        ] {
+            assert_eq!(
+                without_managed_fields(untouched.as_bytes()),
+                None,
+                "{untouched}"
+            );
+        }
+    }
     use kube_client::core::WatchEvent;
 
     #[test]

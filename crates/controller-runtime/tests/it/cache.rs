@@ -935,6 +935,94 @@ async fn compact_types_read_and_index_like_shared_ones() {
     run.await.unwrap().unwrap();
 }
 
+/// `strip_managed_fields()` drops managedFields on every storage path: cut from the JSON as
+/// received (compact storage, no other transform), from typed objects (shared storage), and
+/// after a type's own transform; on the initial list and on later watch events alike. Without
+/// it, the same compact cache keeps them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strip_managed_fields_drops_them_on_every_storage_path() {
+    use controller_runtime::cache::strip_managed_fields;
+    let (_server, client) = server().await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    create_cm(&client, "default", "a", &[("team", "x")]).await;
+    assert!(
+        api.get("a")
+            .await
+            .unwrap()
+            .metadata
+            .managed_fields
+            .is_some()
+    );
+    let strip = || CacheOptions::default().with_default_transform(strip_managed_fields());
+    let caches = [
+        ("compact, raw", strip(), true),
+        ("shared", strip().with_default_compact(false), true),
+        (
+            "compact, with a typed transform",
+            strip().by_object::<ConfigMap>(
+                &(),
+                ByObject::default().with_typed_transform(|cm: &mut ConfigMap| {
+                    cm.data
+                        .get_or_insert_default()
+                        .insert("seen".into(), "yes".into());
+                }),
+            ),
+            true,
+        ),
+        ("compact, no transform", CacheOptions::default(), false),
+    ];
+    let ctx = CancellationToken::new();
+    let mut readers = Vec::new();
+    for (what, options, strips) in caches {
+        let cache = Cache::new(client.clone(), options);
+        cache.start(ctx.clone());
+        readers.push((what, Client::new(cache), strips));
+    }
+    let key = ObjectKey::new("default", "a");
+    let expect = |what: &str, read: &ConfigMap, strips: bool, server: &ConfigMap| {
+        assert_eq!(read.metadata.managed_fields.is_none(), strips, "{what}");
+        let mut read = read.clone();
+        let mut server = server.clone();
+        read.metadata.managed_fields = None;
+        server.metadata.managed_fields = None;
+        if let Some(data) = read.data.as_mut() {
+            data.remove("seen");
+        }
+        read.data = read.data.filter(|d| !d.is_empty());
+        assert_eq!(read, server, "{what}: everything else as the server has it");
+    };
+    let server_a = api.get("a").await.unwrap();
+    for (what, reader, strips) in &readers {
+        let read = reader.objects::<ConfigMap>().get(&key).await.unwrap();
+        expect(what, &read, *strips, &server_a);
+    }
+    // A watch event takes the same path.
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"team": "y"}}})),
+    )
+    .await
+    .unwrap();
+    let server_a = api.get("a").await.unwrap();
+    for (what, reader, strips) in &readers {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let read = loop {
+            let read = reader.objects::<ConfigMap>().get(&key).await.unwrap();
+            if read.metadata.resource_version == server_a.metadata.resource_version {
+                break read;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{what}: the update never arrived"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        expect(what, &read, *strips, &server_a);
+    }
+    ctx.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compact_informer_pages_through_raw_lists_and_metadata_only_lists() {
     use controller_runtime::cache::{ApiListWatch, Informer, InformerConfig, Storage};
