@@ -78,9 +78,8 @@ pub struct InformerConfig<K> {
     /// How the store holds objects: shared typed objects (the default), or compactly encoded
     /// ones decoded on each read (see [`Storage`]).
     pub(crate) storage: Storage<K>,
-    /// Drop every object's `metadata.managedFields` before it is stored, after the transform:
-    /// from the JSON as received when the scope lists raw objects (nothing decoded), else
-    /// from the typed object. The cache sets it for [`strip_managed_fields`](super::strip_managed_fields).
+    /// Drop every object's `metadata.managedFields` before it is stored (see
+    /// [`InformerConfig::with_strip_managed_fields`]).
     pub(crate) strip_managed_fields: bool,
 }
 
@@ -143,6 +142,17 @@ impl<K> InformerConfig<K> {
     /// is replayed to the handlers as an update with old == new. `None`: no resync.
     pub fn with_resync_period(mut self, period: Duration) -> Self {
         self.resync_period = Some(period);
+        self
+    }
+
+    /// Drops every object's `metadata.managedFields` before it is stored, after any
+    /// transform: cut out of the JSON as received when the store is compact and the scope has
+    /// no transform (nothing is decoded), else cleared on the typed object. What the cache
+    /// does for [`strip_managed_fields`](super::strip_managed_fields); a
+    /// [`with_transform`](Self::with_transform) clearing them does the same, but makes a
+    /// compact store decode and re-encode every object.
+    pub fn with_strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = strip;
         self
     }
 
