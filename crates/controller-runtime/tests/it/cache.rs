@@ -69,6 +69,14 @@ async fn create_cm(client: &kube_client::Client, ns: &str, name: &str, labels: &
 }
 
 /// Waits (at most 20 s, polling) until `cond` holds; panics with `what` otherwise.
+/// Sets the `team` label of the ConfigMap `name` through the API server (a merge patch).
+async fn set_team(api: &Api<ConfigMap>, name: &str, team: &str) {
+    let patch = json!({"metadata": {"labels": {"team": team}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
 async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     while !cond() {
@@ -610,20 +618,8 @@ async fn label_scoped_cache_holds_only_the_selection_and_follows_relabels() {
     let names = || async { sorted_names(&objects.list(&ListOptions::default()).await.unwrap()) };
     assert_eq!(names().await, ["in"]);
     // Relabelled into the selection: it arrives; out of it: it leaves.
-    api.patch(
-        "out",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
-    )
-    .await
-    .unwrap();
-    api.patch(
-        "in",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "c"}}})),
-    )
-    .await
-    .unwrap();
+    set_team(&api, "out", "a").await;
+    set_team(&api, "in", "c").await;
     let informer = cache.get_informer::<ConfigMap>().await.unwrap();
     eventually("the cache follows the relabels", || {
         let store = informer.store();
@@ -904,13 +900,7 @@ async fn compact_types_read_and_index_like_shared_ones() {
         &objects.get(&ObjectKey::new("default", "a")).await.unwrap()
     ));
     // An update moves the object within the index; a delete leaves every read.
-    api.patch(
-        "a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "y"}}})),
-    )
-    .await
-    .unwrap();
+    set_team(&api, "a", "y").await;
     api.delete("b", &DeleteParams::default()).await.unwrap();
     eventually("the update and the delete reach the controller", || {
         has(&log, "update a") && has(&log, "delete b")
@@ -997,13 +987,7 @@ async fn strip_managed_fields_drops_them_on_every_storage_path() {
         expect(what, &read, *strips, &server_a);
     }
     // A watch event takes the same path.
-    api.patch(
-        "a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"team": "y"}}})),
-    )
-    .await
-    .unwrap();
+    set_team(&api, "a", "y").await;
     let server_a = api.get("a").await.unwrap();
     for (what, reader, strips) in &readers {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
