@@ -257,11 +257,12 @@ fn clock_ticks_per_second() -> f64 {
 
 #[derive(Clone, Copy)]
 enum Contender {
-    /// Our informer; `strip`: managedFields dropped (`with_strip_managed_fields`, what the cache does for its `strip_managed_fields()` transform); `compact`:
-    /// with compact storage (objects held as JSON, decoded on read); `handler`: with a
-    /// handler of typed objects registered before the sync, which a compact informer decodes
-    /// every object for; `meta_handler`: with a handler that reads only the metadata (as a
-    /// controller's Kind source with the built-in handlers and predicates), decoding nothing.
+    /// Our informer; `strip`: managedFields dropped (`with_strip_managed_fields`, what the
+    /// cache does for its `strip_managed_fields()` transform); `compact`: with compact storage
+    /// (objects held as JSON, decoded on read); `handler`: with a handler of typed objects
+    /// registered before the sync, which a compact informer decodes every object for;
+    /// `meta_handler`: with a handler that reads only the metadata (as a controller's Kind
+    /// source with the built-in handlers and predicates), decoding nothing.
     Ours {
         streaming: bool,
         strip: bool,
