@@ -1,24 +1,25 @@
 //! Multicluster: fairness under a flood, and the cost of an engaged cluster.
 //!
-//! **Fairness.** Two member clusters on one manager, one cluster-aware controller with one
-//! worker whose reconcile costs `CRT_BENCH_COST_US` (default 100 µs of CPU). Each member is an
-//! embedded API server in a process of its own, as member clusters are elsewhere: this binary
-//! again (`CRT_BENCH_ROLE=member`), writing through its own storage when told to. The quiet
-//! member writes a ConfigMap every 10 ms (200 of them); its change-to-reconcile latency is the
-//! time from the member's write (the wall clock read just before it, the machine's clock
-//! being shared by the processes) to the start of the reconcile of that object. (A create
-//! call from this process would add the client's request, queued on the manager's own
-//! threads, to the change it measures.) The noisy member runs at the lowest CPU priority
-//! (`nice -n 19`), so that on a small machine it takes only the CPU the manager leaves (a
-//! member's API server does not run on the manager's cores; `CRT_BENCH_NOISY_NICE=0` shares
-//! them at equal priority instead). Measured alone (the noisy member engaged, idle); while the noisy member takes 10,000 creates at the rate its
-//! server takes them, once not engaged (the control: its server's CPU is spent on this machine
-//! all the same, and on two cores even a background process at the lowest priority moves the
-//! quiet member's tail by milliseconds) and once engaged (the flood reaches the manager); and
-//! while the noisy member joins with 10,000 objects (its initial list queues a second of
-//! reconciles at once). `CRT_BENCH_ROUNDS` rounds (default 5) of each, their latencies pooled.
-//! The flood's figure is its p99 against the control's; the backlog's, against alone. The fair
-//! queue serves the quiet member between two noisy keys.
+//! **Fairness.** Two member clusters on one manager, one cluster-aware controller with one worker
+//! whose reconcile costs `CRT_BENCH_COST_US` (default 100 µs of CPU). Each member is an embedded
+//! API server in a process of its own, as member clusters are elsewhere: this binary again
+//! (`CRT_BENCH_ROLE=member`), writing through its own storage when told to. The quiet member writes
+//! a ConfigMap every 10 ms (200 of them); its change-to-reconcile latency is the time from the
+//! member's write (the wall clock read just before it, the machine's clock being shared by the
+//! processes) to the start of the reconcile of that object. (A create call from this process would
+//! add the client's request, queued on the manager's own threads, to the change it measures.) The
+//! noisy member runs at the lowest CPU priority (`nice -n 19`), so that on a small machine it takes
+//! only the CPU the manager leaves (a member's API server does not run on the manager's cores;
+//! `CRT_BENCH_NOISY_NICE=0` shares them at equal priority instead). Measured alone (the noisy
+//! member engaged, idle); while the noisy member takes 10,000 creates at the rate its server takes
+//! them, once not engaged (the control: its server's CPU is spent on this machine all the same, and
+//! on two cores even a background process at the lowest priority moves the quiet member's tail by
+//! milliseconds) and once engaged (the flood reaches the manager); once engaged at 5,000 a second
+//! (a paced flood); and while the noisy member joins
+//! with 10,000 objects (its initial list queues a second of reconciles at once). `CRT_BENCH_ROUNDS`
+//! rounds (default 5) of each, their latencies pooled. The flood's figure is its p99 against the
+//! control's; the backlog's, against alone. The fair queue serves the quiet member between two
+//! noisy keys.
 //!
 //! **Scale.** `CRT_BENCH_CLUSTERS` (default 50) embedded servers of 100 ConfigMaps each,
 //! started and filled first; then all are engaged with a manager running one controller for

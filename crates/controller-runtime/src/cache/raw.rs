@@ -476,6 +476,7 @@ pub(super) fn decode_event(line: &Bytes) -> Result<WatchEvent<RawObject>, serde_
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube_client::core::WatchEvent;
 
     /// The JSON `text` less `metadata.managedFields`, as a value.
     fn stripped_value(text: &str) -> serde_json::Value {
@@ -539,7 +540,6 @@ mod tests {
             );
         }
     }
-    use kube_client::core::WatchEvent;
 
     #[test]
     fn raw_objects_keep_the_json_and_read_the_key() {
