@@ -53,9 +53,12 @@ impl Slice {
         }
     }
 
-    /// A worker's slice: [`SLICE`] on a current-thread runtime, where nothing else runs while
-    /// it does, [`WORKER_SLICE`] on a multi-threaded one.
-    pub(crate) fn for_worker() -> Self {
+    /// A worker's slice: `length` if set; otherwise [`SLICE`] on a current-thread runtime,
+    /// where nothing else runs while it does, [`WORKER_SLICE`] on a multi-threaded one.
+    pub(crate) fn for_worker(length: Option<Duration>) -> Self {
+        if let Some(length) = length {
+            return Slice::of(length);
+        }
         let multi = tokio::runtime::Handle::try_current()
             .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
         Slice::of(if multi { WORKER_SLICE } else { SLICE })

@@ -48,7 +48,7 @@ pub(super) async fn run<T: QueueItem + fmt::Debug>(inner: Arc<Inner<T>>, stop: C
     // Reconciles that only read the cache finish without awaiting anything, and a backlog (an
     // initial list, a flooding cluster) hands the next key at once: the worker yields now and
     // then rather than hold its thread for the whole backlog (see `coop`).
-    let mut slice = crate::coop::Slice::for_worker();
+    let mut slice = crate::coop::Slice::for_worker(inner.options.worker_slice());
     loop {
         let next = slice
             .step(async {

@@ -186,6 +186,13 @@ impl Controller {
         } else {
             crate::workqueue::QueueOrder::Fifo
         };
+        // Its worker shares the runtime's threads with every engaged cluster's informers: a
+        // short slice keeps a quiet cluster's events from waiting behind a flooding cluster's
+        // run of reconciles (the `multicluster` bench's live flood).
+        let options = match options.worker_slice() {
+            Some(_) => options,
+            None => options.with_worker_slice(crate::coop::SLICE),
+        };
         let options = options.with_new_queue(Arc::new({
             let slot = slot.clone();
             move |name, rate_limiter| {

@@ -513,9 +513,27 @@ async fn reconciles_see_their_context_and_the_stop_signal() {
 /// spawned by the first reconcile runs long before the last one.
 #[tokio::test(flavor = "current_thread")]
 async fn a_busy_worker_lets_other_tasks_of_its_thread_run() {
-    const BACKLOG: usize = 400;
+    let seen = spawned_task_seen_after(ControllerOptions::default()).await;
+    assert!(
+        seen < BUSY_BACKLOG / 4,
+        "the spawned task ran after {seen} of {BUSY_BACKLOG} reconciles"
+    );
+}
+
+/// `with_worker_slice` sets how long the worker holds its thread: with a zero slice on a
+/// multi-threaded runtime (whose default is 5 ms, 50 of these reconciles), it yields after
+/// every reconcile, and a task spawned on its thread runs after the first one or two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn the_worker_slice_option_sets_when_a_busy_worker_yields() {
+    let options = ControllerOptions::default().with_worker_slice(Duration::ZERO);
+    let seen = spawned_task_seen_after(options).await;
+    assert!(seen <= 2, "the spawned task ran after {seen} reconciles");
+}
+
+/// How many reconciles of 100 µs each, nothing awaited, of a backlog of [`BUSY_BACKLOG`] had
+/// finished when a task spawned by the first of them ran.
+async fn spawned_task_seen_after(options: ControllerOptions) -> usize {
     let done = Arc::new(AtomicUsize::new(0));
-    // How many reconciles had finished when the spawned task ran.
     let seen_at = Arc::new(AtomicUsize::new(usize::MAX));
     let reconciler = reconcile::from_fn({
         let (done, seen_at) = (done.clone(), seen_at.clone());
@@ -526,7 +544,6 @@ async fn a_busy_worker_lets_other_tasks_of_its_thread_run() {
                     seen_at.store(done.load(Ordering::SeqCst), Ordering::SeqCst)
                 });
             }
-            // A reconcile that only computes: 100 µs of work, nothing awaited.
             let started = std::time::Instant::now();
             while started.elapsed() < Duration::from_micros(100) {
                 std::hint::spin_loop();
@@ -535,8 +552,8 @@ async fn a_busy_worker_lets_other_tasks_of_its_thread_run() {
             async { Ok(Action::done()) }
         }
     });
-    let controller = Controller::new("busy", reconciler, ControllerOptions::default()).unwrap();
-    for i in 0..BACKLOG {
+    let controller = Controller::new("busy", reconciler, options).unwrap();
+    for i in 0..BUSY_BACKLOG {
         controller.queue().add(Request::new("ns", format!("k{i}")));
     }
     let ctx = CancellationToken::new();
@@ -544,14 +561,13 @@ async fn a_busy_worker_lets_other_tasks_of_its_thread_run() {
         let (c, ctx) = (controller.clone(), ctx.clone());
         async move { c.start(ctx).await }
     });
-    while done.load(Ordering::SeqCst) < BACKLOG {
+    while done.load(Ordering::SeqCst) < BUSY_BACKLOG {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let seen = seen_at.load(Ordering::SeqCst);
-    assert!(
-        seen < BACKLOG / 4,
-        "the spawned task ran after {seen} of {BACKLOG} reconciles"
-    );
     ctx.cancel();
     handle.await.unwrap().unwrap();
+    seen_at.load(Ordering::SeqCst)
 }
+
+/// The backlog of [`spawned_task_seen_after`].
+const BUSY_BACKLOG: usize = 400;
