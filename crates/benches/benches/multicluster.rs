@@ -99,8 +99,6 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i]
 }
 
-/// A member cluster in a process of its own: an embedded API server that writes through its
-/// own storage when told to.
 /// The CPU priority a member process runs at.
 #[derive(Clone, Copy, Debug)]
 enum Priority {
@@ -129,6 +127,8 @@ impl Priority {
     }
 }
 
+/// A member cluster in a process of its own: an embedded API server that writes through its
+/// own storage when told to.
 struct Member {
     child: Child,
     stdin: ChildStdin,
